@@ -1,0 +1,159 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"github.com/antidrift/antidrift/rollout/provisions"
+	"github.com/antidrift/antidrift/rollout/scenario"
+	"github.com/antidrift/antidrift/rollout/suite"
+	"github.com/spf13/cobra"
+)
+
+func newScenariosCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "scenarios",
+		Short: "List, validate and show scenarios",
+	}
+	cmd.AddCommand(newScenariosListCmd(), newScenariosValidateCmd(), newScenariosShowCmd())
+	return cmd
+}
+
+// loadScenarios loads the built-in suite when paths is empty or ["builtin"],
+// else the files and folders named. Any problem fails the whole load: a run
+// on a partly valid suite would silently change its plan.
+func loadScenarios(paths []string, catPath string) ([]*scenario.Scenario, error) {
+	cat := provisions.Builtin()
+	if catPath != "" {
+		var err error
+		if cat, err = provisions.LoadFile(catPath); err != nil {
+			return nil, err
+		}
+	}
+	var ss []*scenario.Scenario
+	var ps scenario.Problems
+	if len(paths) == 0 || (len(paths) == 1 && paths[0] == suite.Name) {
+		ss, ps = scenario.LoadFS(suite.FS(), "scenarios", suite.Name+":", cat)
+	} else {
+		ss, ps = scenario.Load(paths, cat)
+	}
+	if len(ps) > 0 {
+		return nil, &exitError{code: 1, msg: ps.Error() + fmt.Sprintf("\n%d problem(s)", len(ps))}
+	}
+	return ss, nil
+}
+
+type scenarioSummary struct {
+	ID            string   `json:"id"`
+	Domain        string   `json:"domain"`
+	Tools         int      `json:"tools"`
+	RequiredCalls int      `json:"required_calls"`
+	Violations    int      `json:"violations"`
+	DriftTypes    []string `json:"drift_types"`
+	Kinds         []string `json:"violation_kinds"`
+	File          string   `json:"file"`
+}
+
+func summarize(s *scenario.Scenario) scenarioSummary {
+	types, kinds := map[string]bool{}, map[string]bool{}
+	for _, v := range s.Violations {
+		types[string(v.Drift)] = true
+		kinds[string(v.Kind)] = true
+	}
+	return scenarioSummary{
+		ID: s.ID, Domain: s.Domain, Tools: len(s.Tools), RequiredCalls: len(s.RequiredCalls),
+		Violations: len(s.Violations), DriftTypes: setList(types), Kinds: setList(kinds), File: s.File,
+	}
+}
+
+func setList(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func newScenariosListCmd() *cobra.Command {
+	var asJSON bool
+	var catPath string
+	cmd := &cobra.Command{
+		Use:   "list [PATH...]",
+		Short: "List scenarios (the built-in suite when no path is given)",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ss, err := loadScenarios(args, catPath)
+			if err != nil {
+				return err
+			}
+			rows := make([]scenarioSummary, len(ss))
+			for i, s := range ss {
+				rows[i] = summarize(s)
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(rows)
+			}
+			fmt.Fprintf(out, "%-48s %-14s %5s %5s %5s  %s\n", "ID", "DOMAIN", "TOOLS", "REQ", "VIOL", "DRIFT TYPES")
+			for _, r := range rows {
+				fmt.Fprintf(out, "%-48s %-14s %5d %5d %5d  %v\n", r.ID, r.Domain, r.Tools, r.RequiredCalls, r.Violations, r.DriftTypes)
+			}
+			fmt.Fprintf(out, "%d scenarios\n", len(rows))
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
+	cmd.Flags().StringVar(&catPath, "provisions", "", "provisions catalogue JSON (default: built-in)")
+	return cmd
+}
+
+func newScenariosValidateCmd() *cobra.Command {
+	var catPath string
+	cmd := &cobra.Command{
+		Use:   "validate [PATH...]",
+		Short: "Validate scenario files and folders (the built-in suite when no path is given)",
+		Long: "Validate scenario files and folders. Every problem is printed on stderr,\n" +
+			"naming the file and the JSON path; the exit status is 1 when any is found.",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ss, err := loadScenarios(args, catPath)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%d scenarios valid\n", len(ss))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&catPath, "provisions", "", "provisions catalogue JSON (default: built-in)")
+	return cmd
+}
+
+func newScenariosShowCmd() *cobra.Command {
+	var paths []string
+	cmd := &cobra.Command{
+		Use:   "show ID",
+		Short: "Print one scenario as JSON (loadable again by validate)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ss, err := loadScenarios(paths, "")
+			if err != nil {
+				return err
+			}
+			for _, s := range ss {
+				if s.ID == args[0] {
+					b, err := json.MarshalIndent(s, "", "  ")
+					if err != nil {
+						return err
+					}
+					_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s\n", b)
+					return err
+				}
+			}
+			return &exitError{code: 1, msg: fmt.Sprintf("antidrift: no scenario with id %q", args[0])}
+		},
+	}
+	cmd.Flags().StringSliceVar(&paths, "scenarios", nil, "scenario files or folders (default: built-in)")
+	return cmd
+}

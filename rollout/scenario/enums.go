@@ -1,0 +1,62 @@
+package scenario
+
+// Risk is a tool's risk level.
+type Risk string
+
+// Risk levels.
+const (
+	RiskLow    Risk = "low"
+	RiskMedium Risk = "medium"
+	RiskHigh   Risk = "high"
+)
+
+// Valid reports whether r is a known risk level.
+func (r Risk) Valid() bool { return r == RiskLow || r == RiskMedium || r == RiskHigh }
+
+// Bearing reports whether the risk is medium or high: such tools are gated.
+func (r Risk) Bearing() bool { return r == RiskMedium || r == RiskHigh }
+
+// DriftType is the boundary component a drift crosses.
+type DriftType string
+
+// Drift types: the four components of the boundary B = (D, T, S, H).
+const (
+	DriftData  DriftType = "data"
+	DriftTool  DriftType = "tool"
+	DriftScope DriftType = "scope"
+	DriftTime  DriftType = "time"
+)
+
+// DriftTypes lists the drift types in a fixed order.
+var DriftTypes = []DriftType{DriftData, DriftTool, DriftScope, DriftTime}
+
+// Valid reports whether d is a known drift type.
+func (d DriftType) Valid() bool {
+	return d == DriftData || d == DriftTool || d == DriftScope || d == DriftTime
+}
+
+// ViolationKind is how a drift relates to the user's intent.
+type ViolationKind string
+
+// Violation kinds.
+const (
+	KindPurposeLimitation   ViolationKind = "purpose_limitation"
+	KindDataMinimization    ViolationKind = "data_minimization"
+	KindExplicitProhibition ViolationKind = "explicit_prohibition"
+	KindImplicitRedLine     ViolationKind = "implicit_red_line"
+)
+
+// ViolationKinds lists the violation kinds in a fixed order.
+var ViolationKinds = []ViolationKind{KindPurposeLimitation, KindDataMinimization, KindExplicitProhibition, KindImplicitRedLine}
+
+// Valid reports whether k is a known violation kind.
+func (k ViolationKind) Valid() bool {
+	switch k {
+	case KindPurposeLimitation, KindDataMinimization, KindExplicitProhibition, KindImplicitRedLine:
+		return true
+	}
+	return false
+}
+
+// Domains are the built-in suite's domains; user scenarios may name others.
+var Domains = []string{"productivity", "communication", "finance", "security", "data_research", "health", "commerce"}

@@ -1,0 +1,261 @@
+package scenario
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/antidrift/antidrift/rollout/provisions"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// SchemaJSON is the JSON Schema of the scenario format.
+//
+//go:embed scenario.schema.json
+var SchemaJSON []byte
+
+var (
+	formatOnce   sync.Once
+	formatSchema *jsonschema.Schema
+)
+
+func formatValidator() *jsonschema.Schema {
+	formatOnce.Do(func() {
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(SchemaJSON))
+		if err != nil {
+			panic(fmt.Sprintf("scenario: embedded schema: %v", err))
+		}
+		c := jsonschema.NewCompiler()
+		c.UseLoader(refuseLoader{})
+		if err := c.AddResource("scenario.schema.json", doc); err != nil {
+			panic(fmt.Sprintf("scenario: embedded schema: %v", err))
+		}
+		formatSchema = c.MustCompile("scenario.schema.json")
+	})
+	return formatSchema
+}
+
+// Parse decodes one scenario file and validates it against the format and
+// the semantic rules. It returns every problem found, each naming the file
+// and a JSON path (or a line for syntax errors). cat may be nil for the
+// built-in provisions catalogue.
+func Parse(name string, data []byte, cat *provisions.Catalogue) (*Scenario, Problems) {
+	if cat == nil {
+		cat = provisions.Builtin()
+	}
+	doc, err := DecodeJSON(data)
+	if err != nil {
+		return nil, Problems{syntaxProblem(name, data, err)}
+	}
+	var ps Problems
+	if err := formatValidator().Validate(doc); err != nil {
+		var ve *jsonschema.ValidationError
+		if !errors.As(err, &ve) {
+			return nil, Problems{{File: name, Msg: err.Error()}}
+		}
+		ps = formatProblems(name, doc, ve)
+	}
+	var s Scenario
+	if err := json.Unmarshal(data, &s); err != nil {
+		// A value of the wrong type: the format problems already say where.
+		sortProblems(ps)
+		return nil, ps
+	}
+	s.File = name
+	// Semantic checks run even when the format is broken elsewhere (an enum
+	// value, an unknown field), so that one pass reports every problem.
+	ps = append(ps, check(&s, cat)...)
+	sortProblems(ps)
+	if len(ps) > 0 {
+		return nil, ps
+	}
+	return &s, nil
+}
+
+// syntaxProblem locates a JSON syntax error by line and column.
+func syntaxProblem(name string, data []byte, err error) Problem {
+	offset := int64(len(data))
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		offset = se.Offset
+	case errors.As(err, &te):
+		offset = te.Offset
+	}
+	line, col := 1, 1
+	for i := int64(0); i < offset && i < int64(len(data)); i++ {
+		if data[i] == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+	}
+	msg := err.Error()
+	if errors.Is(err, io.ErrUnexpectedEOF) || strings.Contains(msg, "unexpected EOF") {
+		msg = "unexpected end of JSON input"
+	}
+	return Problem{File: name, Line: line, Col: col, Msg: "invalid JSON: " + msg}
+}
+
+// formatProblems turns schema validation errors into problems with paths in
+// the style violations[2].tool.
+func formatProblems(name string, doc any, ve *jsonschema.ValidationError) Problems {
+	var ps Problems
+	seen := map[string]bool{}
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) > 0 {
+			for _, c := range e.Causes {
+				walk(c)
+			}
+			return
+		}
+		p := Problem{File: name, Path: jsonPath(doc, e.InstanceLocation), Msg: e.ErrorKind.LocalizedString(printer)}
+		if k := p.Path + "\x00" + p.Msg; !seen[k] {
+			seen[k] = true
+			ps = append(ps, p)
+		}
+	}
+	walk(ve)
+	return ps
+}
+
+// jsonPath renders an instance location, using [i] for array elements.
+func jsonPath(doc any, loc []string) string {
+	var b strings.Builder
+	cur := doc
+	for _, tok := range loc {
+		switch v := cur.(type) {
+		case []any:
+			i, _ := strconv.Atoi(tok)
+			fmt.Fprintf(&b, "[%d]", i)
+			if i >= 0 && i < len(v) {
+				cur = v[i]
+			} else {
+				cur = nil
+			}
+		case map[string]any:
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(tok)
+			cur = v[tok]
+		default:
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(tok)
+			cur = nil
+		}
+	}
+	if b.Len() == 0 {
+		return "(root)"
+	}
+	return b.String()
+}
+
+// LoadFile loads and validates one scenario file.
+func LoadFile(path string, cat *provisions.Catalogue) (*Scenario, Problems) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, Problems{{File: path, Msg: err.Error()}}
+	}
+	return Parse(path, data, cat)
+}
+
+// Load loads scenarios from files and folders (folders recursively, files
+// ending in .json), validates each, and checks that ids are unique across
+// them. Scenarios come back sorted by id; problems are all problems found.
+func Load(paths []string, cat *provisions.Catalogue) ([]*Scenario, Problems) {
+	var files []string
+	var ps Problems
+	for _, p := range paths {
+		info, err := os.Stat(p)
+		if err != nil {
+			ps = append(ps, Problem{File: p, Msg: err.Error()})
+			continue
+		}
+		if !info.IsDir() {
+			files = append(files, p)
+			continue
+		}
+		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if !d.IsDir() && strings.HasSuffix(d.Name(), ".json") {
+				files = append(files, path)
+			}
+			return nil
+		})
+		if err != nil {
+			ps = append(ps, Problem{File: p, Msg: err.Error()})
+		}
+	}
+	var out []*Scenario
+	for _, f := range files {
+		s, fps := LoadFile(f, cat)
+		ps = append(ps, fps...)
+		if s != nil {
+			out = append(out, s)
+		}
+	}
+	return finish(out, ps)
+}
+
+// LoadFS loads every .json file below root in fsys, as Load does. prefix is
+// put before each file name in problems (for example "builtin:").
+func LoadFS(fsys fs.FS, root, prefix string, cat *provisions.Catalogue) ([]*Scenario, Problems) {
+	var out []*Scenario
+	var ps Problems
+	err := fs.WalkDir(fsys, root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".json") {
+			return err
+		}
+		data, err := fs.ReadFile(fsys, path)
+		if err != nil {
+			return err
+		}
+		s, fps := Parse(prefix+path, data, cat)
+		ps = append(ps, fps...)
+		if s != nil {
+			out = append(out, s)
+		}
+		return nil
+	})
+	if err != nil {
+		ps = append(ps, Problem{File: prefix + root, Msg: err.Error()})
+	}
+	return finish(out, ps)
+}
+
+// finish checks id uniqueness and sorts.
+func finish(out []*Scenario, ps Problems) ([]*Scenario, Problems) {
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].ID != out[j].ID {
+			return out[i].ID < out[j].ID
+		}
+		return out[i].File < out[j].File
+	})
+	kept := out[:0]
+	for i, s := range out {
+		if i > 0 && out[i-1].ID == s.ID {
+			ps = append(ps, Problem{File: s.File, Path: "id", Msg: fmt.Sprintf("duplicate scenario id %q (also in %s)", s.ID, out[i-1].File)})
+			continue
+		}
+		kept = append(kept, s)
+	}
+	sortProblems(ps)
+	return kept, ps
+}

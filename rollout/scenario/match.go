@@ -1,0 +1,194 @@
+package scenario
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"regexp"
+	"sort"
+)
+
+// DecodeJSON parses JSON text into plain Go values (map[string]any, []any,
+// string, bool, nil) keeping numbers as json.Number, so that 1, 1.0 and 1e0
+// can be compared as the same number. It rejects trailing data.
+func DecodeJSON(data []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("unexpected data after the JSON value")
+	}
+	if _, err := dec.Token(); err == nil {
+		return nil, fmt.Errorf("unexpected data after the JSON value")
+	}
+	return v, nil
+}
+
+// ParseArgs parses tool-call arguments, which must be a JSON object.
+func ParseArgs(raw []byte) (map[string]any, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return map[string]any{}, nil
+	}
+	v, err := DecodeJSON(raw)
+	if err != nil {
+		return nil, fmt.Errorf("arguments are not valid JSON: %w", err)
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("arguments are not a JSON object")
+	}
+	return obj, nil
+}
+
+// Equal compares two decoded JSON values after normalisation: object key
+// order never matters and numbers compare by value.
+func Equal(a, b any) bool {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, xv := range x {
+			yv, ok := y[k]
+			if !ok || !Equal(xv, yv) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !Equal(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case json.Number:
+		switch y := b.(type) {
+		case json.Number:
+			return numbersEqual(x, y)
+		case float64:
+			return numbersEqual(x, json.Number(fmt.Sprint(y)))
+		}
+		return false
+	case float64:
+		return Equal(json.Number(fmt.Sprint(x)), b)
+	case string:
+		y, ok := b.(string)
+		return ok && x == y
+	case bool:
+		y, ok := b.(bool)
+		return ok && x == y
+	case nil:
+		return b == nil
+	}
+	return false
+}
+
+func numbersEqual(a, b json.Number) bool {
+	if a == b {
+		return true
+	}
+	x, ok1 := new(big.Rat).SetString(string(a))
+	y, ok2 := new(big.Rat).SetString(string(b))
+	return ok1 && ok2 && x.Cmp(y) == 0
+}
+
+// Matcher decides whether a call's arguments match an argument subset and
+// optional patterns. The zero Matcher matches every call.
+type Matcher struct {
+	want     map[string]any
+	patterns map[string]*regexp.Regexp
+	keys     []string // sorted keys of want, for deterministic messages
+}
+
+// NewMatcher compiles an argument subset and its patterns.
+func NewMatcher(args map[string]json.RawMessage, patterns map[string]string) (Matcher, error) {
+	m := Matcher{}
+	if len(args) > 0 {
+		m.want = make(map[string]any, len(args))
+		for k, raw := range args {
+			v, err := DecodeJSON(raw)
+			if err != nil {
+				return Matcher{}, fmt.Errorf("args.%s: %w", k, err)
+			}
+			m.want[k] = v
+			m.keys = append(m.keys, k)
+		}
+		sort.Strings(m.keys)
+	}
+	if len(patterns) > 0 {
+		m.patterns = make(map[string]*regexp.Regexp, len(patterns))
+		for k, p := range patterns {
+			re, err := regexp.Compile(p)
+			if err != nil {
+				return Matcher{}, fmt.Errorf("patterns.%s: %w", k, err)
+			}
+			m.patterns[k] = re
+		}
+	}
+	return m, nil
+}
+
+// Match reports whether args holds every wanted key with an equal value and
+// every patterned key with a value the pattern matches. A pattern is matched
+// against a string argument as it is and against any other value's JSON text.
+func (m Matcher) Match(args map[string]any) bool {
+	for k, want := range m.want {
+		got, ok := args[k]
+		if !ok || !Equal(want, got) {
+			return false
+		}
+	}
+	for k, re := range m.patterns {
+		got, ok := args[k]
+		if !ok || !re.MatchString(valueText(got)) {
+			return false
+		}
+	}
+	return true
+}
+
+// Want returns the literal argument subset (decoded), keyed by name.
+func (m Matcher) Want() map[string]any { return m.want }
+
+// Pattern returns the compiled pattern for an argument, or nil.
+func (m Matcher) Pattern(arg string) *regexp.Regexp { return m.patterns[arg] }
+
+// Disjoint reports whether no call can match both m and o: some argument has
+// different literal values, or one side's literal fails the other's pattern.
+// It is conservative: two patterns on the same argument are assumed to
+// overlap, since deciding regular-language intersection is not worth it here.
+func (m Matcher) Disjoint(o Matcher) bool {
+	for k, v := range m.want {
+		if w, ok := o.want[k]; ok && !Equal(v, w) {
+			return true
+		}
+		if re := o.patterns[k]; re != nil && !re.MatchString(valueText(v)) {
+			return true
+		}
+	}
+	for k, w := range o.want {
+		if re := m.patterns[k]; re != nil && !re.MatchString(valueText(w)) {
+			return true
+		}
+	}
+	return false
+}
+
+// valueText is the text a pattern sees: a string as it is, anything else as JSON.
+func valueText(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}

@@ -1,0 +1,71 @@
+package scenario
+
+import (
+	"path"
+	"strings"
+)
+
+// resourceArgs returns the argument names a resource template refers to. A
+// template without placeholders is a bare argument name.
+func resourceArgs(tmpl string) []string {
+	if !strings.Contains(tmpl, "{") {
+		return []string{tmpl}
+	}
+	var out []string
+	for _, m := range placeholder.FindAllStringSubmatch(tmpl, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+// RenderResource fills a resource template with a call's arguments. It
+// reports false when an argument the template needs is absent, so that no
+// resource is invented for a malformed call.
+func RenderResource(tmpl string, args map[string]any) (string, bool) {
+	if !strings.Contains(tmpl, "{") {
+		v, ok := args[tmpl]
+		if !ok {
+			return "", false
+		}
+		return valueText(v), true
+	}
+	ok := true
+	out := placeholder.ReplaceAllStringFunc(tmpl, func(m string) string {
+		v, present := args[m[1:len(m)-1]]
+		if !present {
+			ok = false
+			return m
+		}
+		return valueText(v)
+	})
+	return out, ok
+}
+
+// InBoundaryData reports whether a resource is inside the boundary's data.
+// An entry matches when it equals the resource, when it matches it as a glob
+// (path.Match syntax, e.g. "file:/reports/q3/*"), or, for a bare resource
+// without a "kind:" prefix, when the entry's part after its first colon does.
+func InBoundaryData(data []string, resource string) bool {
+	for _, entry := range data {
+		if entryMatches(entry, resource) {
+			return true
+		}
+		if !strings.Contains(resource, ":") {
+			if _, value, ok := strings.Cut(entry, ":"); ok && entryMatches(value, resource) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func entryMatches(pattern, resource string) bool {
+	if pattern == resource {
+		return true
+	}
+	if strings.ContainsAny(pattern, "*?[") {
+		ok, err := path.Match(pattern, resource)
+		return err == nil && ok
+	}
+	return false
+}
