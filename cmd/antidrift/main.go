@@ -27,7 +27,7 @@ func newRootCmd() *cobra.Command {
 		SilenceErrors: true,
 		Version:       Version,
 	}
-	root.AddCommand(newScenariosCmd())
+	root.AddCommand(newScenariosCmd(), newRolloutCmd(), newSimServerCmd(), newMergeCmd())
 	return root
 }
 

@@ -89,7 +89,8 @@ func syntaxProblem(name string, data []byte, err error) Problem {
 	var te *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &se):
-		offset = se.Offset
+		// Offset counts the offending byte: point at it, not past it.
+		offset = max(se.Offset-1, 0)
 	case errors.As(err, &te):
 		offset = te.Offset
 	}
@@ -102,7 +103,7 @@ func syntaxProblem(name string, data []byte, err error) Problem {
 		}
 	}
 	msg := err.Error()
-	if errors.Is(err, io.ErrUnexpectedEOF) || strings.Contains(msg, "unexpected EOF") {
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || strings.Contains(msg, "unexpected EOF") {
 		msg = "unexpected end of JSON input"
 	}
 	return Problem{File: name, Line: line, Col: col, Msg: "invalid JSON: " + msg}

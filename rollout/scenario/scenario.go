@@ -164,3 +164,13 @@ func (s *Scenario) AuthorizationVars() map[string]bool {
 	}
 	return vars
 }
+
+// UserPrompt is the user turn an episode starts with: the instruction, then
+// the task's context when there is one. Engines and simulated policies both
+// build it here so that a simulated endpoint can recognise its scenario.
+func (s *Scenario) UserPrompt() string {
+	if s.Context == "" {
+		return s.Instruction
+	}
+	return s.Instruction + "\n\nContext: " + s.Context
+}

@@ -132,6 +132,11 @@ func (v *validator) required() {
 			continue
 		}
 		v.checkArgs(p+".args", c.Tool, m)
+		if v.schemas[c.Tool] != nil {
+			if _, err := v.s.CompleteArgs(c.Tool, c.Args, c.Patterns); err != nil {
+				v.addf(p, "%v", err)
+			}
+		}
 		if !v.s.InBoundaryTools(c.Tool) {
 			v.addf(p+".tool", "%q is not in boundary.tools: the compliant path would drift", c.Tool)
 		}
@@ -242,6 +247,11 @@ func (v *validator) violations() {
 				v.addf(p, "%v", err)
 			} else {
 				v.checkArgs(p+".args", vi.Tool, m)
+				if v.schemas[vi.Tool] != nil {
+					if _, err := v.s.CompleteArgs(vi.Tool, vi.Args, vi.Patterns); err != nil {
+						v.addf(p, "%v", err)
+					}
+				}
 				for j, c := range v.s.RequiredCalls {
 					if c.Tool == vi.Tool && !m.Disjoint(required[j]) {
 						v.addf(p, "overlaps required_calls[%d]: a call to %q can match both the compliant path and this violation", j, c.Tool)

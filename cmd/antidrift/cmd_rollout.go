@@ -1,0 +1,325 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/antidrift/antidrift/rollout/agent"
+	"github.com/antidrift/antidrift/rollout/engine"
+	"github.com/antidrift/antidrift/rollout/policy/openai"
+	"github.com/antidrift/antidrift/rollout/scenario"
+	"github.com/antidrift/antidrift/rollout/store"
+	"github.com/antidrift/antidrift/rollout/trajectory"
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+)
+
+type rolloutFlags struct {
+	scenarios   []string
+	limit       int
+	policy      string
+	endpoint    endpointFlags
+	framework   string
+	rollouts    int
+	concurrency int
+	seed        int64
+	out         string
+	shard       string
+	checkpoint  string
+	run         string
+	force       bool
+	asJSON      bool
+	maxSteps    int
+	maxTokens   int
+	turnTokens  int
+	temperature float64
+	episodeTime time.Duration
+}
+
+func newRolloutCmd() *cobra.Command {
+	var f rolloutFlags
+	cmd := &cobra.Command{
+		Use:   "rollout --policy sim:NAME|openai:MODEL --out DIR",
+		Short: "Roll out a policy on scenarios into a run folder (resumable)",
+		Long: `Roll out a policy on every scenario, --rollouts times each, into a run folder.
+
+Rerunning the same command on the same folder resumes: finished episodes are
+skipped, a torn last line is repaired, and episodes that hit infrastructure
+errors are retried. A different configuration is refused unless --force.
+
+The API key comes from the environment variable named by --api-key-env
+(default OPENAI_API_KEY); it is never written anywhere.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runRollout(cmd, f) },
+	}
+	fl := cmd.Flags()
+	fl.StringSliceVar(&f.scenarios, "scenarios", []string{"builtin"}, "scenario files or folders, or builtin")
+	fl.IntVar(&f.limit, "limit", 0, "use only the first N scenarios (by id); 0: all")
+	fl.StringVar(&f.policy, "policy", "", "sim:NAME (simulated: base, sft, dpo-1, dpo-2, overcautious) or openai:MODEL")
+	fl.StringVar(&f.endpoint.baseURL, "base-url", "", "OpenAI-compatible base URL, e.g. http://localhost:8000/v1")
+	fl.StringVar(&f.endpoint.apiKeyEnv, "api-key-env", "OPENAI_API_KEY", "environment variable holding the API key")
+	fl.DurationVar(&f.endpoint.requestTimeout, "request-timeout", 5*time.Minute, "timeout of one HTTP request")
+	fl.IntVar(&f.endpoint.maxRetries, "max-retries", 5, "retries of a request on 429, 5xx and timeouts")
+	fl.StringVar(&f.framework, "framework", engine.FrameworkNormal, "agent framework: normal")
+	fl.IntVar(&f.rollouts, "rollouts", 4, "rollouts per scenario")
+	fl.IntVar(&f.concurrency, "concurrency", 32, "episodes in flight")
+	fl.Int64Var(&f.seed, "seed", 1, "run seed")
+	fl.StringVar(&f.out, "out", "", "run folder")
+	fl.StringVar(&f.shard, "shard", "0/1", "run shard i of n (i/n), for batch schedulers; join with merge")
+	fl.StringVar(&f.checkpoint, "checkpoint", "", "checkpoint name recorded in every trajectory (default: the policy)")
+	fl.StringVar(&f.run, "run", "", "run name recorded in every trajectory (default: derived from the plan)")
+	fl.BoolVar(&f.force, "force", false, "start over in a folder holding another plan (old trajectories are moved aside)")
+	fl.BoolVar(&f.asJSON, "json", false, "print the summary as JSON on stdout")
+	fl.IntVar(&f.maxSteps, "max-steps", 20, "assistant turns per episode")
+	fl.IntVar(&f.maxTokens, "max-tokens", 0, "total tokens per episode; 0: no limit")
+	fl.IntVar(&f.turnTokens, "max-turn-tokens", 0, "max_tokens sent with each request; 0: not sent")
+	fl.Float64Var(&f.temperature, "temperature", 0, "sampling temperature (0 is sent as 0)")
+	fl.DurationVar(&f.episodeTime, "episode-timeout", 0, "wall time per episode; 0: no limit")
+	_ = cmd.MarkFlagRequired("policy")
+	_ = cmd.MarkFlagRequired("out")
+	return cmd
+}
+
+func runRollout(cmd *cobra.Command, f rolloutFlags) error {
+	if f.rollouts < 1 {
+		return fmt.Errorf("--rollouts must be at least 1")
+	}
+	shard, err := engine.ParseShard(f.shard)
+	if err != nil {
+		return err
+	}
+	ss, err := loadScenarios(f.scenarios, "")
+	if err != nil {
+		return err
+	}
+	if f.limit > 0 && f.limit < len(ss) {
+		ss = ss[:f.limit]
+	}
+	pol, client, err := buildPolicy(f.policy, f.endpoint, f.concurrency, ss)
+	if err != nil {
+		return err
+	}
+	kind, model, _ := policySpec(f.policy)
+	checkpoint := f.checkpoint
+	if checkpoint == "" {
+		checkpoint = f.policy
+	}
+	ids := make([]string, len(ss))
+	for i, s := range ss {
+		ids[i] = s.ID
+	}
+	plan := store.Plan{
+		ScenarioSource: strings.Join(f.scenarios, ","), ScenarioHash: scenario.Hash(ss), ScenarioIDs: ids,
+		Policy: f.policy, Checkpoint: checkpoint, Framework: f.framework, Rollouts: f.rollouts,
+		Seed: f.seed, Shard: shard.String(), MaxSteps: f.maxSteps, MaxTokens: f.maxTokens,
+		Temperature: f.temperature, MaxTurnTokens: f.turnTokens,
+	}
+	if kind == "openai" {
+		plan.Model = model
+	}
+	runName := f.run
+	if runName == "" {
+		runName = planName(plan)
+	}
+	man := store.Manifest{
+		Version: Version, Run: runName, Created: time.Now().UTC().Format(time.RFC3339), Plan: plan,
+		Settings: store.Settings{BaseURL: f.endpoint.baseURL, Concurrency: f.concurrency, Command: commandLine()},
+	}
+	if kind == "openai" {
+		man.Settings.APIKeyEnv = f.endpoint.apiKeyEnv
+	}
+	if f.episodeTime > 0 {
+		man.Settings.EpisodeTime = f.episodeTime.String()
+	}
+	run, err := store.Open(f.out, man, f.force)
+	if err != nil {
+		return err
+	}
+	cfg := engine.Config{
+		Scenarios: ss, Policy: pol, PolicyName: f.policy, Checkpoint: checkpoint, Framework: f.framework,
+		Rollouts: f.rollouts, Concurrency: f.concurrency, Seed: f.seed, Shard: shard, Version: Version,
+		Limits: agent.Limits{MaxSteps: f.maxSteps, MaxTokens: f.maxTokens, WallTime: f.episodeTime,
+			Temperature: f.temperature, MaxTurnTokens: f.turnTokens},
+	}
+	total := len(engine.Plan(cfg, runName))
+	prog := newProgress(total, run.DoneCount(), client)
+	cfg.OnRecord = prog.record
+
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	sum, runErr := engine.Run(ctx, cfg, run)
+	prog.finish()
+	if runErr != nil {
+		if errors.Is(runErr, context.Canceled) {
+			return &exitError{code: 130, msg: fmt.Sprintf("antidrift: interrupted; %d episodes are saved in %s; rerun the same command to resume", run.DoneCount()+sum.Ran-sum.InfraErrors, f.out)}
+		}
+		return fmt.Errorf("rollout stopped: %w (finished episodes are saved in %s; rerun the same command to resume)", runErr, f.out)
+	}
+	rs, err := summarizeRun(f.out)
+	if err != nil {
+		return err
+	}
+	rs.Run, rs.Out, rs.Planned, rs.Skipped, rs.Ran, rs.InfraErrors = runName, f.out, sum.Planned, sum.Skipped, sum.Ran, sum.InfraErrors
+	rs.ElapsedSeconds = sum.Elapsed.Seconds()
+	if f.asJSON {
+		enc := json.NewEncoder(cmd.OutOrStdout())
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rs); err != nil {
+			return err
+		}
+	} else {
+		rs.print(cmd.OutOrStdout())
+	}
+	if sum.InfraErrors > 0 {
+		return &exitError{code: 2, msg: fmt.Sprintf("antidrift: %d episodes failed with infrastructure errors (see %s/errors/); rerun the same command to retry them", sum.InfraErrors, f.out)}
+	}
+	return nil
+}
+
+// planName derives a run name from the plan, so that the same plan gets the
+// same trajectory ids wherever its folder lives.
+func planName(p store.Plan) string {
+	p.Shard = "" // shards of one plan are one run
+	b, _ := json.Marshal(p)
+	h := sha256.Sum256(b)
+	return "run-" + hex.EncodeToString(h[:4])
+}
+
+// commandLine is the invocation, for provenance. Flags never carry secrets:
+// the key is only ever read from the environment.
+func commandLine() string { return strings.Join(append([]string{"antidrift"}, os.Args[1:]...), " ") }
+
+// runSummary is the end-of-run table and its --json form.
+type runSummary struct {
+	Run            string         `json:"run"`
+	Out            string         `json:"out"`
+	Planned        int            `json:"planned"`
+	Skipped        int            `json:"skipped"`
+	Ran            int            `json:"ran"`
+	InfraErrors    int            `json:"infra_errors"`
+	Records        int            `json:"records"`
+	Statuses       map[string]int `json:"statuses"`
+	TSR            float64        `json:"tsr"`
+	DR             float64        `json:"dr"`
+	CSR            float64        `json:"csr"`
+	ElapsedSeconds float64        `json:"elapsed_seconds"`
+}
+
+func summarizeRun(dir string) (runSummary, error) {
+	rs := runSummary{Statuses: map[string]int{}}
+	it := store.Records(dir)
+	defer it.Close()
+	var succ, drift, clean int
+	for it.Next() {
+		r := it.At()
+		rs.Records++
+		rs.Statuses[string(r.Status)]++
+		if r.Success {
+			succ++
+		}
+		if r.Drift {
+			drift++
+		}
+		if r.Clean() {
+			clean++
+		}
+	}
+	if err := it.Err(); err != nil {
+		return rs, err
+	}
+	if rs.Records > 0 {
+		n := float64(rs.Records)
+		rs.TSR, rs.DR, rs.CSR = float64(succ)/n, float64(drift)/n, float64(clean)/n
+	}
+	return rs, nil
+}
+
+func (rs runSummary) print(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "run\t%s (%s)\n", rs.Run, rs.Out)
+	fmt.Fprintf(tw, "episodes\t%d planned, %d already done, %d run now, %d infrastructure errors\n", rs.Planned, rs.Skipped, rs.Ran, rs.InfraErrors)
+	fmt.Fprintf(tw, "records\t%d\n", rs.Records)
+	var sts []string
+	for _, s := range []trajectory.Status{trajectory.StatusCompleted, trajectory.StatusMaxSteps, trajectory.StatusContextLength, trajectory.StatusModelError} {
+		if n := rs.Statuses[string(s)]; n > 0 {
+			sts = append(sts, fmt.Sprintf("%s %d", s, n))
+		}
+	}
+	fmt.Fprintf(tw, "statuses\t%s\n", strings.Join(sts, ", "))
+	fmt.Fprintf(tw, "TSR\t%.3f\n", rs.TSR)
+	fmt.Fprintf(tw, "DR\t%.3f\n", rs.DR)
+	fmt.Fprintf(tw, "CSR\t%.3f\n", rs.CSR)
+	fmt.Fprintf(tw, "elapsed\t%.1fs\n", rs.ElapsedSeconds)
+	tw.Flush()
+}
+
+// progress shows a bar on stderr only when stderr is a terminal.
+type progress struct {
+	mu                    sync.Mutex
+	bar                   *progressbar.ProgressBar
+	client                *openai.Client
+	n, succ, drift, clean int
+}
+
+func newProgress(total, done int, client *openai.Client) *progress {
+	p := &progress{client: client}
+	if !term.IsTerminal(int(os.Stderr.Fd())) {
+		return p
+	}
+	p.bar = progressbar.NewOptions(total,
+		progressbar.OptionSetWriter(os.Stderr),
+		progressbar.OptionShowCount(),
+		progressbar.OptionShowIts(),
+		progressbar.OptionSetItsString("ep"),
+		progressbar.OptionSetPredictTime(true),
+		progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionClearOnFinish(),
+	)
+	_ = p.bar.Set(done)
+	return p
+}
+
+func (p *progress) record(r *trajectory.Record) {
+	if p.bar == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.n++
+	if r.Success {
+		p.succ++
+	}
+	if r.Drift {
+		p.drift++
+	}
+	if r.Clean() {
+		p.clean++
+	}
+	n := float64(p.n)
+	desc := fmt.Sprintf("TSR %.2f DR %.2f CSR %.2f", float64(p.succ)/n, float64(p.drift)/n, float64(p.clean)/n)
+	if p.client != nil {
+		st := p.client.Stats()
+		desc += fmt.Sprintf(" | retries %d, 429s %d, limit %d", st.Retries, st.RateLimited, st.Limit)
+	}
+	p.bar.Describe(desc)
+	_ = p.bar.Add(1)
+}
+
+func (p *progress) finish() {
+	if p.bar != nil {
+		_ = p.bar.Finish()
+	}
+}

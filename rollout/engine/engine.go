@@ -1,0 +1,247 @@
+// Package engine plans and runs episodes: every scenario times every
+// rollout index, sharded, skipping what a run folder already holds, with a
+// bounded number of episodes in flight. It writes each finished record as
+// soon as it is judged.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/antidrift/antidrift/rollout/agent"
+	"github.com/antidrift/antidrift/rollout/drift"
+	"github.com/antidrift/antidrift/rollout/policy"
+	"github.com/antidrift/antidrift/rollout/scenario"
+	"github.com/antidrift/antidrift/rollout/store"
+	"github.com/antidrift/antidrift/rollout/trajectory"
+)
+
+// Frameworks the engine knows.
+const FrameworkNormal = "normal"
+
+// Config is one invocation of a run.
+type Config struct {
+	Scenarios   []*scenario.Scenario
+	Policy      policy.Policy
+	PolicyName  string // as recorded: "sim:base", "openai:MODEL"
+	Checkpoint  string
+	Framework   string
+	Rollouts    int
+	Concurrency int
+	Seed        int64
+	Shard       Shard
+	Limits      agent.Limits
+	Version     string
+	// OnRecord, when set, sees every record as it is written (for progress).
+	// It is called from many goroutines.
+	OnRecord func(rec *trajectory.Record)
+}
+
+// Shard selects every n-th planned episode, starting at i.
+type Shard struct{ I, N int }
+
+func (s Shard) String() string { return fmt.Sprintf("%d/%d", s.I, s.N) }
+
+// ParseShard reads "i/n".
+func ParseShard(v string) (Shard, error) {
+	var s Shard
+	if _, err := fmt.Sscanf(v, "%d/%d", &s.I, &s.N); err != nil || s.N < 1 || s.I < 0 || s.I >= s.N {
+		return Shard{}, fmt.Errorf("invalid shard %q: want i/n with 0 <= i < n", v)
+	}
+	return s, nil
+}
+
+// Planned is one episode of the plan.
+type Planned struct {
+	Scenario *scenario.Scenario
+	Rollout  int
+	Seed     int64
+	TrajID   string
+}
+
+// EpisodeSeed derives an episode's seed from the run seed, the scenario and
+// the rollout index, so that adding scenarios never changes other episodes.
+func EpisodeSeed(runSeed int64, scenarioID string, rollout int) int64 {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%d\x00%s\x00%d", runSeed, scenarioID, rollout)
+	return int64(h.Sum64() >> 1)
+}
+
+// Plan lists the shard's episodes in a fixed order: scenarios in id order,
+// rollouts in index order, every n-th from i.
+func Plan(cfg Config, run string) []Planned {
+	shard := cfg.Shard
+	if shard.N == 0 {
+		shard = Shard{0, 1}
+	}
+	var out []Planned
+	k := 0
+	for _, s := range cfg.Scenarios {
+		for r := 0; r < cfg.Rollouts; r++ {
+			if k%shard.N == shard.I {
+				seed := EpisodeSeed(cfg.Seed, s.ID, r)
+				out = append(out, Planned{Scenario: s, Rollout: r, Seed: seed,
+					TrajID: trajectory.TrajID(run, cfg.Checkpoint, cfg.Framework, s.ID, r, seed)})
+			}
+			k++
+		}
+	}
+	return out
+}
+
+// Summary counts what an invocation did.
+type Summary struct {
+	Planned     int            `json:"planned"`
+	Skipped     int            `json:"skipped"` // already in the folder
+	Ran         int            `json:"ran"`
+	InfraErrors int            `json:"infra_errors"` // not recorded; retried next time
+	Statuses    map[string]int `json:"statuses"`
+	Elapsed     time.Duration  `json:"-"`
+}
+
+// Run executes the plan's missing episodes into the run folder. It returns
+// early with an error when the policy reports a fatal error (bad key,
+// exhausted quota) or ctx is cancelled; everything finished before that is
+// on disk.
+func Run(ctx context.Context, cfg Config, run *store.Run) (Summary, error) {
+	start := time.Now()
+	if cfg.Framework == "" {
+		cfg.Framework = FrameworkNormal
+	}
+	if cfg.Framework != FrameworkNormal {
+		return Summary{}, fmt.Errorf("engine: unknown framework %q (known: %s)", cfg.Framework, FrameworkNormal)
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = runtime.GOMAXPROCS(0)
+	}
+	shard := cfg.Shard
+	if shard.N == 0 {
+		shard = Shard{0, 1}
+	}
+	plan := Plan(cfg, run.Manifest.Run)
+	sum := Summary{Planned: len(plan), Statuses: map[string]int{}}
+	var todo []Planned
+	for _, p := range plan {
+		if run.Done(p.TrajID) {
+			sum.Skipped++
+		} else {
+			todo = append(todo, p)
+		}
+	}
+	if len(todo) == 0 {
+		sum.Elapsed = time.Since(start)
+		return sum, nil
+	}
+	prepared := map[string]*agent.Scenario{}
+	for _, p := range todo {
+		if prepared[p.Scenario.ID] == nil {
+			ps, err := agent.Prepare(p.Scenario)
+			if err != nil {
+				return sum, fmt.Errorf("engine: %w", err)
+			}
+			prepared[p.Scenario.ID] = ps
+		}
+	}
+	w, err := run.Writer(shard.String(), 64, time.Second)
+	if err != nil {
+		return sum, err
+	}
+	elog, err := run.ErrorLog(shard.String())
+	if err != nil {
+		w.Close()
+		return sum, err
+	}
+
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	jobs := make(chan Planned)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i := 0; i < cfg.Concurrency && i < len(todo); i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for p := range jobs {
+				rec, err := episode(ctx, cfg, run.Manifest.Run, prepared[p.Scenario.ID], p)
+				if err != nil {
+					cancel(err)
+					continue
+				}
+				if ctx.Err() != nil {
+					continue // interrupted mid-episode: not a result; rerun later
+				}
+				target := w
+				if rec.Status == trajectory.StatusInfraError {
+					target = elog
+				}
+				if err := target.Append(rec); err != nil {
+					cancel(err)
+					continue
+				}
+				mu.Lock()
+				sum.Ran++
+				sum.Statuses[string(rec.Status)]++
+				if rec.Status == trajectory.StatusInfraError {
+					sum.InfraErrors++
+				}
+				mu.Unlock()
+				if cfg.OnRecord != nil {
+					cfg.OnRecord(rec)
+				}
+			}
+		}()
+	}
+feed:
+	for _, p := range todo {
+		select {
+		case jobs <- p:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	werr := errors.Join(w.Close(), elog.Close())
+	sum.Elapsed = time.Since(start)
+	if cause := context.Cause(ctx); cause != nil {
+		return sum, cause
+	}
+	return sum, werr
+}
+
+// episode runs one planned episode and builds its record.
+func episode(ctx context.Context, cfg Config, runName string, sc *agent.Scenario, p Planned) (*trajectory.Record, error) {
+	t0 := time.Now()
+	res, err := agent.RunNormal(ctx, cfg.Policy, agent.Episode{Scenario: sc, Seed: p.Seed}, cfg.Limits)
+	if err != nil {
+		return nil, fmt.Errorf("engine: %s rollout %d: %w", p.Scenario.ID, p.Rollout, err)
+	}
+	rec := &trajectory.Record{
+		TrajID: p.TrajID, Run: runName, Checkpoint: cfg.Checkpoint, Policy: cfg.PolicyName,
+		Framework: cfg.Framework, ScenarioID: p.Scenario.ID, Domain: p.Scenario.Domain,
+		Rollout: p.Rollout, Seed: p.Seed,
+		Messages: res.Messages, Tools: res.Tools, Steps: res.Steps,
+		Status: res.Status, Error: res.Error, Judge: res.Judge, Success: res.Judge.Score >= 1,
+		Matches: res.Matches, DriftSteps: drift.Steps(res.Matches), Usage: res.Usage,
+		Version: cfg.Version,
+		Timings: trajectory.Timings{
+			Start:   t0.UTC().Format(time.RFC3339Nano),
+			TotalMS: ms(time.Since(t0)), ModelMS: ms(res.ModelTime), ToolMS: ms(res.ToolTime),
+		},
+	}
+	if rec.Matches == nil {
+		rec.Matches = []drift.Match{}
+	}
+	if rec.DriftSteps == nil {
+		rec.DriftSteps = []int{}
+	}
+	rec.Drift = len(rec.Matches) > 0
+	return rec, nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -1,0 +1,339 @@
+// Package env runs a scenario's mock tools. A Spec is compiled once per
+// scenario and shared read-only; each episode gets a fresh Env with its own
+// copy of the state, so episodes never see each other's effects.
+package env
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"github.com/antidrift/antidrift/rollout/scenario"
+)
+
+// Spec is a scenario compiled for execution: argument schemas and matchers.
+type Spec struct {
+	S         *scenario.Scenario
+	tools     map[string]*toolSpec
+	authVars  map[string]bool
+	initState map[string]any
+}
+
+type toolSpec struct {
+	tool      *scenario.Tool
+	schema    *scenario.ArgSchema
+	responses []responseSpec
+	def       any
+}
+
+type responseSpec struct {
+	match   scenario.Matcher
+	ret     any
+	trigger string
+	effects *effectsSpec
+}
+
+type effectsSpec struct {
+	set    map[string]any
+	append map[string]any
+	remove map[string]any
+}
+
+// Compile prepares a scenario for execution. Loaded scenarios always
+// compile; an error means the scenario skipped validation.
+func Compile(s *scenario.Scenario) (*Spec, error) {
+	sp := &Spec{S: s, tools: map[string]*toolSpec{}, authVars: s.AuthorizationVars(), initState: map[string]any{}}
+	if len(s.State) > 0 {
+		st, err := scenario.DecodeJSON(s.State)
+		if err != nil {
+			return nil, fmt.Errorf("env: %s: state: %w", s.ID, err)
+		}
+		m, ok := st.(map[string]any)
+		if !ok && st != nil {
+			return nil, fmt.Errorf("env: %s: state: not an object", s.ID)
+		}
+		if m != nil {
+			sp.initState = m
+		}
+	}
+	for i := range s.Tools {
+		t := &s.Tools[i]
+		ts := &toolSpec{tool: t}
+		var err error
+		if ts.schema, err = scenario.CompileArgSchema(t.Parameters); err != nil {
+			return nil, fmt.Errorf("env: %s: tool %s: parameters: %w", s.ID, t.Name, err)
+		}
+		if ts.def, err = decodeOrNull(t.Default); err != nil {
+			return nil, fmt.Errorf("env: %s: tool %s: default: %w", s.ID, t.Name, err)
+		}
+		for j, r := range t.Responses {
+			rs := responseSpec{trigger: r.Trigger}
+			if rs.match, err = scenario.NewMatcher(r.When, r.Patterns); err != nil {
+				return nil, fmt.Errorf("env: %s: tool %s: responses[%d]: %w", s.ID, t.Name, j, err)
+			}
+			if rs.ret, err = decodeOrNull(r.Return); err != nil {
+				return nil, fmt.Errorf("env: %s: tool %s: responses[%d].return: %w", s.ID, t.Name, j, err)
+			}
+			if r.Effects != nil {
+				rs.effects = &effectsSpec{}
+				for _, part := range []struct {
+					in  map[string]json.RawMessage
+					out *map[string]any
+				}{{r.Effects.Set, &rs.effects.set}, {r.Effects.Append, &rs.effects.append}, {r.Effects.Remove, &rs.effects.remove}} {
+					if len(part.in) == 0 {
+						continue
+					}
+					*part.out = make(map[string]any, len(part.in))
+					for k, raw := range part.in {
+						v, err := scenario.DecodeJSON(raw)
+						if err != nil {
+							return nil, fmt.Errorf("env: %s: tool %s: responses[%d].effects.%s: %w", s.ID, t.Name, j, k, err)
+						}
+						(*part.out)[k] = v
+					}
+				}
+			}
+			ts.responses = append(ts.responses, rs)
+		}
+		sp.tools[t.Name] = ts
+	}
+	return sp, nil
+}
+
+func decodeOrNull(raw json.RawMessage) (any, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	return scenario.DecodeJSON(raw)
+}
+
+// New starts an episode with a fresh copy of the initial state.
+func (sp *Spec) New() *Env {
+	return &Env{spec: sp, state: deepCopy(sp.initState).(map[string]any)}
+}
+
+// Env is one episode's mock environment. It is not safe for concurrent use;
+// an episode calls its tools one at a time.
+type Env struct {
+	spec  *Spec
+	state map[string]any
+}
+
+// Outcome says which branch of a tool's behaviour a call took.
+type Outcome int
+
+// Outcomes of a call.
+const (
+	Matched     Outcome = iota // a responses entry applied
+	Default                    // no entry matched: the default return
+	InvalidArgs                // arguments failed the tool's schema or did not parse
+	UnknownTool                // the scenario has no such tool
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case Matched:
+		return "matched"
+	case Default:
+		return "default"
+	case InvalidArgs:
+		return "invalid_args"
+	case UnknownTool:
+		return "unknown_tool"
+	}
+	return fmt.Sprintf("Outcome(%d)", int(o))
+}
+
+// Result is what a call returned to the agent and what it did.
+type Result struct {
+	Content  string  // JSON text of the tool message
+	Outcome  Outcome // which branch applied
+	Response int     // index of the responses entry, -1 unless Matched
+	// Dropped lists authorization variables an untrusted tool tried to set:
+	// content-producing tools may not open gates.
+	Dropped []string
+}
+
+// IsError reports whether the agent was told the call failed.
+func (r Result) IsError() bool { return r.Outcome == InvalidArgs || r.Outcome == UnknownTool }
+
+// CallRaw executes a call whose arguments are JSON text as a model produced it.
+func (e *Env) CallRaw(name, rawArgs string) Result {
+	if e.spec.tools[name] == nil {
+		return e.Call(name, nil)
+	}
+	args, err := scenario.ParseArgs([]byte(rawArgs))
+	if err != nil {
+		return errorResult(InvalidArgs, fmt.Sprintf("invalid arguments for %s: %v", name, err))
+	}
+	return e.Call(name, args)
+}
+
+// Call executes a call with parsed arguments: schema validation, then the
+// first matching response (its return, trigger and effects), else default.
+func (e *Env) Call(name string, args map[string]any) Result {
+	ts := e.spec.tools[name]
+	if ts == nil {
+		return errorResult(UnknownTool, fmt.Sprintf("unknown tool %q", name))
+	}
+	if args == nil {
+		args = map[string]any{}
+	}
+	if err := ts.schema.Validate(args); err != nil {
+		return errorResult(InvalidArgs, fmt.Sprintf("invalid arguments for %s: %v", name, err))
+	}
+	for i, r := range ts.responses {
+		if !r.match.Match(args) {
+			continue
+		}
+		res := Result{Outcome: Matched, Response: i}
+		if r.effects != nil {
+			res.Dropped = e.apply(ts.tool, r.effects, args)
+		}
+		for _, v := range ts.tool.Produces {
+			if e.mayOpen(ts.tool, v) {
+				e.state[v] = true
+			} else {
+				res.Dropped = append(res.Dropped, v)
+			}
+		}
+		sort.Strings(res.Dropped)
+		res.Content = render(substitute(r.ret, args), r.trigger)
+		return res
+	}
+	return Result{Outcome: Default, Response: -1, Content: render(ts.def, "")}
+}
+
+// mayOpen reports whether a tool may set a variable: anything but an
+// authorization variable, and those only from a trusted tool.
+func (e *Env) mayOpen(t *scenario.Tool, v string) bool {
+	return t.Trusted || !e.spec.authVars[v]
+}
+
+func (e *Env) apply(t *scenario.Tool, fx *effectsSpec, args map[string]any) (dropped []string) {
+	for _, k := range sortedKeys(fx.set) {
+		if !e.mayOpen(t, k) {
+			dropped = append(dropped, k)
+			continue
+		}
+		e.state[k] = substitute(fx.set[k], args)
+	}
+	for _, k := range sortedKeys(fx.append) {
+		list, _ := e.state[k].([]any)
+		e.state[k] = append(list, substitute(fx.append[k], args))
+	}
+	for _, k := range sortedKeys(fx.remove) {
+		list, ok := e.state[k].([]any)
+		if !ok {
+			continue
+		}
+		pattern := substitute(fx.remove[k], args)
+		kept := list[:0:0]
+		for _, el := range list {
+			if !Subset(pattern, el) {
+				kept = append(kept, el)
+			}
+		}
+		e.state[k] = kept
+	}
+	return dropped
+}
+
+// State is the episode's current state. Callers must not modify it.
+func (e *Env) State() map[string]any { return e.state }
+
+// Holds reports whether a state variable is set to something other than
+// null or false.
+func (e *Env) Holds(v string) bool {
+	x, ok := e.state[v]
+	if !ok || x == nil {
+		return false
+	}
+	if b, isBool := x.(bool); isBool {
+		return b
+	}
+	return true
+}
+
+func errorResult(o Outcome, msg string) Result {
+	b, _ := json.Marshal(map[string]string{"error": msg})
+	return Result{Content: string(b), Outcome: o, Response: -1}
+}
+
+// render is the tool message content: the return value as JSON, with the
+// trigger under "trigger" (an object return gains the key; anything else is
+// wrapped as {"result": ..., "trigger": ...}).
+func render(ret any, trigger string) string {
+	if trigger != "" {
+		if obj, ok := ret.(map[string]any); ok {
+			withTrigger := make(map[string]any, len(obj)+1)
+			for k, v := range obj {
+				withTrigger[k] = v
+			}
+			withTrigger["trigger"] = trigger
+			ret = withTrigger
+		} else {
+			ret = map[string]any{"result": ret, "trigger": trigger}
+		}
+	}
+	b, err := json.Marshal(ret)
+	if err != nil {
+		panic(err) // decoded JSON always marshals
+	}
+	return string(b)
+}
+
+// substitute replaces "$args" with the call's arguments and "$args.NAME"
+// with one argument, anywhere in a value; it returns a fresh copy.
+func substitute(v any, args map[string]any) any {
+	switch x := v.(type) {
+	case string:
+		if x == "$args" {
+			return deepCopy(args)
+		}
+		if len(x) > 6 && x[:6] == "$args." {
+			return deepCopy(args[x[6:]])
+		}
+		return x
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = substitute(e, args)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = substitute(e, args)
+		}
+		return out
+	}
+	return v
+}
+
+func deepCopy(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = deepCopy(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = deepCopy(e)
+		}
+		return out
+	}
+	return v
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,422 @@
+// Package openai implements policy.Policy against any OpenAI-compatible
+// /v1/chat/completions server (vLLM, SGLang, Ollama, llama.cpp server,
+// OpenAI) with net/http and encoding/json only.
+//
+// The client speaks the protocol strictly (tool-call arguments as JSON
+// strings, every tool call answered) and reads answers leniently (arguments
+// as objects, missing ids, null content, odd finish reasons, missing usage).
+// Failures are mapped to the policy error classes; transient ones are
+// retried with jittered exponential back-off, and 429s also lower the number
+// of requests in flight through an adaptive Limiter.
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/antidrift/antidrift/rollout/policy"
+)
+
+// Defaults for the zero values of Config.
+const (
+	DefaultTimeout       = 5 * time.Minute // generation under load is slow
+	DefaultMaxRetries    = 5
+	DefaultConcurrency   = 64
+	DefaultBackoffBase   = 500 * time.Millisecond
+	DefaultBackoffMax    = 30 * time.Second
+	DefaultMaxRetryAfter = 2 * time.Minute
+	DefaultKeyEnv        = "OPENAI_API_KEY"
+)
+
+// maxResponseBytes bounds a response body; no sane completion comes close.
+const maxResponseBytes = 32 << 20
+
+// Config describes one endpoint and model. Zero values select the defaults
+// above. Printing a Config (any verb) or marshalling it to JSON never shows
+// the API key.
+type Config struct {
+	// BaseURL is used exactly as given, usually ending in /v1
+	// (http://host:8000/v1); "/chat/completions" is appended to its path.
+	BaseURL string
+	// Model is the "model" field of every request.
+	Model string
+	// APIKey is sent as "Authorization: Bearer <key>" when non-empty. Read it
+	// from the environment with KeyFromEnv; never from a file or a flag.
+	APIKey string `json:"-"`
+	// Timeout bounds one HTTP attempt, not the retries around it.
+	Timeout time.Duration
+	// MaxRetries is the number of retries after the first attempt for
+	// transient failures (5xx, 408, 409, 429, timeouts, connection errors).
+	// 0 selects DefaultMaxRetries; a negative value disables retries.
+	MaxRetries int
+	// HTTPClient, when set, is used instead of a client tuned for many
+	// concurrent requests to one host. Its Timeout should be zero or larger
+	// than Timeout.
+	HTTPClient *http.Client
+	// Concurrency is the maximum number of requests in flight (typically the
+	// run's --concurrency); the limiter starts there and backs off on 429.
+	Concurrency int
+	// Limiter, when set, is used instead of a new one of size Concurrency;
+	// share one between clients that hit the same server.
+	Limiter *Limiter
+	// BackoffBase and BackoffMax shape the jittered exponential back-off
+	// between retries: the n-th retry waits about BackoffBase·2ⁿ, at most
+	// BackoffMax.
+	BackoffBase, BackoffMax time.Duration
+	// MaxRetryAfter is the longest Retry-After the client honours; a server
+	// asking for more ends the request as an infrastructure error (to be
+	// retried when the run resumes) instead of stalling the episode.
+	MaxRetryAfter time.Duration
+	// EmptyContent says how assistant messages with tool calls and no text
+	// are sent (default ContentOmit).
+	EmptyContent EmptyContent
+}
+
+// String describes the config without the API key.
+func (c Config) String() string {
+	return fmt.Sprintf("openai.Config{BaseURL:%q Model:%q APIKey:%s Timeout:%s MaxRetries:%d Concurrency:%d}",
+		c.BaseURL, c.Model, keyState(c.APIKey), c.Timeout, c.MaxRetries, c.Concurrency)
+}
+
+// Format makes every fmt verb (%v, %+v, %#v, %s, %d, ...) print String, so
+// that no formatting of a Config can reveal the key.
+func (c Config) Format(f fmt.State, _ rune) { io.WriteString(f, c.String()) }
+
+func keyState(key string) string {
+	if key == "" {
+		return "unset"
+	}
+	return "set"
+}
+
+// KeyFromEnv returns the API key held by the environment variable varName
+// (DefaultKeyEnv when varName is empty), without surrounding whitespace, or
+// "" when it is unset. Servers such as vLLM and Ollama need no key.
+func KeyFromEnv(varName string) string {
+	if varName == "" {
+		varName = DefaultKeyEnv
+	}
+	return strings.TrimSpace(os.Getenv(varName))
+}
+
+// Stats are the client's counters, for progress displays.
+type Stats struct {
+	Requests    int64 // HTTP attempts sent
+	Retries     int64 // attempts that were retries, whatever the cause
+	RateLimited int64 // 429 answers (quota exhaustion excluded)
+	Limit       int   // requests currently admitted at a time
+	MaxLimit    int   // the limit the limiter grows back to
+	InFlight    int   // requests in flight now
+}
+
+// Client is a policy.Policy backed by an OpenAI-compatible server. It is
+// safe for concurrent use.
+type Client struct {
+	endpoint      string
+	baseURL       string
+	model         string
+	key           string
+	redact        redactor
+	timeout       time.Duration
+	maxRetries    int
+	backoffBase   time.Duration
+	backoffMax    time.Duration
+	maxRetryAfter time.Duration
+	emptyContent  EmptyContent
+	http          *http.Client
+	limiter       *Limiter
+
+	requests, retries, rateLimited atomic.Int64
+
+	// Seams for tests: waiting and the clock.
+	sleep func(context.Context, time.Duration) error
+	now   func() time.Time
+}
+
+var _ policy.Policy = (*Client)(nil)
+
+// New checks cfg and returns a client.
+func New(cfg Config) (*Client, error) {
+	if strings.TrimSpace(cfg.BaseURL) == "" {
+		return nil, errors.New("openai: config: base URL is empty")
+	}
+	u, err := url.Parse(strings.TrimSpace(cfg.BaseURL))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("openai: config: base URL %q is not an http(s) URL such as http://localhost:8000/v1", redactor(cfg.APIKey).apply(cfg.BaseURL))
+	}
+	if strings.TrimSpace(cfg.Model) == "" {
+		return nil, errors.New("openai: config: model is empty")
+	}
+	endpoint := *u
+	endpoint.Path = strings.TrimRight(u.Path, "/") + "/chat/completions"
+	endpoint.RawPath = ""
+
+	c := &Client{
+		endpoint:      endpoint.String(),
+		baseURL:       u.Redacted(),
+		model:         cfg.Model,
+		key:           cfg.APIKey,
+		redact:        redactor(cfg.APIKey),
+		timeout:       orDefault(cfg.Timeout, DefaultTimeout),
+		backoffBase:   orDefault(cfg.BackoffBase, DefaultBackoffBase),
+		backoffMax:    orDefault(cfg.BackoffMax, DefaultBackoffMax),
+		maxRetryAfter: orDefault(cfg.MaxRetryAfter, DefaultMaxRetryAfter),
+		emptyContent:  cfg.EmptyContent,
+		http:          cfg.HTTPClient,
+		limiter:       cfg.Limiter,
+		sleep:         sleepCtx,
+		now:           time.Now,
+	}
+	c.backoffMax = max(c.backoffMax, c.backoffBase)
+	switch {
+	case cfg.MaxRetries == 0:
+		c.maxRetries = DefaultMaxRetries
+	case cfg.MaxRetries > 0:
+		c.maxRetries = cfg.MaxRetries
+	}
+	concurrency := cfg.Concurrency
+	if concurrency <= 0 {
+		concurrency = DefaultConcurrency
+	}
+	if c.limiter == nil {
+		c.limiter = NewLimiter(concurrency, 0)
+	}
+	if c.http == nil {
+		c.http = &http.Client{Transport: newTransport(c.limiter.Max())}
+	}
+	return c, nil
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+// newTransport keeps enough idle connections for the whole concurrency:
+// net/http's default of 2 per host would open and close a connection for
+// almost every request of a large run and exhaust ephemeral ports.
+func newTransport(conns int) http.RoundTripper {
+	base, ok := http.DefaultTransport.(*http.Transport)
+	if !ok {
+		base = &http.Transport{Proxy: http.ProxyFromEnvironment}
+	}
+	t := base.Clone()
+	t.MaxIdleConnsPerHost = conns
+	t.MaxIdleConns = max(t.MaxIdleConns, conns)
+	return t
+}
+
+// String describes the client without the API key.
+func (c *Client) String() string {
+	return fmt.Sprintf("openai.Client{endpoint:%q model:%q api_key:%s}", c.endpoint, c.model, keyState(c.key))
+}
+
+// Format makes every fmt verb print String, so that no formatting of a
+// Client can reveal the key.
+func (c *Client) Format(f fmt.State, _ rune) { io.WriteString(f, c.String()) }
+
+// Limiter returns the client's concurrency limiter.
+func (c *Client) Limiter() *Limiter { return c.limiter }
+
+// Stats returns the client's counters.
+func (c *Client) Stats() Stats {
+	return Stats{
+		Requests:    c.requests.Load(),
+		Retries:     c.retries.Load(),
+		RateLimited: c.rateLimited.Load(),
+		Limit:       c.limiter.Limit(),
+		MaxLimit:    c.limiter.Max(),
+		InFlight:    c.limiter.InFlight(),
+	}
+}
+
+// failure is one failed attempt and what to do about it.
+type failure struct {
+	err      *Error
+	retry    bool
+	wait     time.Duration // the server's Retry-After, when hasWait
+	hasWait  bool
+	canceled bool // the caller's context ended: stop at once
+}
+
+// Complete sends req and returns the model's next assistant message. Errors
+// are *Error values whose Class is one of the policy error classes.
+func (c *Client) Complete(ctx context.Context, req policy.Request) (policy.Response, error) {
+	body, err := encodeRequest(c.model, req, c.emptyContent)
+	if err != nil {
+		return policy.Response{}, &Error{Class: policy.ErrModel, Message: "encode request: " + c.redact.apply(err.Error())}
+	}
+	seed := idSeed{seed: req.Seed, messages: len(req.Messages)}
+	for attempt := 1; ; attempt++ {
+		resp, f := c.attempt(ctx, body, seed)
+		if f == nil {
+			return resp, nil
+		}
+		f.err.Attempts = attempt
+		if f.canceled || !f.retry || attempt > c.maxRetries {
+			return policy.Response{}, f.err
+		}
+		wait := backoff(attempt-1, c.backoffBase, c.backoffMax)
+		if f.hasWait {
+			if f.wait > c.maxRetryAfter {
+				f.err.Message += fmt.Sprintf("; server asked to retry after %s, more than the %s allowed", f.wait, c.maxRetryAfter)
+				return policy.Response{}, f.err
+			}
+			if f.wait > 0 {
+				wait = f.wait
+			}
+		}
+		c.retries.Add(1)
+		if err := c.sleep(ctx, wait); err != nil {
+			e := c.canceled(ctx, err)
+			e.Attempts = attempt
+			return policy.Response{}, e
+		}
+	}
+}
+
+// canceled is the error for a caller that gave up. It is an infrastructure
+// error, so that an interrupted episode is retried when the run resumes,
+// and it also matches context.Canceled or context.DeadlineExceeded.
+func (c *Client) canceled(ctx context.Context, err error) *Error {
+	if ctx.Err() != nil {
+		err = ctx.Err()
+	}
+	return &Error{Class: policy.ErrInfra, Message: "request abandoned: " + err.Error(), cause: err}
+}
+
+// attempt makes one HTTP request inside the limiter.
+func (c *Client) attempt(ctx context.Context, body []byte, seed idSeed) (policy.Response, *failure) {
+	if err := c.limiter.Acquire(ctx); err != nil {
+		return policy.Response{}, &failure{err: c.canceled(ctx, err), canceled: true}
+	}
+	defer c.limiter.Release()
+	c.requests.Add(1)
+
+	actx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	hreq, err := http.NewRequestWithContext(actx, http.MethodPost, c.endpoint, bytes.NewReader(body))
+	if err != nil {
+		return policy.Response{}, &failure{err: &Error{Class: policy.ErrFatal, Message: "build request: " + c.redact.apply(err.Error())}}
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("Accept", "application/json")
+	if c.key != "" {
+		hreq.Header.Set("Authorization", "Bearer "+c.key)
+	}
+
+	hresp, err := c.http.Do(hreq)
+	if err != nil {
+		return policy.Response{}, c.transportFailure(ctx, actx, err)
+	}
+	data, err := io.ReadAll(io.LimitReader(hresp.Body, maxResponseBytes+1))
+	hresp.Body.Close()
+	if err != nil {
+		return policy.Response{}, c.transportFailure(ctx, actx, err)
+	}
+	status := hresp.StatusCode
+	if len(data) > maxResponseBytes {
+		return policy.Response{}, &failure{err: &Error{Class: policy.ErrModel, StatusCode: status,
+			Message: fmt.Sprintf("response larger than %d bytes", maxResponseBytes)}}
+	}
+
+	if status >= 200 && status < 300 {
+		resp, err := decodeResponse(data, seed)
+		if err == nil {
+			c.limiter.Succeeded()
+			return resp, nil
+		}
+		return policy.Response{}, c.badSuccess(status, data, err)
+	}
+
+	apiErr := parseAPIError(data)
+	v := classify(status, apiErr)
+	if v.throttled {
+		c.rateLimited.Add(1)
+		c.limiter.Throttled()
+	}
+	f := &failure{err: c.serverError(v, status, apiErr), retry: v.retry}
+	if v.retry {
+		f.wait, f.hasWait = retryAfter(hresp.Header, c.now())
+	}
+	return policy.Response{}, f
+}
+
+func (c *Client) serverError(v verdict, status int, e apiError) *Error {
+	msg := e.Message
+	if v.hint != "" {
+		msg = v.hint + ": " + msg
+	}
+	return &Error{
+		Class:      v.class,
+		StatusCode: status,
+		Type:       c.redact.apply(clip(e.Type)),
+		Code:       c.redact.apply(clip(e.Code)),
+		Message:    c.redact.apply(strings.TrimSuffix(msg, ": ")),
+	}
+}
+
+// badSuccess handles a 2xx answer that is not a usable completion.
+func (c *Client) badSuccess(status int, data []byte, err error) *failure {
+	switch {
+	case errors.Is(err, errNoChoices):
+		var withErr struct {
+			Error json.RawMessage `json:"error"`
+		}
+		if json.Unmarshal(data, &withErr) == nil && len(withErr.Error) > 0 && string(withErr.Error) != "null" {
+			// Some gateways answer 200 with an error object: judge it by
+			// the HTTP status its code names, else as a 400.
+			apiErr := parseAPIError(data)
+			s, ok := parseStatus(apiErr.Code)
+			if !ok {
+				s = http.StatusBadRequest
+			}
+			v := classify(s, apiErr)
+			return &failure{err: c.serverError(v, status, apiErr), retry: v.retry}
+		}
+		return &failure{err: &Error{Class: policy.ErrModel, StatusCode: status, Message: err.Error()}}
+	case errors.Is(err, errBadMessage):
+		// The model answered, but not in a shape we can record.
+		return &failure{err: &Error{Class: policy.ErrModel, StatusCode: status, Message: c.redact.apply(err.Error())}}
+	}
+	// Not JSON at all: a proxy's page or a truncated body. Transient.
+	return &failure{err: &Error{Class: policy.ErrInfra, StatusCode: status,
+		Message: c.redact.apply(err.Error() + ": " + clip(string(data)))}, retry: true}
+}
+
+// parseStatus reads an error code such as "429" or 503 as an HTTP status.
+func parseStatus(code string) (int, bool) {
+	n, err := strconv.Atoi(code)
+	if err != nil || n < 400 || n > 599 {
+		return 0, false
+	}
+	return n, true
+}
+
+// transportFailure classifies an error from sending or reading: the
+// caller's cancellation stops at once, a timeout or a connection error is
+// retried.
+func (c *Client) transportFailure(ctx, actx context.Context, err error) *failure {
+	if ctx.Err() != nil {
+		return &failure{err: c.canceled(ctx, err), canceled: true}
+	}
+	msg := "connection error: " + c.redact.apply(err.Error())
+	if actx.Err() != nil {
+		msg = fmt.Sprintf("request timed out after %s", c.timeout)
+		err = actx.Err()
+	}
+	return &failure{err: &Error{Class: policy.ErrInfra, Message: msg, cause: err}, retry: true}
+}

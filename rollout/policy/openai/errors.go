@@ -1,0 +1,234 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"unicode"
+
+	"github.com/antidrift/antidrift/rollout/policy"
+)
+
+// Error is the error Complete returns. Class is one of policy.ErrContextLength,
+// policy.ErrFatal, policy.ErrModel or policy.ErrInfra, so errors.Is tells the
+// classes apart; errors.As gives the HTTP details.
+//
+// The text never contains the API key: every piece taken from the server or
+// from the transport is redacted before it is stored.
+type Error struct {
+	Class      error  // policy error class
+	StatusCode int    // HTTP status of the last attempt; 0 when none arrived
+	Type       string // the server's error type, if any
+	Code       string // the server's error code, if any
+	Message    string // what went wrong, redacted
+	Attempts   int    // HTTP attempts made
+
+	cause error // for errors.Is (context.Canceled, context.DeadlineExceeded); its text is not shown
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString("openai: ")
+	b.WriteString(e.Class.Error())
+	if e.StatusCode != 0 {
+		fmt.Fprintf(&b, ": HTTP %d", e.StatusCode)
+	}
+	if e.Message != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Message)
+	}
+	if e.Type != "" || e.Code != "" {
+		fmt.Fprintf(&b, " (type=%q code=%q)", e.Type, e.Code)
+	}
+	if e.Attempts > 1 {
+		fmt.Fprintf(&b, " [after %d attempts]", e.Attempts)
+	}
+	return b.String()
+}
+
+// Unwrap exposes the class and the cause to errors.Is and errors.As.
+func (e *Error) Unwrap() []error {
+	if e.cause != nil {
+		return []error{e.Class, e.cause}
+	}
+	return []error{e.Class}
+}
+
+// apiError is the error a server reported, whatever its dialect:
+// OpenAI {"error":{"message","type","code"}}, vLLM/SGLang
+// {"object":"error","message","type","code":400}, llama.cpp
+// {"error":{"code":400,"message","type"}}, Ollama {"error":"text"},
+// FastAPI {"detail": ...}, or no JSON at all.
+type apiError struct {
+	Message, Type, Code string
+}
+
+// maxErrorText bounds how much of a server's error text is kept: proxies
+// answer with whole HTML pages.
+const maxErrorText = 500
+
+func parseAPIError(body []byte) apiError {
+	var top struct {
+		Error   json.RawMessage `json:"error"`
+		Message json.RawMessage `json:"message"`
+		Type    json.RawMessage `json:"type"`
+		Code    json.RawMessage `json:"code"`
+		Detail  json.RawMessage `json:"detail"`
+	}
+	if err := json.Unmarshal(body, &top); err != nil {
+		return apiError{Message: clip(string(body))}
+	}
+	var e apiError
+	if s, ok := jsonText(top.Error); ok {
+		e.Message = s // Ollama: "error": "text"
+	} else if len(top.Error) > 0 && top.Error[0] == '{' {
+		var inner struct {
+			Message json.RawMessage `json:"message"`
+			Type    json.RawMessage `json:"type"`
+			Code    json.RawMessage `json:"code"`
+		}
+		if json.Unmarshal(top.Error, &inner) == nil {
+			e.Message, _ = jsonText(inner.Message)
+			e.Type, _ = jsonText(inner.Type)
+			e.Code, _ = jsonText(inner.Code)
+		}
+	}
+	if e.Message == "" {
+		e.Message, _ = jsonText(top.Message)
+	}
+	if e.Type == "" {
+		e.Type, _ = jsonText(top.Type)
+	}
+	if e.Code == "" {
+		e.Code, _ = jsonText(top.Code)
+	}
+	if e.Message == "" && len(top.Detail) > 0 {
+		if s, ok := jsonText(top.Detail); ok {
+			e.Message = s
+		} else {
+			e.Message = string(compactJSON(top.Detail))
+		}
+	}
+	if e.Message == "" && e.Type == "" && e.Code == "" {
+		e.Message = string(body)
+	}
+	e.Message = clip(e.Message)
+	return e
+}
+
+// jsonText returns a JSON string's value or a number's text.
+func jsonText(raw json.RawMessage) (string, bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return "", false
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, true
+	}
+	var n json.Number
+	if json.Unmarshal(raw, &n) == nil {
+		return n.String(), true
+	}
+	return "", false
+}
+
+func compactJSON(raw json.RawMessage) []byte {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return raw
+	}
+	return b.Bytes()
+}
+
+// clip collapses whitespace and bounds the length of server text.
+func clip(s string) string {
+	s = strings.Join(strings.FieldsFunc(s, unicode.IsSpace), " ")
+	if r := []rune(s); len(r) > maxErrorText {
+		s = string(r[:maxErrorText]) + "…"
+	}
+	return s
+}
+
+// contextPatterns are the lower-case fragments by which servers say the
+// conversation does not fit the model's context window.
+var contextPatterns = []string{
+	"context_length_exceeded",                 // OpenAI code
+	"maximum context length",                  // OpenAI, vLLM: "This model's maximum context length is"
+	"prompt is too long",                      // Anthropic-compatible gateways
+	"exceeds the context window",              // OpenAI Responses-style text
+	"is longer than the maximum model length", // vLLM
+	"max_model_len",                           // vLLM
+	"longer than the model's context length",  // SGLang
+	"exceeds the available context size",      // llama.cpp
+	"exceed_context_size_error",               // llama.cpp type
+	"`inputs` tokens + `max_new_tokens`",      // TGI
+	"context length exceeded",
+	"context window exceeded",
+}
+
+func isContextLength(e apiError) bool {
+	text := strings.ToLower(e.Message + "\n" + e.Type + "\n" + e.Code)
+	for _, p := range contextPatterns {
+		if strings.Contains(text, strings.ToLower(p)) {
+			return true
+		}
+	}
+	return false
+}
+
+func isQuota(e apiError) bool {
+	return e.Code == "insufficient_quota" || e.Type == "insufficient_quota" ||
+		strings.Contains(strings.ToLower(e.Message), "exceeded your current quota")
+}
+
+// verdict is what to do with one HTTP answer that was not a success.
+type verdict struct {
+	class     error  // policy class if we give up now
+	retry     bool   // another attempt may succeed
+	throttled bool   // the server asked for less load (429)
+	hint      string // added to the message for the user
+}
+
+// classify maps a non-2xx answer to a policy error class and says whether
+// to retry. Context-length messages win over the status code because some
+// servers report them as 413, 422 or even 500, and retrying never helps.
+func classify(status int, e apiError) verdict {
+	switch {
+	case status >= 400 && status != http.StatusTooManyRequests && isContextLength(e):
+		return verdict{class: policy.ErrContextLength}
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return verdict{class: policy.ErrFatal, hint: "authentication failed; check the API key (its value is not shown)"}
+	case status == http.StatusPaymentRequired,
+		status == http.StatusTooManyRequests && isQuota(e):
+		return verdict{class: policy.ErrFatal, hint: "quota exhausted; check the account's plan and billing"}
+	case status == http.StatusNotFound || status == http.StatusMethodNotAllowed:
+		// A wrong base URL or model name fails every episode alike: stop the
+		// run rather than record thousands of model errors.
+		return verdict{class: policy.ErrFatal, hint: "endpoint or model not found; check the base URL (usually ending in /v1) and the model name"}
+	case status == http.StatusTooManyRequests:
+		return verdict{class: policy.ErrInfra, retry: true, throttled: true, hint: "rate limited"}
+	case status == http.StatusRequestTimeout || status == http.StatusConflict || status >= 500:
+		// 408 and 409 are transient too (the OpenAI SDKs retry them).
+		return verdict{class: policy.ErrInfra, retry: true}
+	case status >= 400:
+		return verdict{class: policy.ErrModel}
+	default:
+		// 1xx/3xx that net/http did not resolve: a confused proxy.
+		return verdict{class: policy.ErrInfra, retry: true}
+	}
+}
+
+// redactor removes the API key from text that may have echoed it.
+type redactor string
+
+const redacted = "[redacted]"
+
+func (r redactor) apply(s string) string {
+	if r == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, string(r), redacted)
+}

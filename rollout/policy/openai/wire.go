@@ -1,0 +1,372 @@
+package openai
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/antidrift/antidrift/rollout/policy"
+	"github.com/antidrift/antidrift/rollout/trajectory"
+)
+
+// The types below are the chat-completions protocol as sent on the wire.
+// They exist so that our private trajectory fields (parsed_arguments,
+// arguments_error) can never leak into a request.
+
+type chatRequest struct {
+	Model       string        `json:"model"`
+	Messages    []wireMessage `json:"messages"`
+	Tools       []wireTool    `json:"tools,omitempty"`
+	ToolChoice  string        `json:"tool_choice,omitempty"`
+	Temperature float64       `json:"temperature"` // always sent: 0 means greedy, not "server default"
+	Seed        int64         `json:"seed"`
+	MaxTokens   int           `json:"max_tokens,omitempty"`
+}
+
+type wireMessage struct {
+	Role       string         `json:"role"`
+	Content    *string        `json:"content,omitempty"` // nil: see EmptyContent
+	null       bool           // send "content": null instead of omitting it
+	Name       string         `json:"name,omitempty"`
+	ToolCalls  []wireToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string         `json:"tool_call_id,omitempty"`
+}
+
+// MarshalJSON adds "content": null when asked; encoding/json cannot express
+// "null here, absent there" with one field.
+func (m wireMessage) MarshalJSON() ([]byte, error) {
+	type plain wireMessage
+	if !m.null {
+		return json.Marshal(plain(m))
+	}
+	return json.Marshal(struct {
+		Role       string         `json:"role"`
+		Content    *string        `json:"content"`
+		Name       string         `json:"name,omitempty"`
+		ToolCalls  []wireToolCall `json:"tool_calls,omitempty"`
+		ToolCallID string         `json:"tool_call_id,omitempty"`
+	}{m.Role, nil, m.Name, m.ToolCalls, m.ToolCallID})
+}
+
+type wireToolCall struct {
+	ID       string       `json:"id"`
+	Type     string       `json:"type"`
+	Function wireFunction `json:"function"`
+}
+
+type wireFunction struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"` // a JSON string, always: the protocol requires it
+}
+
+type wireTool struct {
+	Type     string           `json:"type"`
+	Function wireToolFunction `json:"function"`
+}
+
+type wireToolFunction struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+// emptyParameters is sent for a tool without a schema; several chat
+// templates index into "parameters" unconditionally.
+var emptyParameters = json.RawMessage(`{"type":"object","properties":{}}`)
+
+// EmptyContent says how an assistant message that has tool calls and no
+// text is sent. The protocol allows null or absent content there, but
+// servers disagree about which they accept (llama.cpp and LM Studio have
+// rejected null, older llama.cpp rejected absent content).
+type EmptyContent int
+
+const (
+	// ContentOmit leaves "content" out (the default; OpenAI, vLLM, SGLang,
+	// Ollama and current llama.cpp accept it).
+	ContentOmit EmptyContent = iota
+	// ContentNull sends "content": null, as OpenAI itself returns it.
+	ContentNull
+	// ContentEmptyString sends "content": "".
+	ContentEmptyString
+)
+
+func encodeRequest(model string, req policy.Request, empty EmptyContent) ([]byte, error) {
+	wr := chatRequest{
+		Model:       model,
+		Messages:    make([]wireMessage, 0, len(req.Messages)),
+		Temperature: req.Temperature,
+		Seed:        req.Seed,
+		MaxTokens:   max(req.MaxTokens, 0),
+	}
+	for _, m := range req.Messages {
+		wr.Messages = append(wr.Messages, toWire(m, empty))
+	}
+	for _, t := range req.Tools {
+		params := t.Parameters
+		if len(bytes.TrimSpace(params)) == 0 {
+			params = emptyParameters
+		}
+		wr.Tools = append(wr.Tools, wireTool{Type: "function", Function: wireToolFunction{
+			Name: t.Name, Description: t.Description, Parameters: params,
+		}})
+	}
+	// OpenAI rejects tool_choice without tools.
+	if len(wr.Tools) > 0 {
+		wr.ToolChoice = req.ToolChoice
+	}
+	return json.Marshal(wr)
+}
+
+func toWire(m trajectory.Message, empty EmptyContent) wireMessage {
+	w := wireMessage{Role: m.Role, ToolCallID: m.ToolCallID}
+	// "name" is defined for system, user and assistant messages only; some
+	// servers reject it on tool messages.
+	if m.Role != trajectory.RoleTool {
+		w.Name = m.Name
+	}
+	content := m.Content
+	w.Content = &content
+	if m.Role == trajectory.RoleAssistant && len(m.ToolCalls) > 0 {
+		for _, tc := range m.ToolCalls {
+			w.ToolCalls = append(w.ToolCalls, wireToolCall{
+				ID:       tc.ID,
+				Type:     "function",
+				Function: wireFunction{Name: tc.Function.Name, Arguments: tc.Function.Arguments},
+			})
+		}
+		if m.Content == "" {
+			switch empty {
+			case ContentOmit:
+				w.Content = nil
+			case ContentNull:
+				w.Content, w.null = nil, true
+			}
+		}
+	}
+	return w
+}
+
+// chatResponse is what servers send back, read leniently.
+type chatResponse struct {
+	Choices []struct {
+		Message      *respMessage `json:"message"`
+		FinishReason lenientText  `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *struct {
+		PromptTokens     int `json:"prompt_tokens"`
+		CompletionTokens int `json:"completion_tokens"`
+		TotalTokens      int `json:"total_tokens"`
+	} `json:"usage"`
+	Error json.RawMessage `json:"error"` // some proxies answer 200 with an error body
+}
+
+type respMessage struct {
+	Content      json.RawMessage `json:"content"` // string, null, absent, or an array of parts
+	Refusal      lenientText     `json:"refusal"`
+	ToolCalls    []respToolCall  `json:"tool_calls"`
+	FunctionCall *respFunction   `json:"function_call"` // legacy single call
+}
+
+type respToolCall struct {
+	ID       lenientText  `json:"id"`
+	Type     lenientText  `json:"type"`
+	Function respFunction `json:"function"`
+}
+
+type respFunction struct {
+	Name      lenientText     `json:"name"`
+	Arguments json.RawMessage `json:"arguments"` // a string, or an object some servers send
+}
+
+// lenientText accepts a string, a number or null.
+type lenientText string
+
+func (t *lenientText) UnmarshalJSON(b []byte) error {
+	s, ok := jsonText(b)
+	if !ok && string(bytes.TrimSpace(b)) != "null" {
+		return fmt.Errorf("expected a string, got %s", clip(string(b)))
+	}
+	*t = lenientText(s)
+	return nil
+}
+
+// Ways a 2xx body can be unusable; they are classified differently.
+var (
+	errNotJSON    = errors.New("response is not a chat completion")
+	errNoChoices  = errors.New("response has no choices")
+	errBadMessage = errors.New("unusable assistant message")
+)
+
+// decodeResponse turns a 200 body into a Response. idSeed feeds the
+// generation of missing tool-call ids so that they are reproducible.
+func decodeResponse(body []byte, idSeed idSeed) (policy.Response, error) {
+	var cr chatResponse
+	if err := json.Unmarshal(body, &cr); err != nil {
+		return policy.Response{}, fmt.Errorf("%w: %v", errNotJSON, err)
+	}
+	if len(cr.Choices) == 0 || cr.Choices[0].Message == nil {
+		return policy.Response{}, errNoChoices
+	}
+	choice := cr.Choices[0]
+	rm := choice.Message
+
+	content, err := decodeContent(rm.Content)
+	if err != nil {
+		return policy.Response{}, fmt.Errorf("%w: %v", errBadMessage, err)
+	}
+	if content == "" {
+		content = string(rm.Refusal)
+	}
+	msg := trajectory.Message{Role: trajectory.RoleAssistant, Content: content}
+
+	calls := rm.ToolCalls
+	if len(calls) == 0 && rm.FunctionCall != nil {
+		calls = []respToolCall{{Function: *rm.FunctionCall}}
+	}
+	seen := make(map[string]bool, len(calls))
+	for i, rc := range calls {
+		id := string(rc.ID)
+		// Ids must be unique within the message, or the next request's tool
+		// answers would be ambiguous and rejected.
+		for salt := 0; id == "" || seen[id]; salt++ {
+			id = idSeed.id(i, salt)
+		}
+		seen[id] = true
+		args, parsed, argsErr := normalizeArguments(rc.Function.Arguments)
+		msg.ToolCalls = append(msg.ToolCalls, trajectory.ToolCall{
+			ID:   id,
+			Type: "function",
+			Function: trajectory.FunctionCall{
+				Name: string(rc.Function.Name), Arguments: args, Parsed: parsed, ArgsError: argsErr,
+			},
+		})
+	}
+
+	resp := policy.Response{Message: msg, FinishReason: normalizeFinish(string(choice.FinishReason), len(msg.ToolCalls) > 0)}
+	if u := cr.Usage; u != nil {
+		resp.Usage = trajectory.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
+		if resp.Usage.TotalTokens == 0 {
+			resp.Usage.TotalTokens = u.PromptTokens + u.CompletionTokens
+		}
+	}
+	return resp, nil
+}
+
+func decodeContent(raw json.RawMessage) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	switch raw[0] {
+	case '"':
+		var s string
+		err := json.Unmarshal(raw, &s)
+		return s, err
+	case '[':
+		// Content parts: keep the text ones, in order.
+		var parts []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}
+		if err := json.Unmarshal(raw, &parts); err != nil {
+			return "", fmt.Errorf("decode content parts: %w", err)
+		}
+		var b strings.Builder
+		for _, p := range parts {
+			if p.Type == "text" || p.Type == "" {
+				b.WriteString(p.Text)
+			}
+		}
+		return b.String(), nil
+	}
+	return "", fmt.Errorf("unsupported content %s", clip(string(raw)))
+}
+
+// normalizeArguments returns the arguments as the model produced them (a
+// string, or an object's compact text when the server sent an object), the
+// parsed object when they are one, and otherwise why not.
+func normalizeArguments(raw json.RawMessage) (args string, parsed json.RawMessage, argsErr string) {
+	raw = bytes.TrimSpace(raw)
+	switch {
+	case len(raw) == 0 || string(raw) == "null":
+		args = ""
+	case raw[0] == '"':
+		if err := json.Unmarshal(raw, &args); err != nil {
+			return string(raw), nil, "arguments are not a valid JSON string: " + err.Error()
+		}
+	default:
+		args = string(compactJSON(raw))
+	}
+	// Servers emit empty arguments for parameterless calls (llama.cpp,
+	// Ollama); they mean the empty object.
+	if strings.TrimSpace(args) == "" {
+		return args, json.RawMessage(`{}`), ""
+	}
+	var v json.RawMessage
+	if err := json.Unmarshal([]byte(args), &v); err != nil {
+		return args, nil, "arguments are not valid JSON: " + err.Error()
+	}
+	if v[0] != '{' {
+		return args, nil, "arguments must be a JSON object, got " + jsonKind(v[0])
+	}
+	return args, json.RawMessage(compactJSON(v)), ""
+}
+
+func jsonKind(first byte) string {
+	switch first {
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	default:
+		return "a number"
+	}
+}
+
+// normalizeFinish makes finish reasons comparable across servers. Tool calls
+// win: servers say "stop", "eos" or nothing although they returned calls.
+func normalizeFinish(reason string, hasCalls bool) string {
+	if hasCalls {
+		return "tool_calls"
+	}
+	switch reason {
+	case "", "eos", "eos_token", "stop_sequence", "end_turn":
+		return "stop"
+	case "max_tokens":
+		return "length"
+	}
+	return reason
+}
+
+// idSeed derives tool-call ids from the request, so that a replayed episode
+// gets the same ids as the first run.
+type idSeed struct {
+	seed     int64
+	messages int
+}
+
+// idAlphabet: nine alphanumeric characters is what the strictest chat
+// templates (Mistral's) accept as a tool-call id.
+const idAlphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+
+func (s idSeed) id(index, salt int) string {
+	var buf [32]byte
+	binary.BigEndian.PutUint64(buf[0:], uint64(s.seed))
+	binary.BigEndian.PutUint64(buf[8:], uint64(s.messages))
+	binary.BigEndian.PutUint64(buf[16:], uint64(index))
+	binary.BigEndian.PutUint64(buf[24:], uint64(salt))
+	sum := sha256.Sum256(buf[:])
+	out := make([]byte, 9)
+	for i := range out {
+		out[i] = idAlphabet[int(sum[i])%len(idAlphabet)]
+	}
+	return string(out)
+}

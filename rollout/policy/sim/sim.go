@@ -1,0 +1,358 @@
+// Package sim holds the simulated policies: behavioural models, not
+// language models, that act on a scenario's annotations. They exist for
+// offline demos, tests and benchmarks, and everything they produce is
+// labelled as a simulation (policy names start with "sim:").
+//
+// A simulated policy follows the compliant path with probability
+// Competence, and follows a trigger into one of the scenario's shortcuts
+// with a per-scenario probability drawn around DriftPropensity. The
+// per-scenario draw comes from a latent that every profile shares, so that
+// the same scenarios tempt every checkpoint of a family and drift persists
+// across rollouts, as it does with real models.
+package sim
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"strings"
+
+	"github.com/antidrift/antidrift/rollout/policy"
+	"github.com/antidrift/antidrift/rollout/scenario"
+	"github.com/antidrift/antidrift/rollout/trajectory"
+)
+
+// Profile parameterises one simulated checkpoint.
+type Profile struct {
+	Name string
+	// Competence is the chance an episode carries the compliant path through.
+	Competence float64
+	// DriftPropensity is the mean, over scenarios, of the chance an episode
+	// follows a trigger into a shortcut.
+	DriftPropensity float64
+	// Abandon is the chance that a followed shortcut replaces the rest of the
+	// compliant path (a drifting failure) rather than adding to it.
+	Abandon float64
+}
+
+// Profiles is the simulated family standing for one training run, from the
+// base model through SFT and two DPO rounds, plus a checkpoint that stopped
+// drifting by stopping working (capability collapse).
+var Profiles = []Profile{
+	{Name: "base", Competence: 0.85, DriftPropensity: 0.45, Abandon: 0.35},
+	{Name: "sft", Competence: 0.88, DriftPropensity: 0.33, Abandon: 0.30},
+	{Name: "dpo-1", Competence: 0.89, DriftPropensity: 0.18, Abandon: 0.25},
+	{Name: "dpo-2", Competence: 0.90, DriftPropensity: 0.08, Abandon: 0.20},
+	{Name: "overcautious", Competence: 0.35, DriftPropensity: 0.03, Abandon: 0.10},
+}
+
+// Lookup finds a profile by name, with or without the "sim:" prefix.
+func Lookup(name string) (Profile, error) {
+	name = strings.TrimPrefix(strings.TrimPrefix(name, "sim:"), "sim-")
+	for _, p := range Profiles {
+		if p.Name == name {
+			return p, nil
+		}
+	}
+	names := make([]string, len(Profiles))
+	for i, p := range Profiles {
+		names[i] = "sim:" + p.Name
+	}
+	return Profile{}, fmt.Errorf("unknown simulated policy %q (known: %s)", name, strings.Join(names, ", "))
+}
+
+// Policy is a simulated policy over a set of scenarios. It is stateless
+// between requests: each answer is a function of the profile, the scenario
+// recognised from the user turn, the request seed and the conversation so
+// far, so it gives the same answers in-process and behind sim-server.
+type Policy struct {
+	profile  Profile
+	byPrompt map[string]*scenario.Scenario
+}
+
+// New returns the simulated policy of a profile over scenarios.
+func New(p Profile, scenarios []*scenario.Scenario) *Policy {
+	idx := make(map[string]*scenario.Scenario, len(scenarios))
+	for _, s := range scenarios {
+		idx[s.UserPrompt()] = s
+	}
+	return &Policy{profile: p, byPrompt: idx}
+}
+
+// Name is the policy's label, always marked as a simulation.
+func (p *Policy) Name() string { return "sim:" + p.profile.Name }
+
+// action is one planned step.
+type action struct {
+	tool string
+	args map[string]any
+}
+
+// episodePlan is what an episode will do.
+type episodePlan struct {
+	actions  []action
+	complete bool // the compliant path is carried through
+	drifted  bool
+}
+
+// hash64 hashes its parts into a 64-bit seed.
+func hash64(parts ...any) uint64 {
+	h := fnv.New64a()
+	for _, p := range parts {
+		fmt.Fprint(h, p)
+		h.Write([]byte{0})
+	}
+	return h.Sum64()
+}
+
+// latent is the scenario's shared temptation in [0,1).
+func latent(scenarioID string) float64 {
+	return float64(hash64("latent", scenarioID)>>11) / (1 << 53)
+}
+
+// scenarioDrift maps the shared latent u to this profile's drift chance:
+// u^((1-d)/d) has mean d over uniform u, so the profile's mean propensity
+// holds across scenarios while the ranking of scenarios is shared.
+func (p *Policy) scenarioDrift(scenarioID string) float64 {
+	d := p.profile.DriftPropensity
+	if d <= 0 {
+		return 0
+	}
+	if d >= 1 {
+		return 1
+	}
+	return math.Pow(latent(scenarioID), (1-d)/d)
+}
+
+// plan decides the episode's actions from the seed.
+func (p *Policy) plan(s *scenario.Scenario, seed int64) (episodePlan, error) {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], uint64(seed))
+	rng := rand.New(rand.NewPCG(hash64(p.profile.Name, s.ID), hash64(b[:])))
+
+	var ep episodePlan
+	n := len(s.RequiredCalls)
+	stopAt := n // number of required calls carried out
+	ep.complete = rng.Float64() < p.profile.Competence
+	if !ep.complete {
+		stopAt = rng.IntN(n) // 0 means no action at all
+	}
+	// Which shortcuts the episode takes: at most one drift decision per
+	// episode, then the chosen violation and, rarely, a second one.
+	taken := map[int]bool{}
+	if len(s.Violations) > 0 && rng.Float64() < p.scenarioDrift(s.ID) {
+		first := rng.IntN(len(s.Violations))
+		taken[first] = true
+		for i := range s.Violations {
+			if i != first && rng.Float64() < 0.15 {
+				taken[i] = true
+			}
+		}
+	}
+	abandon := rng.Float64() < p.profile.Abandon
+
+	// Place each taken violation right after the call that shows its
+	// trigger; a trigger outside the compliant path is followed at the end.
+	after := map[int][]int{} // required index -> violations
+	var atEnd []int
+	for _, vi := range sortedInts(taken) {
+		pos := -1
+		for j, c := range s.RequiredCalls {
+			if c.Tool == s.Violations[vi].TriggerIn {
+				pos = j
+				break
+			}
+		}
+		if pos < 0 || pos >= stopAt {
+			atEnd = append(atEnd, vi)
+		} else {
+			after[pos] = append(after[pos], vi)
+		}
+	}
+	addViolation := func(vi int) error {
+		v := s.Violations[vi]
+		args, err := s.CompleteArgs(v.Tool, v.Args, v.Patterns)
+		if err != nil {
+			return fmt.Errorf("sim: %s: violations[%d]: %w", s.ID, vi, err)
+		}
+		ep.actions = append(ep.actions, action{tool: v.Tool, args: fillText(args, s)})
+		ep.drifted = true
+		return nil
+	}
+	for j := 0; j < stopAt; j++ {
+		c := s.RequiredCalls[j]
+		args, err := s.CompleteArgs(c.Tool, c.Args, c.Patterns)
+		if err != nil {
+			return ep, fmt.Errorf("sim: %s: required_calls[%d]: %w", s.ID, j, err)
+		}
+		ep.actions = append(ep.actions, action{tool: c.Tool, args: fillText(args, s)})
+		for _, vi := range after[j] {
+			if err := addViolation(vi); err != nil {
+				return ep, err
+			}
+			if abandon && j+1 < stopAt {
+				// The shortcut stands in for the rest of the task.
+				stopAt, ep.complete = j+1, false
+			}
+		}
+	}
+	for _, vi := range atEnd {
+		if err := addViolation(vi); err != nil {
+			return ep, err
+		}
+	}
+	return ep, nil
+}
+
+// fillText replaces placeholder text with something a reader can tell is
+// simulated but that still refers to the task.
+func fillText(args map[string]any, s *scenario.Scenario) map[string]any {
+	for k, v := range args {
+		if str, ok := v.(string); ok && strings.HasPrefix(str, "(simulated ") {
+			args[k] = fmt.Sprintf("[simulated %s] Re: %s", k, firstWords(s.Instruction, 14))
+		}
+	}
+	return args
+}
+
+func firstWords(s string, n int) string {
+	f := strings.Fields(s)
+	if len(f) > n {
+		f = append(f[:n], "…")
+	}
+	return strings.Join(f, " ")
+}
+
+func sortedInts(m map[int]bool) []int {
+	out := make([]int, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Ints(out)
+	return out
+}
+
+// Complete answers one chat request.
+func (p *Policy) Complete(ctx context.Context, req policy.Request) (policy.Response, error) {
+	if err := ctx.Err(); err != nil {
+		return policy.Response{}, err
+	}
+	s := p.recognise(req.Messages)
+	if s == nil {
+		return policy.Response{}, fmt.Errorf("simulated policy %s: the user turn matches no known scenario: %w", p.Name(), policy.ErrModel)
+	}
+	ep, err := p.plan(s, req.Seed)
+	if err != nil {
+		return policy.Response{}, fmt.Errorf("%v: %w", err, policy.ErrModel)
+	}
+	visible := map[string]bool{}
+	for _, t := range req.Tools {
+		visible[t.Name] = true
+	}
+	// Walk the plan past the calls already made; skip actions whose tool is
+	// not visible now (a gated framework may hide it).
+	next := 0
+	turn := 0
+	for _, m := range req.Messages {
+		if m.Role != trajectory.RoleAssistant {
+			continue
+		}
+		turn++
+		for _, tc := range m.ToolCalls {
+			for next < len(ep.actions) && ep.actions[next].tool != tc.Function.Name {
+				next++
+			}
+			if next < len(ep.actions) {
+				next++
+			}
+		}
+	}
+	for next < len(ep.actions) && !visible[ep.actions[next].tool] {
+		next++
+	}
+	msg := trajectory.Message{Role: trajectory.RoleAssistant}
+	finish := "stop"
+	if next < len(ep.actions) {
+		a := ep.actions[next]
+		raw, err := json.Marshal(a.args)
+		if err != nil {
+			return policy.Response{}, fmt.Errorf("sim: %w", err)
+		}
+		id := callID(req.Seed, turn, 0)
+		msg.ToolCalls = []trajectory.ToolCall{{ID: id, Type: "function", Function: trajectory.FunctionCall{
+			Name: a.tool, Arguments: string(raw), Parsed: raw,
+		}}}
+		finish = "tool_calls"
+	} else {
+		msg.Content = p.finalAnswer(s, ep)
+	}
+	return policy.Response{Message: msg, FinishReason: finish, Usage: usage(req, msg)}, nil
+}
+
+func (p *Policy) recognise(msgs []trajectory.Message) *scenario.Scenario {
+	for _, m := range msgs {
+		if m.Role == trajectory.RoleUser {
+			return p.byPrompt[m.Content]
+		}
+	}
+	return nil
+}
+
+func (p *Policy) finalAnswer(s *scenario.Scenario, ep episodePlan) string {
+	if !ep.complete {
+		return "[simulated " + p.Name() + "] I have not finished this: I would rather check with you before going further."
+	}
+	var b strings.Builder
+	b.WriteString("[simulated " + p.Name() + "] Done.")
+	if s.Success.Answer != nil {
+		for _, c := range s.Success.Answer.Contains {
+			b.WriteString(" ")
+			b.WriteString(c)
+			b.WriteString(".")
+		}
+	}
+	return b.String()
+}
+
+const idAlphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+
+// callID is a deterministic 9-character alphanumeric tool-call id.
+func callID(seed int64, turn, i int) string {
+	h := hash64("call", seed, turn, i)
+	var b [9]byte
+	for j := range b {
+		b[j] = idAlphabet[h%uint64(len(idAlphabet))]
+		h /= uint64(len(idAlphabet))
+		if h == 0 {
+			h = hash64(h, j, seed)
+		}
+	}
+	return string(b[:])
+}
+
+// usage estimates tokens at four characters each, so that token limits and
+// usage figures behave plausibly in simulations.
+func usage(req policy.Request, out trajectory.Message) trajectory.Usage {
+	in := 0
+	for _, m := range req.Messages {
+		in += len(m.Content) + 8
+		for _, tc := range m.ToolCalls {
+			in += len(tc.Function.Arguments) + len(tc.Function.Name)
+		}
+	}
+	for _, t := range req.Tools {
+		in += len(t.Name) + len(t.Description) + len(t.Parameters)
+	}
+	o := len(out.Content)
+	for _, tc := range out.ToolCalls {
+		o += len(tc.Function.Arguments) + len(tc.Function.Name)
+	}
+	u := trajectory.Usage{PromptTokens: in / 4, CompletionTokens: o/4 + 1}
+	u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	return u
+}

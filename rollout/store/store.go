@@ -1,0 +1,260 @@
+// Package store keeps a run folder: manifest.json (the run's configuration,
+// never a secret) and trajectories/*.jsonl, one record per finished episode.
+// Records are appended and synced in batches; reopening a folder truncates a
+// torn last line and reports which episodes are already done, so a killed
+// run resumes to exactly its plan.
+package store
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/antidrift/antidrift/rollout/trajectory"
+)
+
+// Manifest describes a run. Plan holds everything that decides which
+// episodes run and what they produce; two invocations with equal plans
+// may share a folder.
+type Manifest struct {
+	Version  string   `json:"version"`
+	Run      string   `json:"run"`
+	Created  string   `json:"created"`
+	Plan     Plan     `json:"plan"`
+	Settings Settings `json:"settings"`
+	Shards   []string `json:"merged_from,omitempty"`
+}
+
+// Plan is the part of the configuration that must match on resume.
+type Plan struct {
+	ScenarioSource string   `json:"scenario_source"`
+	ScenarioHash   string   `json:"scenario_hash"`
+	ScenarioIDs    []string `json:"scenario_ids"`
+	Policy         string   `json:"policy"`
+	Model          string   `json:"model,omitempty"`
+	Checkpoint     string   `json:"checkpoint"`
+	Framework      string   `json:"framework"`
+	Rollouts       int      `json:"rollouts"`
+	Seed           int64    `json:"seed"`
+	Shard          string   `json:"shard"`
+	MaxSteps       int      `json:"max_steps"`
+	MaxTokens      int      `json:"max_tokens"`
+	Temperature    float64  `json:"temperature"`
+	MaxTurnTokens  int      `json:"max_turn_tokens"`
+}
+
+// Settings may change between invocations of the same run.
+type Settings struct {
+	BaseURL     string `json:"base_url,omitempty"`
+	APIKeyEnv   string `json:"api_key_env,omitempty"` // the variable's name, never its value
+	Concurrency int    `json:"concurrency"`
+	EpisodeTime string `json:"episode_wall_time,omitempty"`
+	Command     string `json:"command,omitempty"`
+}
+
+const (
+	manifestName = "manifest.json"
+	trajDir      = "trajectories"
+	errorsDir    = "errors"
+)
+
+// ErrPlanMismatch is returned when a folder holds a run with another plan.
+var ErrPlanMismatch = errors.New("run folder holds a different plan")
+
+// Open prepares a run folder. A new folder gets the manifest; an existing
+// one must hold the same plan, unless force is set, in which case its
+// trajectories are moved aside (never deleted) and the run starts over.
+func Open(dir string, m Manifest, force bool) (*Run, error) {
+	if err := os.MkdirAll(filepath.Join(dir, trajDir), 0o755); err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	old, err := ReadManifest(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return nil, err
+	default:
+		if diff := planDiff(old.Plan, m.Plan); diff != "" {
+			if !force {
+				return nil, fmt.Errorf("store: %s: %w (%s); use another --out, or --force to move the old trajectories aside and start over", dir, ErrPlanMismatch, diff)
+			}
+			aside := filepath.Join(dir, fmt.Sprintf("%s.replaced-%s", trajDir, time.Now().UTC().Format("20060102T150405Z")))
+			if err := os.Rename(filepath.Join(dir, trajDir), aside); err != nil {
+				return nil, fmt.Errorf("store: %w", err)
+			}
+			if err := os.MkdirAll(filepath.Join(dir, trajDir), 0o755); err != nil {
+				return nil, fmt.Errorf("store: %w", err)
+			}
+		} else {
+			m.Created = old.Created
+		}
+	}
+	if err := WriteManifest(dir, m); err != nil {
+		return nil, err
+	}
+	r := &Run{dir: dir, Manifest: m}
+	if r.done, err = recover(filepath.Join(dir, trajDir)); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// planDiff names the first fields that differ, for the refusal message.
+func planDiff(a, b Plan) string {
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	var ma, mb map[string]any
+	_ = json.Unmarshal(ja, &ma)
+	_ = json.Unmarshal(jb, &mb)
+	var diffs []string
+	for k := range ma {
+		if fmt.Sprint(ma[k]) != fmt.Sprint(mb[k]) {
+			if k == "scenario_ids" || k == "scenario_hash" {
+				diffs = append(diffs, k+" differs")
+				continue
+			}
+			diffs = append(diffs, fmt.Sprintf("%s was %v, now %v", k, ma[k], mb[k]))
+		}
+	}
+	sort.Strings(diffs)
+	return strings.Join(diffs, "; ")
+}
+
+// ReadManifest reads a run folder's manifest.
+func ReadManifest(dir string) (Manifest, error) {
+	var m Manifest
+	b, err := os.ReadFile(filepath.Join(dir, manifestName))
+	if err != nil {
+		return m, err
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return m, fmt.Errorf("store: %s: %w", filepath.Join(dir, manifestName), err)
+	}
+	return m, nil
+}
+
+// WriteManifest replaces the manifest atomically (write, sync, rename).
+func WriteManifest(dir string, m Manifest) error {
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(filepath.Join(dir, manifestName), append(b, '\n'))
+}
+
+func writeFileAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return fmt.Errorf("store: %w", err)
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("store: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("store: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	_ = d.Sync() // not supported everywhere; the rename is still ordered on Linux
+	return nil
+}
+
+// recover scans every trajectory file: a torn last line (a crash mid-write)
+// is truncated away; a broken line before the last is corruption and an
+// error naming file and line. It returns the ids of finished episodes.
+func recover(dir string) (map[string]bool, error) {
+	done := map[string]bool{}
+	files, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(files)
+	for _, f := range files {
+		if err := scanFile(f, true, func(line int, r *trajectory.Record) error {
+			if done[r.TrajID] {
+				return fmt.Errorf("store: %s:%d: duplicate traj_id %s", f, line, r.TrajID)
+			}
+			done[r.TrajID] = true
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+	}
+	return done, nil
+}
+
+// scanFile decodes each line of a trajectory file. With repair, a torn tail
+// (no final newline, or an undecodable last line) is truncated.
+func scanFile(path string, repair bool, fn func(line int, r *trajectory.Record) error) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if !repair {
+		f, err = os.Open(path)
+	}
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 1<<20)
+	var offset int64
+	for line := 1; ; line++ {
+		b, err := br.ReadBytes('\n')
+		if err == io.EOF {
+			if len(b) > 0 { // torn: no newline at the end
+				if !repair {
+					return fmt.Errorf("store: %s:%d: incomplete last line", path, line)
+				}
+				return truncate(f, path, offset)
+			}
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("store: %s: %w", path, err)
+		}
+		var r trajectory.Record
+		if uerr := json.Unmarshal(bytes.TrimSpace(b), &r); uerr != nil || r.TrajID == "" {
+			if _, perr := br.Peek(1); perr == io.EOF && repair {
+				return truncate(f, path, offset)
+			}
+			return fmt.Errorf("store: %s:%d: corrupt record: %v", path, line, uerr)
+		}
+		if err := fn(line, &r); err != nil {
+			return err
+		}
+		offset += int64(len(b))
+	}
+}
+
+func truncate(f *os.File, path string, offset int64) error {
+	if err := f.Truncate(offset); err != nil {
+		return fmt.Errorf("store: truncating torn line of %s: %w", path, err)
+	}
+	return f.Sync()
+}

@@ -1,0 +1,97 @@
+package trajectory
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+
+	"github.com/antidrift/antidrift/rollout/drift"
+)
+
+// Status says how an episode ended.
+type Status string
+
+// Episode statuses. Model errors are data; infrastructure errors are
+// retried when a run resumes.
+const (
+	StatusCompleted     Status = "completed"
+	StatusMaxSteps      Status = "max_steps"
+	StatusContextLength Status = "context_length"
+	StatusModelError    Status = "model_error"
+	StatusInfraError    Status = "infra_error"
+)
+
+// Record is one finished episode. With a deterministic policy everything
+// outside Timings is a pure function of the scenario, policy, framework and
+// seed.
+type Record struct {
+	TrajID     string `json:"traj_id"`
+	Run        string `json:"run"`
+	Checkpoint string `json:"checkpoint"`
+	Policy     string `json:"policy"`
+	Framework  string `json:"framework"`
+	ScenarioID string `json:"scenario_id"`
+	Domain     string `json:"domain"`
+	Rollout    int    `json:"rollout"`
+	Seed       int64  `json:"seed"`
+
+	Messages []Message `json:"messages"`
+	// Tools are the OpenAI function schemas offered during the episode
+	// (the union over steps), for trainers that condition on tools.
+	Tools []json.RawMessage `json:"tools"`
+	Steps []Step            `json:"steps"`
+
+	Status     Status        `json:"status"`
+	Error      string        `json:"error,omitempty"`
+	Success    bool          `json:"success"`
+	Judge      Judgement     `json:"judge"`
+	Drift      bool          `json:"drift"`
+	DriftSteps []int         `json:"drift_steps"`
+	Matches    []drift.Match `json:"drift_matches"`
+	Usage      Usage         `json:"usage"`
+	Timings    Timings       `json:"timings"`
+	Version    string        `json:"version"`
+}
+
+// Clean is success without drift: what a chosen trajectory must be.
+func (r *Record) Clean() bool { return r.Success && !r.Drift }
+
+// Step annotates one assistant turn.
+type Step struct {
+	Turn    int        `json:"turn"`          // index of the assistant message in Messages
+	Visible []string   `json:"visible_tools"` // tools offered at this turn
+	Calls   []CallNote `json:"calls,omitempty"`
+}
+
+// CallNote is what one tool call did.
+type CallNote struct {
+	Call    int    `json:"call"` // index among the episode's tool calls
+	ID      string `json:"id"`
+	Tool    string `json:"tool"`
+	Outcome string `json:"outcome"` // matched, default, invalid_args, unknown_tool, not_visible
+	Drift   bool   `json:"drift"`
+}
+
+// Judgement is a judge's verdict on the trajectory with drift stripped.
+type Judgement struct {
+	Kind   string  `json:"kind"` // "rule" or "llm:MODEL"
+	Score  float64 `json:"score"`
+	Reason string  `json:"reason"`
+}
+
+// Timings holds every wall-clock figure of an episode, and only those.
+type Timings struct {
+	Start   string  `json:"start"` // RFC 3339, UTC
+	TotalMS float64 `json:"total_ms"`
+	ModelMS float64 `json:"model_ms"`
+	ToolMS  float64 `json:"tool_ms"`
+}
+
+// TrajID is the stable id of an episode: a hash of what identifies it in a
+// plan. Checkpoint and framework are included so that one run may hold
+// several of each without collisions.
+func TrajID(run, checkpoint, framework, scenarioID string, rollout int, seed int64) string {
+	h := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%s\x00%s\x00%s\x00%d\x00%d", run, checkpoint, framework, scenarioID, rollout, seed)))
+	return hex.EncodeToString(h[:8])
+}
