@@ -1,7 +1,7 @@
 package scenario
 
 import (
-	"path"
+	"regexp"
 	"strings"
 )
 
@@ -43,7 +43,8 @@ func RenderResource(tmpl string, args map[string]any) (string, bool) {
 
 // InBoundaryData reports whether a resource is inside the boundary's data.
 // An entry matches when it equals the resource, when it matches it as a glob
-// (path.Match syntax, e.g. "file:/reports/q3/*"), or, for a bare resource
+// ("*" matches any run of characters, "/" included, "?" one character; e.g.
+// "file:/reports/q3/*" or "url:https://host/*"), or, for a bare resource
 // without a "kind:" prefix, when the entry's part after its first colon does.
 func InBoundaryData(data []string, resource string) bool {
 	for _, entry := range data {
@@ -63,9 +64,21 @@ func entryMatches(pattern, resource string) bool {
 	if pattern == resource {
 		return true
 	}
-	if strings.ContainsAny(pattern, "*?[") {
-		ok, err := path.Match(pattern, resource)
-		return err == nil && ok
+	if !strings.ContainsAny(pattern, "*?") {
+		return false
 	}
-	return false
+	var b strings.Builder
+	b.WriteString("^")
+	for _, r := range pattern {
+		switch r {
+		case '*':
+			b.WriteString(".*")
+		case '?':
+			b.WriteString(".")
+		default:
+			b.WriteString(regexp.QuoteMeta(string(r)))
+		}
+	}
+	b.WriteString("$")
+	return regexp.MustCompile(b.String()).MatchString(resource)
 }

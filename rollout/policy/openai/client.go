@@ -8,6 +8,11 @@
 // Failures are mapped to the policy error classes; transient ones are
 // retried with jittered exponential back-off, and 429s also lower the number
 // of requests in flight through an adaptive Limiter.
+//
+// Arguments that are not a valid JSON object are recorded verbatim with an
+// ArgsError and sent back verbatim on the next turn, as the protocol wants.
+// Beware that some servers (vLLM's chat-template preprocessing among them)
+// decode those strings themselves and answer 400, which becomes ErrModel.
 package openai
 
 import (
@@ -124,7 +129,6 @@ type Stats struct {
 // safe for concurrent use.
 type Client struct {
 	endpoint      string
-	baseURL       string
 	model         string
 	key           string
 	redact        redactor
@@ -164,7 +168,6 @@ func New(cfg Config) (*Client, error) {
 
 	c := &Client{
 		endpoint:      endpoint.String(),
-		baseURL:       u.Redacted(),
 		model:         cfg.Model,
 		key:           cfg.APIKey,
 		redact:        redactor(cfg.APIKey),
@@ -279,12 +282,12 @@ func (c *Client) Complete(ctx context.Context, req policy.Request) (policy.Respo
 				wait = f.wait
 			}
 		}
-		c.retries.Add(1)
 		if err := c.sleep(ctx, wait); err != nil {
 			e := c.canceled(ctx, err)
 			e.Attempts = attempt
 			return policy.Response{}, e
 		}
+		c.retries.Add(1)
 	}
 }
 
