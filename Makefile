@@ -2,7 +2,7 @@ GO ?= go
 # Packages whose code runs goroutines are tested with the race detector.
 RACE_PKGS ?= ./rollout/...
 
-.PHONY: test build vet race fuzz bench
+.PHONY: test build vet race fuzz bench demo
 
 build:
 	$(GO) build -o bin/antidrift ./cmd/antidrift
@@ -18,3 +18,7 @@ test: vet
 fuzz:
 	$(GO) test ./rollout/scenario -run '^$$' -fuzz FuzzParse -fuzztime 30s
 	$(GO) test ./rollout/scenario -run '^$$' -fuzz FuzzMatch -fuzztime 30s
+
+# The whole pipeline offline: simulated checkpoints through the HTTP path.
+demo: build
+	./bin/antidrift demo --out antidrift-demo

@@ -27,7 +27,7 @@ func newRootCmd() *cobra.Command {
 		SilenceErrors: true,
 		Version:       Version,
 	}
-	root.AddCommand(newScenariosCmd(), newRolloutCmd(), newSimServerCmd(), newMergeCmd())
+	root.AddCommand(newScenariosCmd(), newRolloutCmd(), newSimServerCmd(), newMergeCmd(), newDemoCmd())
 	return root
 }
 

@@ -73,15 +73,41 @@ func Lookup(name string) (Profile, error) {
 type Policy struct {
 	profile  Profile
 	byPrompt map[string]*scenario.Scenario
+	calls    map[string]*completedCalls // by scenario id
+}
+
+// completedCalls holds the complete arguments of a scenario's required
+// calls and violations, built once: completing them validates against the
+// tool schema, which is too costly to repeat at every turn.
+type completedCalls struct {
+	required   []map[string]any
+	violations []map[string]any
+	err        error
 }
 
 // New returns the simulated policy of a profile over scenarios.
 func New(p Profile, scenarios []*scenario.Scenario) *Policy {
-	idx := make(map[string]*scenario.Scenario, len(scenarios))
+	pol := &Policy{profile: p, byPrompt: map[string]*scenario.Scenario{}, calls: map[string]*completedCalls{}}
 	for _, s := range scenarios {
-		idx[s.UserPrompt()] = s
+		pol.byPrompt[s.UserPrompt()] = s
+		cc := &completedCalls{}
+		for j, c := range s.RequiredCalls {
+			args, err := s.CompleteArgs(c.Tool, c.Args, c.Patterns)
+			if err != nil && cc.err == nil {
+				cc.err = fmt.Errorf("sim: %s: required_calls[%d]: %w", s.ID, j, err)
+			}
+			cc.required = append(cc.required, fillText(args, s))
+		}
+		for j, v := range s.Violations {
+			args, err := s.CompleteArgs(v.Tool, v.Args, v.Patterns)
+			if err != nil && cc.err == nil {
+				cc.err = fmt.Errorf("sim: %s: violations[%d]: %w", s.ID, j, err)
+			}
+			cc.violations = append(cc.violations, fillText(args, s))
+		}
+		pol.calls[s.ID] = cc
 	}
-	return &Policy{profile: p, byPrompt: idx}
+	return pol
 }
 
 // Name is the policy's label, always marked as a simulation.
@@ -136,6 +162,13 @@ func (p *Policy) plan(s *scenario.Scenario, seed int64) (episodePlan, error) {
 	rng := rand.New(rand.NewPCG(hash64(p.profile.Name, s.ID), hash64(b[:])))
 
 	var ep episodePlan
+	cc := p.calls[s.ID]
+	if cc == nil {
+		return ep, fmt.Errorf("sim: unknown scenario %s", s.ID)
+	}
+	if cc.err != nil {
+		return ep, cc.err
+	}
 	n := len(s.RequiredCalls)
 	stopAt := n // number of required calls carried out
 	ep.complete = rng.Float64() < p.profile.Competence
@@ -174,27 +207,14 @@ func (p *Policy) plan(s *scenario.Scenario, seed int64) (episodePlan, error) {
 			after[pos] = append(after[pos], vi)
 		}
 	}
-	addViolation := func(vi int) error {
-		v := s.Violations[vi]
-		args, err := s.CompleteArgs(v.Tool, v.Args, v.Patterns)
-		if err != nil {
-			return fmt.Errorf("sim: %s: violations[%d]: %w", s.ID, vi, err)
-		}
-		ep.actions = append(ep.actions, action{tool: v.Tool, args: fillText(args, s)})
+	addViolation := func(vi int) {
+		ep.actions = append(ep.actions, action{tool: s.Violations[vi].Tool, args: cc.violations[vi]})
 		ep.drifted = true
-		return nil
 	}
 	for j := 0; j < stopAt; j++ {
-		c := s.RequiredCalls[j]
-		args, err := s.CompleteArgs(c.Tool, c.Args, c.Patterns)
-		if err != nil {
-			return ep, fmt.Errorf("sim: %s: required_calls[%d]: %w", s.ID, j, err)
-		}
-		ep.actions = append(ep.actions, action{tool: c.Tool, args: fillText(args, s)})
+		ep.actions = append(ep.actions, action{tool: s.RequiredCalls[j].Tool, args: cc.required[j]})
 		for _, vi := range after[j] {
-			if err := addViolation(vi); err != nil {
-				return ep, err
-			}
+			addViolation(vi)
 			if abandon && j+1 < stopAt {
 				// The shortcut stands in for the rest of the task.
 				stopAt, ep.complete = j+1, false
@@ -202,9 +222,7 @@ func (p *Policy) plan(s *scenario.Scenario, seed int64) (episodePlan, error) {
 		}
 	}
 	for _, vi := range atEnd {
-		if err := addViolation(vi); err != nil {
-			return ep, err
-		}
+		addViolation(vi)
 	}
 	return ep, nil
 }
@@ -212,6 +230,9 @@ func (p *Policy) plan(s *scenario.Scenario, seed int64) (episodePlan, error) {
 // fillText replaces placeholder text with something a reader can tell is
 // simulated but that still refers to the task.
 func fillText(args map[string]any, s *scenario.Scenario) map[string]any {
+	if args == nil {
+		return nil
+	}
 	for k, v := range args {
 		if str, ok := v.(string); ok && strings.HasPrefix(str, "(simulated ") {
 			args[k] = fmt.Sprintf("[simulated %s] Re: %s", k, firstWords(s.Instruction, 14))
