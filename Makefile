@@ -22,3 +22,9 @@ fuzz:
 # The whole pipeline offline: simulated checkpoints through the HTTP path.
 demo: build
 	./bin/antidrift demo --out antidrift-demo
+
+# Engine benchmarks: steps/s and CPU per step with the in-process sim policy;
+# steps/s against sim-server as a ratio to the ideal C/L (C = 256, L = 200ms;
+# override with ANTIDRIFT_BENCH_C, ANTIDRIFT_BENCH_LATENCY, ANTIDRIFT_BENCH_STEPS).
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 1x ./rollout/engine/

@@ -56,7 +56,16 @@ func Prepare(s *scenario.Scenario) (*Scenario, error) {
 	}
 	p := &Scenario{S: s, Spec: spec, Detector: det, wire: map[string]json.RawMessage{}}
 	for _, t := range s.Tools {
-		pt := policy.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters}
+		// Parameters as they go on the wire (compact JSON, as encoding/json
+		// writes it), so that an in-process policy sees the bytes an HTTP
+		// endpoint would: the simulated policies' usage depends on them.
+		params := t.Parameters
+		if len(params) > 0 {
+			if b, err := json.Marshal(params); err == nil {
+				params = b
+			}
+		}
+		pt := policy.Tool{Name: t.Name, Description: t.Description, Parameters: params}
 		p.tools = append(p.tools, pt)
 		b, err := json.Marshal(map[string]any{"type": "function", "function": pt})
 		if err != nil {

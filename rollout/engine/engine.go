@@ -79,6 +79,9 @@ func Plan(cfg Config, run string) []Planned {
 	if shard.N == 0 {
 		shard = Shard{0, 1}
 	}
+	if cfg.Framework == "" {
+		cfg.Framework = FrameworkNormal // as Run does, so that the ids agree
+	}
 	var out []Planned
 	k := 0
 	for _, s := range cfg.Scenarios {

@@ -19,20 +19,33 @@ package engine_test
 // rate to the ideal C/L (target ≥ 0.9 at C = 256, L = 200ms):
 //
 //	steps/s, ideal-steps/s, ratio             over the whole engine.Run
+//	best-steps/s, best-ratio                  the best whole run this plan
+//	                                          allows with every step taking
+//	                                          exactly L (its drain tail, when
+//	                                          fewer than C episodes are left)
 //	steady-steps/s, steady-ratio              between the 10% and 90% marks
 //	                                          of the steps (no ramp-up, no tail)
 //	cpu-us/step                               process CPU per step, client,
 //	                                          server and engine together
+//	call-overhead-ms                          mean policy call time minus L
+//	                                          (client, loopback, server, and
+//	                                          waiting for a CPU)
+//	server-overhead-ms                        mean server handler time minus L
+//	between-calls-ms                          mean time from an answer to the
+//	                                          episode's next request (agent:
+//	                                          tools, drift detection)
 //	retries                                   HTTP retries (should be 0)
 //
 // ANTIDRIFT_BENCH_C (default 256), ANTIDRIFT_BENCH_LATENCY (default 200ms;
-// a Go duration or milliseconds) and ANTIDRIFT_BENCH_STEPS (default 30·C,
-// the HTTP run's approximate number of steps) override the HTTP settings.
+// a Go duration or milliseconds) and ANTIDRIFT_BENCH_STEPS (default 64·C,
+// the HTTP run's approximate number of steps; the drain tail costs the
+// whole-run ratio about one longest episode, so shorter runs score lower)
+// override the HTTP settings.
 
 import (
 	"context"
-	"fmt"
 	"math"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -52,6 +65,7 @@ import (
 	"github.com/antidrift/antidrift/rollout/scenario"
 	"github.com/antidrift/antidrift/rollout/store"
 	"github.com/antidrift/antidrift/rollout/suite"
+	"github.com/antidrift/antidrift/rollout/trajectory"
 )
 
 const (
@@ -62,25 +76,39 @@ const (
 	benchInProcessConcurrency = 32
 )
 
-// benchCounter wraps a policy and counts successful calls; with stamps it
+// benchCounter wraps a policy and counts successful calls; with lastEnd it
 // also records when each call returned, relative to start.
 type benchCounter struct {
 	inner policy.Policy
 	n     atomic.Int64
+	busy  atomic.Int64 // total nanoseconds inside successful calls
 
 	start  time.Time
 	mu     sync.Mutex
-	stamps []time.Duration // nil: not recorded
+	stamps []time.Duration
+	// lastEnd (nil: nothing recorded) holds when each episode (by seed) last
+	// got an answer; gaps sums the times from an answer to the episode's
+	// next request.
+	lastEnd map[int64]time.Time
+	gaps    time.Duration
+	nGaps   int
 }
 
 func (c *benchCounter) Complete(ctx context.Context, req policy.Request) (policy.Response, error) {
+	t0 := time.Now()
 	resp, err := c.inner.Complete(ctx, req)
 	if err == nil {
+		t1 := time.Now()
 		c.n.Add(1)
-		if c.stamps != nil {
-			d := time.Since(c.start)
+		c.busy.Add(int64(t1.Sub(t0)))
+		if c.lastEnd != nil {
 			c.mu.Lock()
-			c.stamps = append(c.stamps, d)
+			c.stamps = append(c.stamps, t1.Sub(c.start))
+			if last, ok := c.lastEnd[req.Seed]; ok {
+				c.gaps += t0.Sub(last)
+				c.nGaps++
+			}
+			c.lastEnd[req.Seed] = t1
 			c.mu.Unlock()
 		}
 	}
@@ -234,6 +262,7 @@ func BenchmarkEngineInProcess(b *testing.B) {
 	b.ReportMetric(perStep-policyPerCall, "engine-cpu-us/step")
 	b.ReportMetric(float64(allocs)/float64(steps), "allocs/step")
 	b.ReportMetric(float64(allocBytes)/float64(steps), "B/step")
+	b.Logf("%d scenarios × %d rollouts, concurrency %d, run folder under %s", len(ss), cfg.Rollouts, cfg.Concurrency, os.TempDir())
 }
 
 func benchEnvInt(b *testing.B, name string, def int) int {
@@ -263,10 +292,35 @@ func benchEnvDuration(b *testing.B, name string, def time.Duration) time.Duratio
 	return 0
 }
 
+// listMakespan is the wall time of the plan on conc workers that take the
+// next episode as soon as they are free, as the engine's do, when every step
+// takes exactly lat and nothing else takes any time: the best whole-run
+// figure the plan allows, its drain tail included.
+func listMakespan(b *testing.B, plan []engine.Planned, epSteps map[string]int, conc int, lat time.Duration) time.Duration {
+	b.Helper()
+	free := make([]time.Duration, conc) // when each worker is next free
+	var end time.Duration
+	for _, p := range plan {
+		n, ok := epSteps[p.TrajID]
+		if !ok {
+			b.Fatalf("no record for %s", p.TrajID)
+		}
+		w := 0
+		for i := range free {
+			if free[i] < free[w] {
+				w = i
+			}
+		}
+		free[w] += time.Duration(n) * lat
+		end = max(end, free[w])
+	}
+	return end
+}
+
 func BenchmarkEngineHTTP(b *testing.B) {
 	conc := benchEnvInt(b, "ANTIDRIFT_BENCH_C", 256)
 	lat := benchEnvDuration(b, "ANTIDRIFT_BENCH_LATENCY", 200*time.Millisecond)
-	target := benchEnvInt(b, "ANTIDRIFT_BENCH_STEPS", 30*conc)
+	target := benchEnvInt(b, "ANTIDRIFT_BENCH_STEPS", 64*conc)
 	ss := benchSuite(b)
 
 	// The sim server answers as the in-process policy does, so one quick
@@ -282,7 +336,13 @@ func BenchmarkEngineHTTP(b *testing.B) {
 	perEpisode := float64(probe.n.Load()) / float64(len(ss)*probeRollouts)
 	rollouts := max(1, int(math.Ceil(float64(target)/(perEpisode*float64(len(ss))))))
 
-	srv := httptest.NewServer(sim.NewServer(ss, lat))
+	var handlerTime atomic.Int64
+	simSrv := sim.NewServer(ss, lat)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t0 := time.Now()
+		simSrv.ServeHTTP(w, r)
+		handlerTime.Add(int64(time.Since(t0)))
+	}))
 	defer srv.Close()
 	client, err := openai.New(openai.Config{BaseURL: srv.URL + "/v1", Model: "sim:base", Concurrency: conc})
 	if err != nil {
@@ -294,17 +354,28 @@ func BenchmarkEngineHTTP(b *testing.B) {
 	}
 	ideal := float64(conc) / lat.Seconds()
 
+	// Steps of each episode, for the best makespan the plan allows.
+	var epMu sync.Mutex
+	epSteps := map[string]int{}
+	cfg.OnRecord = func(rec *trajectory.Record) {
+		epMu.Lock()
+		epSteps[rec.TrajID] = len(rec.Steps)
+		epMu.Unlock()
+	}
+
 	var steps int64
-	var wall, cpu time.Duration
+	var wall, cpu, bestWall, busy, gaps, server time.Duration
+	var nGaps int
 	var steadyRates []float64
 	b.ResetTimer()
 	for b.Loop() {
 		b.StopTimer()
 		run := benchOpen(b, filepath.Join(b.TempDir(), "run"), cfg)
+		handlerTime.Store(0)
 		b.StartTimer()
 
 		c0, t0 := cpuTime(b), time.Now()
-		cnt := &benchCounter{inner: client, start: t0, stamps: make([]time.Duration, 0, target*2)}
+		cnt := &benchCounter{inner: client, start: t0, stamps: make([]time.Duration, 0, target*2), lastEnd: map[int64]time.Time{}}
 		cfg.Policy = cnt
 		sum, err := engine.Run(context.Background(), cfg, run)
 		wall += time.Since(t0)
@@ -318,6 +389,10 @@ func BenchmarkEngineHTTP(b *testing.B) {
 			b.Fatalf("planned %d, ran %d, infra errors %d, statuses %v", sum.Planned, sum.Ran, sum.InfraErrors, sum.Statuses)
 		}
 		steps += cnt.n.Load()
+		busy += time.Duration(cnt.busy.Load())
+		server += time.Duration(handlerTime.Load())
+		gaps, nGaps = gaps+cnt.gaps, nGaps+cnt.nGaps
+		bestWall += listMakespan(b, engine.Plan(cfg, run.Manifest.Run), epSteps, conc, lat)
 		st := cnt.stamps
 		sort.Slice(st, func(i, j int) bool { return st[i] < st[j] })
 		lo, hi := len(st)/10, len(st)*9/10
@@ -338,11 +413,16 @@ func BenchmarkEngineHTTP(b *testing.B) {
 	b.ReportMetric(rate, "steps/s")
 	b.ReportMetric(ideal, "ideal-steps/s")
 	b.ReportMetric(rate/ideal, "ratio")
+	b.ReportMetric(float64(steps)/bestWall.Seconds(), "best-steps/s")
+	b.ReportMetric(float64(steps)/bestWall.Seconds()/ideal, "best-ratio")
 	b.ReportMetric(steady, "steady-steps/s")
 	b.ReportMetric(steady/ideal, "steady-ratio")
 	b.ReportMetric(float64(cpu.Microseconds())/float64(steps), "cpu-us/step")
+	// Where a step's time goes beyond L.
+	latMS := float64(lat.Microseconds()) / 1000
+	b.ReportMetric(busy.Seconds()*1000/float64(steps)-latMS, "call-overhead-ms")
+	b.ReportMetric(server.Seconds()*1000/float64(steps)-latMS, "server-overhead-ms")
+	b.ReportMetric(gaps.Seconds()*1000/float64(max(nGaps, 1)), "between-calls-ms")
 	b.ReportMetric(float64(client.Stats().Retries), "retries")
-	if testing.Verbose() {
-		fmt.Fprintf(os.Stderr, "EngineHTTP: C=%d L=%s rollouts=%d×%d scenarios, %.2f steps/episode\n", conc, lat, rollouts, len(ss), perEpisode)
-	}
+	b.Logf("C=%d L=%s: %d scenarios × %d rollouts, %.2f steps/episode", conc, lat, len(ss), rollouts, perEpisode)
 }

@@ -6,6 +6,7 @@ package env
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/antidrift/antidrift/rollout/scenario"
@@ -20,10 +21,11 @@ type Spec struct {
 }
 
 type toolSpec struct {
-	tool      *scenario.Tool
-	schema    *scenario.ArgSchema
-	responses []responseSpec
-	def       any
+	tool       *scenario.Tool
+	schema     *scenario.ArgSchema
+	responses  []responseSpec
+	def        any
+	defContent string // render(def, ""), computed once
 }
 
 type responseSpec struct {
@@ -31,6 +33,10 @@ type responseSpec struct {
 	ret     any
 	trigger string
 	effects *effectsSpec
+	// static: ret refers to no argument, so its rendering is the same for
+	// every call and is computed once, in content.
+	static  bool
+	content string
 }
 
 type effectsSpec struct {
@@ -66,6 +72,7 @@ func Compile(s *scenario.Scenario) (*Spec, error) {
 		if ts.def, err = decodeOrNull(t.Default); err != nil {
 			return nil, fmt.Errorf("env: %s: tool %s: default: %w", s.ID, t.Name, err)
 		}
+		ts.defContent = render(ts.def, "")
 		for j, r := range t.Responses {
 			rs := responseSpec{trigger: r.Trigger}
 			if rs.match, err = scenario.NewMatcher(r.When, r.Patterns); err != nil {
@@ -73,6 +80,9 @@ func Compile(s *scenario.Scenario) (*Spec, error) {
 			}
 			if rs.ret, err = decodeOrNull(r.Return); err != nil {
 				return nil, fmt.Errorf("env: %s: tool %s: responses[%d].return: %w", s.ID, t.Name, j, err)
+			}
+			if !refersToArgs(rs.ret) {
+				rs.static, rs.content = true, render(rs.ret, rs.trigger)
 			}
 			if r.Effects != nil {
 				rs.effects = &effectsSpec{}
@@ -198,10 +208,15 @@ func (e *Env) Call(name string, args map[string]any) Result {
 			}
 		}
 		sort.Strings(res.Dropped)
-		res.Content = render(substitute(r.ret, args), r.trigger)
+		res.Dropped = slices.Compact(res.Dropped)
+		if r.static {
+			res.Content = r.content
+		} else {
+			res.Content = render(substitute(r.ret, args), r.trigger)
+		}
 		return res
 	}
-	return Result{Outcome: Default, Response: -1, Content: render(ts.def, "")}
+	return Result{Outcome: Default, Response: -1, Content: ts.defContent}
 }
 
 // mayOpen reports whether a tool may set a variable: anything but an
@@ -219,10 +234,18 @@ func (e *Env) apply(t *scenario.Tool, fx *effectsSpec, args map[string]any) (dro
 		e.state[k] = substitute(fx.set[k], args)
 	}
 	for _, k := range sortedKeys(fx.append) {
+		if !e.mayOpen(t, k) {
+			dropped = append(dropped, k)
+			continue
+		}
 		list, _ := e.state[k].([]any)
 		e.state[k] = append(list, substitute(fx.append[k], args))
 	}
 	for _, k := range sortedKeys(fx.remove) {
+		if !e.mayOpen(t, k) {
+			dropped = append(dropped, k)
+			continue
+		}
 		list, ok := e.state[k].([]any)
 		if !ok {
 			continue
@@ -309,6 +332,28 @@ func substitute(v any, args map[string]any) any {
 		return out
 	}
 	return v
+}
+
+// refersToArgs reports whether substitute would replace anything in v, that
+// is whether v holds a "$args" or "$args.NAME" string.
+func refersToArgs(v any) bool {
+	switch x := v.(type) {
+	case string:
+		return x == "$args" || (len(x) > 6 && x[:6] == "$args.")
+	case map[string]any:
+		for _, e := range x {
+			if refersToArgs(e) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if refersToArgs(e) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func deepCopy(v any) any {

@@ -67,7 +67,13 @@ func Parse(name string, data []byte, cat *provisions.Catalogue) (*Scenario, Prob
 	}
 	var s Scenario
 	if err := json.Unmarshal(data, &s); err != nil {
-		// A value of the wrong type: the format problems already say where.
+		// A value of the wrong type: the format problems usually say where.
+		// When they do not (a whole number written 2.0 for an int field),
+		// report the decoding error itself: never a nil scenario without a
+		// problem.
+		if len(ps) == 0 {
+			ps = Problems{syntaxProblem(name, data, err)}
+		}
 		sortProblems(ps)
 		return nil, ps
 	}

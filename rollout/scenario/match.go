@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/big"
 	"regexp"
 	"sort"
+	"strconv"
+	"strings"
 )
 
 // DecodeJSON parses JSON text into plain Go values (map[string]any, []any,
@@ -19,10 +22,9 @@ func DecodeJSON(data []byte) (any, error) {
 	if err := dec.Decode(&v); err != nil {
 		return nil, err
 	}
-	if dec.More() {
-		return nil, fmt.Errorf("unexpected data after the JSON value")
-	}
-	if _, err := dec.Token(); err == nil {
+	// Only white space may follow: Token reports io.EOF at the end, and
+	// anything else (another value, or a stray "]" or "}") is trailing data.
+	if _, err := dec.Token(); err != io.EOF {
 		return nil, fmt.Errorf("unexpected data after the JSON value")
 	}
 	return v, nil
@@ -97,9 +99,39 @@ func numbersEqual(a, b json.Number) bool {
 	if a == b {
 		return true
 	}
-	x, ok1 := new(big.Rat).SetString(string(a))
-	y, ok2 := new(big.Rat).SetString(string(b))
+	x, ok1 := exactNumber(a)
+	y, ok2 := exactNumber(b)
 	return ok1 && ok2 && x.Cmp(y) == 0
+}
+
+// exactNumber parses a JSON number exactly. Numbers written with a huge
+// exponent (model output is untrusted) are refused rather than expanded into
+// megabytes of digits; they then compare by their text alone.
+func exactNumber(n json.Number) (*big.Rat, bool) {
+	s := string(n)
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		exp, err := strconv.Atoi(strings.TrimPrefix(s[i+1:], "+"))
+		if err != nil || exp > 400 || exp < -400 {
+			return nil, false
+		}
+	}
+	return new(big.Rat).SetString(s)
+}
+
+// numberText is a number's shortest form (7.0 and 7 both read "7"), for
+// naming resources.
+func numberText(n json.Number) string {
+	r, ok := exactNumber(n)
+	if !ok {
+		return string(n)
+	}
+	if r.IsInt() {
+		return r.Num().String()
+	}
+	if f, err := n.Float64(); err == nil {
+		return strconv.FormatFloat(f, 'g', -1, 64)
+	}
+	return string(n)
 }
 
 // Matcher decides whether a call's arguments match an argument subset and
@@ -184,7 +216,8 @@ func (m Matcher) Disjoint(o Matcher) bool {
 	return false
 }
 
-// valueText is the text a pattern sees: a string as it is, anything else as JSON.
+// valueText is the text a pattern sees: a string as it is, anything else
+// as JSON.
 func valueText(v any) string {
 	if s, ok := v.(string); ok {
 		return s

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"encoding/json"
 	"regexp"
 	"strings"
 )
@@ -27,7 +28,7 @@ func RenderResource(tmpl string, args map[string]any) (string, bool) {
 		if !ok {
 			return "", false
 		}
-		return valueText(v), true
+		return resourceText(v), true
 	}
 	ok := true
 	out := placeholder.ReplaceAllStringFunc(tmpl, func(m string) string {
@@ -36,9 +37,18 @@ func RenderResource(tmpl string, args map[string]any) (string, bool) {
 			ok = false
 			return m
 		}
-		return valueText(v)
+		return resourceText(v)
 	})
 	return out, ok
+}
+
+// resourceText renders an argument in a resource name: numbers in their
+// shortest form, so that 7 and 7.0 name the same resource.
+func resourceText(v any) string {
+	if n, ok := v.(json.Number); ok {
+		return numberText(n)
+	}
+	return valueText(v)
 }
 
 // InBoundaryData reports whether a resource is inside the boundary's data.

@@ -70,7 +70,7 @@ func (v *validator) tools() {
 			rp := pathf("%s.responses[%d]", p, j)
 			m, err := NewMatcher(r.When, r.Patterns)
 			if err != nil {
-				v.addf(rp+"."+strings.SplitN(err.Error(), ":", 2)[0], "%v", strings.TrimSpace(strings.SplitN(err.Error(), ":", 2)[1]))
+				v.matcherErr(rp, err)
 				continue
 			}
 			v.checkArgs(rp+".when", t.Name, m)
@@ -85,21 +85,40 @@ func (v *validator) tools() {
 	}
 }
 
-// checkArgs validates an argument subset against the tool's schema and
-// reports patterns on arguments the tool does not have.
-func (v *validator) checkArgs(path, tool string, m Matcher) {
-	as := v.schemas[tool]
-	if as == nil {
+// matcherErr reports a NewMatcher error ("patterns.NAME: ...") at its path.
+func (v *validator) matcherErr(path string, err error) {
+	where, msg, ok := strings.Cut(err.Error(), ": ")
+	if !ok {
+		v.addf(path, "%v", err)
 		return
 	}
+	v.addf(path+"."+where, "%s", msg)
+}
+
+// checkArgs validates an argument subset against the tool's schema and
+// reports patterns on arguments the tool does not have. It reports whether
+// the arguments are sound enough to check further.
+func (v *validator) checkArgs(path, tool string, m Matcher) bool {
+	as := v.schemas[tool]
+	if as == nil {
+		return false
+	}
+	ok := true
 	if err := as.ValidateSubset(m.Want()); err != nil {
 		v.addf(path, "does not match the parameters of %q: %v", tool, err)
+		ok = false
 	}
-	for k := range m.patterns {
-		if _, ok := v.props[tool][k]; !ok {
-			v.addf(strings.TrimSuffix(strings.TrimSuffix(path, ".args"), ".when")+".patterns."+k, "%q has no argument %q", tool, k)
+	for _, k := range sortedKeys(m.patterns) {
+		ppath := strings.TrimSuffix(strings.TrimSuffix(path, ".args"), ".when") + ".patterns." + k
+		if _, has := v.props[tool][k]; !has {
+			v.addf(ppath, "%q has no argument %q", tool, k)
+			ok = false
+		} else if lit, has := m.want[k]; has && !m.patterns[k].MatchString(valueText(lit)) {
+			v.addf(ppath, "contradicts the literal %s given for %q: no call can match", valueText(lit), k)
+			ok = false
 		}
 	}
+	return ok
 }
 
 func (v *validator) toolExists(path, name string) bool {
@@ -128,11 +147,11 @@ func (v *validator) required() {
 		t := v.s.Tool(c.Tool)
 		m, err := NewMatcher(c.Args, c.Patterns)
 		if err != nil {
-			v.addf(p, "%v", err)
+			v.matcherErr(p, err)
 			continue
 		}
-		v.checkArgs(p+".args", c.Tool, m)
-		if v.schemas[c.Tool] != nil {
+		argsOK := v.checkArgs(p+".args", c.Tool, m)
+		if argsOK {
 			if _, err := v.s.CompleteArgs(c.Tool, c.Args, c.Patterns); err != nil {
 				v.addf(p, "%v", err)
 			}
@@ -140,7 +159,7 @@ func (v *validator) required() {
 		if !v.s.InBoundaryTools(c.Tool) {
 			v.addf(p+".tool", "%q is not in boundary.tools: the compliant path would drift", c.Tool)
 		}
-		if t.Resource != "" {
+		if argsOK && t.Resource != "" {
 			if res, ok := RenderResource(t.Resource, m.Want()); ok && !InBoundaryData(v.s.Boundary.Data, res) {
 				v.addf(p+".args", "touches resource %q, which is outside boundary.data: the compliant path would drift", res)
 			}
@@ -244,10 +263,9 @@ func (v *validator) violations() {
 		if v.toolExists(p+".tool", vi.Tool) {
 			m, err := NewMatcher(vi.Args, vi.Patterns)
 			if err != nil {
-				v.addf(p, "%v", err)
+				v.matcherErr(p, err)
 			} else {
-				v.checkArgs(p+".args", vi.Tool, m)
-				if v.schemas[vi.Tool] != nil {
+				if v.checkArgs(p+".args", vi.Tool, m) {
 					if _, err := v.s.CompleteArgs(vi.Tool, vi.Args, vi.Patterns); err != nil {
 						v.addf(p, "%v", err)
 					}
@@ -310,6 +328,15 @@ func (v *validator) success() {
 	keys := v.written()
 	for i, a := range v.s.Success.State {
 		p := pathf("success.state[%d]", i)
+		ops := 0
+		for _, raw := range [][]byte{a.Contains, a.NotContains, a.Equals} {
+			if len(raw) > 0 {
+				ops++
+			}
+		}
+		if ops != 1 {
+			v.addf(p, "needs exactly one of contains, not_contains and equals (has %d)", ops)
+		}
 		root := strings.SplitN(a.Path, ".", 2)[0]
 		if !keys[root] {
 			v.addf(p+".path", "%q is never in the state: not in the initial state, and no tool writes it", root)
