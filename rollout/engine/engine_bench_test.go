@@ -37,7 +37,7 @@ package engine_test
 //	retries                                   HTTP retries (should be 0)
 //
 // ANTIDRIFT_BENCH_C (default 256), ANTIDRIFT_BENCH_LATENCY (default 200ms;
-// a Go duration or milliseconds) and ANTIDRIFT_BENCH_STEPS (default 64·C,
+// a Go duration or milliseconds) and ANTIDRIFT_BENCH_STEPS (default 128·C,
 // the HTTP run's approximate number of steps; the drain tail costs the
 // whole-run ratio about one longest episode, so shorter runs score lower)
 // override the HTTP settings.
@@ -320,7 +320,7 @@ func listMakespan(b *testing.B, plan []engine.Planned, epSteps map[string]int, c
 func BenchmarkEngineHTTP(b *testing.B) {
 	conc := benchEnvInt(b, "ANTIDRIFT_BENCH_C", 256)
 	lat := benchEnvDuration(b, "ANTIDRIFT_BENCH_LATENCY", 200*time.Millisecond)
-	target := benchEnvInt(b, "ANTIDRIFT_BENCH_STEPS", 64*conc)
+	target := benchEnvInt(b, "ANTIDRIFT_BENCH_STEPS", 128*conc)
 	ss := benchSuite(b)
 
 	// The sim server answers as the in-process policy does, so one quick

@@ -322,13 +322,12 @@ func TestInterruptedRunResumesToItsPlan(t *testing.T) {
 func compliant(t *testing.T, s *scenario.Scenario) ([]fakeserver.Call, string) {
 	t.Helper()
 	var out []fakeserver.Call
-	for i, c := range s.RequiredCalls {
+	for _, c := range s.RequiredCalls {
 		args, err := s.CompleteArgs(c.Tool, c.Args, c.Patterns)
 		require.NoError(t, err)
 		b, err := json.Marshal(args)
 		require.NoError(t, err)
 		out = append(out, fakeserver.Call{Name: c.Tool, Arguments: string(b)})
-		_ = i
 	}
 	answer := "Done."
 	if s.Success.Answer != nil {

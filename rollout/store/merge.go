@@ -48,6 +48,20 @@ func Merge(out string, shards []string, version string, now time.Time) (MergeRes
 			return res, fmt.Errorf("merge: %s is not a shard of the same run as %s: %s", dir, shards[0], d)
 		}
 	}
+	// Build in a temporary folder beside out and rename it at the end, so
+	// that a failed merge leaves nothing behind.
+	final := out
+	tmp, err := os.MkdirTemp(filepath.Dir(filepath.Clean(out)), "."+filepath.Base(out)+".merging-*")
+	if err != nil {
+		return res, fmt.Errorf("merge: %w", err)
+	}
+	out = tmp
+	done := false
+	defer func() {
+		if !done {
+			os.RemoveAll(tmp)
+		}
+	}()
 	if err := os.MkdirAll(filepath.Join(out, trajDir), 0o755); err != nil {
 		return res, fmt.Errorf("merge: %w", err)
 	}
@@ -91,5 +105,18 @@ func Merge(out string, shards []string, version string, now time.Time) (MergeRes
 		return res, fmt.Errorf("merge: %w", err)
 	}
 	res.Planned = len(first.Plan.ScenarioIDs) * first.Plan.Rollouts
-	return res, WriteManifest(out, merged)
+	if err := f.Close(); err != nil {
+		return res, fmt.Errorf("merge: %w", err)
+	}
+	if err := WriteManifest(out, merged); err != nil {
+		return res, err
+	}
+	if err := os.Chmod(out, 0o755); err != nil {
+		return res, fmt.Errorf("merge: %w", err)
+	}
+	if err := os.Rename(out, final); err != nil {
+		return res, fmt.Errorf("merge: %w", err)
+	}
+	done = true
+	return res, syncDir(filepath.Dir(filepath.Clean(final)))
 }

@@ -40,6 +40,7 @@ func ShardFile(shard string) string {
 // next invocation reruns; a torn line is truncated by Open.
 type Writer struct {
 	mu      sync.Mutex
+	syncMu  sync.Mutex // one fsync at a time, outside mu
 	f       *os.File
 	bw      *bufio.Writer
 	pending int
@@ -98,7 +99,9 @@ func (w *Writer) tick(interval time.Duration) {
 	}
 }
 
-// Append writes one record. Safe for concurrent use.
+// Append writes one record. Safe for concurrent use. A full batch is
+// written under the lock but synced outside it, so that other episodes keep
+// appending while the disk catches up.
 func (w *Writer) Append(rec *trajectory.Record) error {
 	b, err := json.Marshal(rec)
 	if err != nil {
@@ -106,19 +109,37 @@ func (w *Writer) Append(rec *trajectory.Record) error {
 	}
 	b = append(b, '\n')
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if w.err != nil {
+		w.mu.Unlock()
 		return w.err
 	}
 	if _, err := w.bw.Write(b); err != nil {
 		w.err = fmt.Errorf("store: %w", err)
+		w.mu.Unlock()
 		return w.err
 	}
 	w.pending++
-	if w.pending >= w.batch {
-		w.err = w.syncLocked()
+	if w.pending < w.batch {
+		w.mu.Unlock()
+		return nil
 	}
-	return w.err
+	if err := w.bw.Flush(); err != nil {
+		w.err = fmt.Errorf("store: %w", err)
+		w.mu.Unlock()
+		return w.err
+	}
+	w.pending = 0
+	w.mu.Unlock()
+	w.syncMu.Lock()
+	err = w.f.Sync()
+	w.syncMu.Unlock()
+	if err != nil {
+		w.mu.Lock()
+		w.err = fmt.Errorf("store: %w", err)
+		w.mu.Unlock()
+		return w.err
+	}
+	return nil
 }
 
 func (w *Writer) syncLocked() error {

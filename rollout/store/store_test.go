@@ -422,7 +422,7 @@ func TestMerge(t *testing.T) {
 	now := time.Date(2026, 2, 3, 4, 5, 6, 0, time.UTC)
 
 	t.Run("joins the shards of one run", func(t *testing.T) {
-		f0, _, a, b := shards(t)
+		_, _, a, b := shards(t)
 		out := filepath.Join(t.TempDir(), "merged")
 		res, err := store.Merge(out, []string{a, b}, "v2", now)
 		require.NoError(t, err)
@@ -447,7 +447,6 @@ func TestMerge(t *testing.T) {
 		sum := whole.run(t, out)
 		assert.Equal(t, 6, sum.Skipped)
 		assert.Zero(t, sum.Ran)
-		_ = f0
 	})
 
 	t.Run("refusals", func(t *testing.T) {
@@ -493,9 +492,12 @@ func TestMerge(t *testing.T) {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tc.want)
 				if tc.out == "" {
-					// Whatever was written is not mistaken for a run folder.
-					_, err := store.ReadManifest(out)
-					assert.True(t, errors.Is(err, os.ErrNotExist), "a failed merge leaves no manifest: %v", err)
+					// A failed merge leaves nothing behind: no folder, no
+					// temporary folder beside it.
+					_, err := os.Stat(out)
+					assert.True(t, errors.Is(err, os.ErrNotExist), "a failed merge left %s: %v", out, err)
+					left, _ := os.ReadDir(filepath.Dir(out))
+					assert.Empty(t, left)
 				}
 			})
 		}

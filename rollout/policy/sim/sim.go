@@ -44,9 +44,9 @@ type Profile struct {
 // base model through SFT and two DPO rounds, plus a checkpoint that stopped
 // drifting by stopping working (capability collapse).
 var Profiles = []Profile{
-	{Name: "base", Competence: 0.85, DriftPropensity: 0.45, Abandon: 0.35},
-	{Name: "sft", Competence: 0.88, DriftPropensity: 0.33, Abandon: 0.30},
-	{Name: "dpo-1", Competence: 0.89, DriftPropensity: 0.18, Abandon: 0.25},
+	{Name: "base", Competence: 0.88, DriftPropensity: 0.45, Abandon: 0.20},
+	{Name: "sft", Competence: 0.88, DriftPropensity: 0.33, Abandon: 0.20},
+	{Name: "dpo-1", Competence: 0.89, DriftPropensity: 0.18, Abandon: 0.20},
 	{Name: "dpo-2", Competence: 0.90, DriftPropensity: 0.08, Abandon: 0.20},
 	{Name: "overcautious", Competence: 0.35, DriftPropensity: 0.03, Abandon: 0.10},
 }

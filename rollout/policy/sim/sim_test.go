@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -99,21 +100,23 @@ func TestLookup(t *testing.T) {
 func TestDeterminism(t *testing.T) {
 	ss := scenarios(t)
 	p := profile(t, "sim:base")
-	episode := func(pol policy.Policy, s *scenario.Scenario, seed int64) agent.Result {
-		sc, err := agent.Prepare(s)
-		require.NoError(t, err)
+	episode := func(pol policy.Policy, sc *agent.Scenario, seed int64) agent.Result {
 		res, err := agent.RunNormal(context.Background(), pol, agent.Episode{Scenario: sc, Seed: seed}, agent.Limits{})
 		require.NoError(t, err)
 		res.ModelTime, res.ToolTime = 0, 0
 		return res
 	}
+	// Two independent instances: nothing carries over between them.
+	polA, polB := sim.New(p, ss), sim.New(p, ss)
 	differ := 0
 	for _, s := range ss {
+		sc, err := agent.Prepare(s)
+		require.NoError(t, err)
 		for seed := int64(1); seed <= 4; seed++ {
-			a := episode(sim.New(p, ss), s, seed)
-			b := episode(sim.New(p, ss), s, seed)
+			a := episode(polA, sc, seed)
+			b := episode(polB, sc, seed)
 			require.Equal(t, a, b, "%s seed %d: same seed, same episode", s.ID, seed)
-			if c := episode(sim.New(p, ss), s, seed+1000); !assert.ObjectsAreEqual(a.Messages, c.Messages) {
+			if c := episode(polA, sc, seed+1000); !assert.ObjectsAreEqual(a.Messages, c.Messages) {
 				differ++
 			}
 		}
@@ -126,12 +129,11 @@ func TestDeterminism(t *testing.T) {
 	for _, tl := range s.Tools {
 		req.Tools = append(req.Tools, policy.Tool{Name: tl.Name, Description: tl.Description, Parameters: tl.Parameters})
 	}
-	pol := sim.New(p, ss)
-	r1, err := pol.Complete(context.Background(), req)
+	r1, err := polA.Complete(context.Background(), req)
 	require.NoError(t, err)
-	r2, err := sim.New(p, ss).Complete(context.Background(), req)
+	r2, err := polB.Complete(context.Background(), req)
 	require.NoError(t, err)
-	r3, err := pol.Complete(context.Background(), req)
+	r3, err := polA.Complete(context.Background(), req)
 	require.NoError(t, err)
 	assert.Equal(t, r1, r2)
 	assert.Equal(t, r1, r3)
@@ -313,6 +315,7 @@ func TestFamilyBehavesAsATrainingRun(t *testing.T) {
 	ss := scenarios(t)
 	const rollouts = 8
 	got := map[string]metrics{}
+	perScenario := map[string][]float64{} // drift rate by scenario, in suite order
 	for _, p := range sim.Profiles {
 		pol := sim.New(p, ss)
 		recs := runEngine(t, pol, pol.Name(), ss, rollouts, 1)
@@ -323,6 +326,14 @@ func TestFamilyBehavesAsATrainingRun(t *testing.T) {
 			assert.Contains(t, last.Content, "[simulated "+pol.Name()+"]", "the final answer says it is simulated")
 		}
 		got[p.Name] = measure(recs)
+		rates := make([]float64, len(ss))
+		for i, r := range recs { // plan order: scenario by scenario
+			if r.Drift {
+				rates[i/rollouts] += 1.0 / rollouts
+			}
+		}
+		perScenario[p.Name] = rates
+		t.Logf("%-13s pearson with base %.2f", p.Name, pearson(perScenario["base"], rates))
 		t.Logf("%-13s TSR %.3f  DR %.3f  DR@any %.3f  share %.3f", p.Name, got[p.Name].TSR, got[p.Name].DR, got[p.Name].DRAny, got[p.Name].Share)
 	}
 	base, sft, dpo1, dpo2, over := got["base"], got["sft"], got["dpo-1"], got["dpo-2"], got["overcautious"]
@@ -330,7 +341,7 @@ func TestFamilyBehavesAsATrainingRun(t *testing.T) {
 	assert.Greater(t, base.DR, sft.DR, "DR(base) > DR(sft)")
 	assert.Greater(t, sft.DR, dpo1.DR, "DR(sft) > DR(dpo-1)")
 	assert.Greater(t, dpo1.DR, dpo2.DR, "DR(dpo-1) > DR(dpo-2)")
-	assert.InDelta(t, base.TSR, dpo2.TSR, 0.1, "dpo-2 keeps the base model's task success")
+	assert.InDelta(t, base.TSR, dpo2.TSR, 0.1, "dpo-2 keeps about the base model's task success: TSR(base) %.3f, TSR(dpo-2) %.3f", base.TSR, dpo2.TSR)
 	for name, m := range got {
 		if name != "overcautious" {
 			assert.Less(t, over.DR, m.DR, "overcautious drifts least (vs %s)", name)
@@ -338,8 +349,37 @@ func TestFamilyBehavesAsATrainingRun(t *testing.T) {
 	}
 	assert.Less(t, over.TSR, base.TSR-0.3, "overcautious stops drifting by stopping working")
 
-	// Drift persists: the same scenarios tempt every rollout, so a drifting
-	// scenario's rollouts drift far more often than rollouts at large.
-	assert.Greater(t, base.Share, base.DR+0.1)
-	assert.Less(t, base.DRAny, 0.9, "some scenarios never tempt the base model in %d rollouts", rollouts)
+	// Drift persists across rollouts: each scenario has its own drift
+	// chance, so drift concentrates in some scenarios. Were rollouts
+	// independent draws at rate DR, nearly every scenario would drift at
+	// least once in k rollouts and a drifting scenario's rollouts would drift
+	// at about DR.
+	for _, name := range []string{"base", "sft", "dpo-1", "dpo-2"} {
+		m := got[name]
+		iidAny := 1 - math.Pow(1-m.DR, rollouts)
+		assert.Less(t, m.DRAny, iidAny-0.1, "%s: DR@any %.3f vs %.3f for independent rollouts", name, m.DRAny, iidAny)
+		assert.Greater(t, m.Share, 1.1*m.DR, "%s: drifting scenarios' rollouts drift more often than rollouts at large", name)
+	}
+	assert.Greater(t, dpo2.Share, 3*dpo2.DR, "after DPO, drift is left in a few scenarios that keep drifting")
+
+	// The same scenarios tempt every checkpoint of the family.
+	assert.Greater(t, pearson(perScenario["base"], perScenario["dpo-2"]), 0.5)
+	assert.Greater(t, pearson(perScenario["sft"], perScenario["dpo-1"]), 0.5)
+}
+
+// pearson is the correlation of two equally long series.
+func pearson(x, y []float64) float64 {
+	n := float64(len(x))
+	var mx, my float64
+	for i := range x {
+		mx += x[i] / n
+		my += y[i] / n
+	}
+	var sxy, sxx, syy float64
+	for i := range x {
+		sxy += (x[i] - mx) * (y[i] - my)
+		sxx += (x[i] - mx) * (x[i] - mx)
+		syy += (y[i] - my) * (y[i] - my)
+	}
+	return sxy / math.Sqrt(sxx*syy)
 }
