@@ -13,6 +13,8 @@ import (
 	"github.com/spf13/cobra"
 )
 
+func init() { register(newDemoCmd) }
+
 func newDemoCmd() *cobra.Command {
 	var out string
 	var rollouts int

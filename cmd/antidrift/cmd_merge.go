@@ -8,6 +8,8 @@ import (
 	"github.com/spf13/cobra"
 )
 
+func init() { register(newMergeCmd) }
+
 func newMergeCmd() *cobra.Command {
 	var out string
 	cmd := &cobra.Command{

@@ -49,6 +49,8 @@ type rolloutFlags struct {
 	episodeTime time.Duration
 }
 
+func init() { register(newRolloutCmd) }
+
 func newRolloutCmd() *cobra.Command {
 	var f rolloutFlags
 	cmd := &cobra.Command{

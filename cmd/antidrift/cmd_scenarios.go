@@ -11,6 +11,8 @@ import (
 	"github.com/spf13/cobra"
 )
 
+func init() { register(newScenariosCmd) }
+
 func newScenariosCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "scenarios",

@@ -15,6 +15,8 @@ import (
 	"github.com/spf13/cobra"
 )
 
+func init() { register(newSimServerCmd) }
+
 func newSimServerCmd() *cobra.Command {
 	var addr string
 	var latency time.Duration

@@ -19,6 +19,13 @@ type exitError struct {
 
 func (e *exitError) Error() string { return e.msg }
 
+// subcommands holds the constructors of the top-level subcommands; each
+// cmd_<name>.go file registers its own in an init function, so that adding
+// a command never touches this file.
+var subcommands []func() *cobra.Command
+
+func register(newCmd func() *cobra.Command) { subcommands = append(subcommands, newCmd) }
+
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "antidrift",
@@ -27,7 +34,9 @@ func newRootCmd() *cobra.Command {
 		SilenceErrors: true,
 		Version:       Version,
 	}
-	root.AddCommand(newScenariosCmd(), newRolloutCmd(), newSimServerCmd(), newMergeCmd(), newDemoCmd())
+	for _, newCmd := range subcommands {
+		root.AddCommand(newCmd())
+	}
 	return root
 }
 
