@@ -75,7 +75,8 @@ The API key comes from the environment variable named by --api-key-env
 	fl.StringVar(&f.endpoint.apiKeyEnv, "api-key-env", "OPENAI_API_KEY", "environment variable holding the API key")
 	fl.DurationVar(&f.endpoint.requestTimeout, "request-timeout", 5*time.Minute, "timeout of one HTTP request")
 	fl.IntVar(&f.endpoint.maxRetries, "max-retries", 5, "retries of a request on 429, 5xx and timeouts")
-	fl.StringVar(&f.framework, "framework", engine.FrameworkNormal, "agent framework: normal")
+	fl.StringVar(&f.framework, "framework", engine.FrameworkNormal, "agent framework: "+strings.Join(engine.Frameworks, ", ")+
+		" (normal: native tool calls, every tool visible; react: Thought/Action/Observation text; plan-exec: planner then executor; gated: risk-bearing tools visible only when authorised and causally needed)")
 	fl.IntVar(&f.rollouts, "rollouts", 4, "rollouts per scenario")
 	fl.IntVar(&f.concurrency, "concurrency", 32, "episodes in flight")
 	fl.Int64Var(&f.seed, "seed", 1, "run seed")
@@ -98,6 +99,9 @@ The API key comes from the environment variable named by --api-key-env
 func runRollout(cmd *cobra.Command, f rolloutFlags) error {
 	if f.rollouts < 1 {
 		return fmt.Errorf("--rollouts must be at least 1")
+	}
+	if err := engine.CheckFramework(f.framework); err != nil {
+		return fmt.Errorf("--framework: %w", err)
 	}
 	shard, err := engine.ParseShard(f.shard)
 	if err != nil {

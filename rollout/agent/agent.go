@@ -40,6 +40,7 @@ type Scenario struct {
 	S        *scenario.Scenario
 	Spec     *env.Spec
 	Detector *drift.Detector
+	gate     *Gate
 	tools    []policy.Tool
 	wire     map[string]json.RawMessage // tool name -> OpenAI function schema
 }
@@ -54,7 +55,7 @@ func Prepare(s *scenario.Scenario) (*Scenario, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Scenario{S: s, Spec: spec, Detector: det, wire: map[string]json.RawMessage{}}
+	p := &Scenario{S: s, Spec: spec, Detector: det, gate: NewGate(s), wire: map[string]json.RawMessage{}}
 	for _, t := range s.Tools {
 		// Parameters as they go on the wire (compact JSON, as encoding/json
 		// writes it), so that an in-process policy sees the bytes an HTTP
@@ -76,6 +77,12 @@ func Prepare(s *scenario.Scenario) (*Scenario, error) {
 	return p, nil
 }
 
+// Gate is the scenario's risk-aware causal gate (used by the gated framework).
+func (p *Scenario) Gate() *Gate { return p.gate }
+
+// Tools are the scenario's tools as they are offered to a model.
+func (p *Scenario) Tools() []policy.Tool { return p.tools }
+
 // Episode identifies one rollout of a scenario.
 type Episode struct {
 	Scenario *Scenario
@@ -84,16 +91,20 @@ type Episode struct {
 
 // Result is what the loop produced; the engine adds identity and timings.
 type Result struct {
-	Messages  []trajectory.Message
-	Tools     []json.RawMessage
-	Steps     []trajectory.Step
-	Matches   []drift.Match
-	Status    trajectory.Status
-	Error     string
-	Judge     trajectory.Judgement
-	Usage     trajectory.Usage
-	ModelTime time.Duration
-	ToolTime  time.Duration
+	Messages []trajectory.Message
+	Tools    []json.RawMessage
+	Steps    []trajectory.Step
+	Matches  []drift.Match
+	Status   trajectory.Status
+	Error    string
+	Judge    trajectory.Judgement
+	Usage    trajectory.Usage
+	// Plan is the plan-exec planner's plan ("" in other frameworks).
+	Plan string
+	// FormatErrors counts the react framework's malformed answers.
+	FormatErrors int
+	ModelTime    time.Duration
+	ToolTime     time.Duration
 }
 
 // ErrFatal wraps a policy error that must stop the whole run.
@@ -103,43 +114,152 @@ var ErrFatal = policy.ErrFatal
 // scenario and calls them natively until it answers without a tool call or
 // a limit is reached.
 func RunNormal(ctx context.Context, pol policy.Policy, ep Episode, lim Limits) (Result, error) {
+	r, cancel := begin(ctx, pol, ep, lim)
+	defer cancel()
+	return r.native(ep.Scenario.S.System, false)
+}
+
+// run is one episode in progress, whatever the framework: the environment,
+// the result so far and the running call index.
+type run struct {
+	ctx       context.Context
+	pol       policy.Policy
+	sc        *Scenario
+	seed      int64
+	lim       Limits
+	e         *env.Env
+	res       Result
+	callIndex int
+}
+
+// begin starts an episode: a fresh environment, and the episode's wall-time
+// limit on ctx (release it with the returned function).
+func begin(ctx context.Context, pol policy.Policy, ep Episode, lim Limits) (*run, context.CancelFunc) {
+	cancel := context.CancelFunc(func() {})
 	if lim.WallTime > 0 {
-		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, lim.WallTime)
-		defer cancel()
 	}
-	sc := ep.Scenario
-	s := sc.S
-	e := sc.Spec.New()
-	var res Result
-	if s.System != "" {
-		res.Messages = append(res.Messages, trajectory.Message{Role: trajectory.RoleSystem, Content: s.System})
+	return &run{ctx: ctx, pol: pol, sc: ep.Scenario, seed: ep.Seed, lim: lim, e: ep.Scenario.Spec.New()}, cancel
+}
+
+// request is a chat request with the episode's sampling settings.
+func (r *run) request(msgs []trajectory.Message, tools []policy.Tool) policy.Request {
+	req := policy.Request{Messages: msgs, Tools: tools, Temperature: r.lim.Temperature, Seed: r.seed, MaxTokens: r.lim.MaxTurnTokens}
+	if tools != nil {
+		req.ToolChoice = "auto"
 	}
-	res.Messages = append(res.Messages, trajectory.Message{Role: trajectory.RoleUser, Content: s.UserPrompt()})
-	visible := make([]string, len(sc.tools))
-	for i, t := range sc.tools {
-		visible[i] = t.Name
-		res.Tools = append(res.Tools, sc.wire[t.Name])
-	}
-	callIndex := 0
-	res.Status = trajectory.StatusMaxSteps
-	for step := 0; step < lim.maxSteps(); step++ {
-		req := policy.Request{
-			Messages: res.Messages, Tools: sc.tools, ToolChoice: "auto",
-			Temperature: lim.Temperature, Seed: ep.Seed, MaxTokens: lim.MaxTurnTokens,
+	return req
+}
+
+// ask sends one request. ok is false when the episode must end: the status
+// and error are then set, or fatal is the error that stops the run.
+func (r *run) ask(req policy.Request) (resp policy.Response, ok bool, fatal error) {
+	t0 := time.Now()
+	resp, err := r.pol.Complete(r.ctx, req)
+	r.res.ModelTime += time.Since(t0)
+	if err != nil {
+		status, isFatal := classify(r.ctx, err)
+		if isFatal {
+			return resp, false, err
 		}
-		t0 := time.Now()
-		resp, err := pol.Complete(ctx, req)
-		res.ModelTime += time.Since(t0)
-		if err != nil {
-			if status, fatal := classify(ctx, err); fatal {
-				return res, err
-			} else {
-				res.Status, res.Error = status, err.Error()
+		r.res.Status, r.res.Error = status, err.Error()
+		return resp, false, nil
+	}
+	r.res.Usage = r.res.Usage.Add(resp.Usage)
+	return resp, true, nil
+}
+
+// overTokens ends the episode when the token budget is spent.
+func (r *run) overTokens() bool {
+	if r.lim.MaxTokens > 0 && r.res.Usage.TotalTokens >= r.lim.MaxTokens {
+		r.res.Status, r.res.Error = trajectory.StatusMaxSteps, fmt.Sprintf("token limit %d reached", r.lim.MaxTokens)
+		return true
+	}
+	return false
+}
+
+// notVisible is the outcome of a call to a tool the framework did not offer.
+const notVisible = judge.NotVisible
+
+// execute runs one tool call of the assistant message at index turn and
+// returns its note and the tool message answering it. hidden, when not
+// nil, says which of the scenario's tools are not offered: a call to one of
+// them is not executed but answered with a tool error. Every call, executed
+// or not, goes through the drift detector: it is an attempt.
+func (r *run) execute(tc trajectory.ToolCall, turn int, hidden func(string) bool) (trajectory.CallNote, trajectory.Message) {
+	var args map[string]any
+	var out env.Result
+	if len(tc.Function.Parsed) > 0 {
+		args, _ = scenario.ParseArgs(tc.Function.Parsed)
+	}
+	outcome := ""
+	switch {
+	case hidden != nil && r.sc.S.Tool(tc.Function.Name) != nil && hidden(tc.Function.Name):
+		outcome = notVisible
+		out = env.Result{Outcome: env.UnknownTool, Response: -1, Content: errorJSON(fmt.Sprintf("tool %s is not available", tc.Function.Name))}
+	case args == nil:
+		reason := tc.Function.ArgsError
+		if reason == "" {
+			reason = "arguments are not a JSON object"
+		}
+		out = env.Result{Outcome: env.InvalidArgs, Response: -1, Content: errorJSON(fmt.Sprintf("invalid arguments for %s: %s", tc.Function.Name, reason))}
+	default:
+		out = r.e.Call(tc.Function.Name, args)
+	}
+	if outcome == "" {
+		outcome = out.Outcome.String()
+	}
+	ms := r.sc.Detector.Check(drift.Call{Index: r.callIndex, Turn: turn, Name: tc.Function.Name, Args: args})
+	r.res.Matches = append(r.res.Matches, ms...)
+	note := trajectory.CallNote{Call: r.callIndex, ID: tc.ID, Tool: tc.Function.Name, Outcome: outcome, Drift: len(ms) > 0}
+	r.callIndex++
+	return note, trajectory.Message{Role: trajectory.RoleTool, ToolCallID: tc.ID, Name: tc.Function.Name, Content: out.Content}
+}
+
+// native is the native tool-calling loop shared by normal, gated and the
+// plan-exec executor: system is the system prompt ("" for none); gated
+// offers, at each step, only the tools the scenario's gate exposes.
+func (r *run) native(system string, gated bool) (Result, error) {
+	sc := r.sc
+	res := &r.res
+	if system != "" {
+		res.Messages = append(res.Messages, trajectory.Message{Role: trajectory.RoleSystem, Content: system})
+	}
+	res.Messages = append(res.Messages, trajectory.Message{Role: trajectory.RoleUser, Content: sc.S.UserPrompt()})
+	all := make([]string, len(sc.tools))
+	for i, t := range sc.tools {
+		all[i] = t.Name
+	}
+	offered := make([]bool, len(sc.tools)) // gated: offered at some step
+	if !gated {
+		for _, t := range sc.tools {
+			res.Tools = append(res.Tools, sc.wire[t.Name])
+		}
+	}
+	res.Status = trajectory.StatusMaxSteps
+	for step := 0; step < r.lim.maxSteps(); step++ {
+		visible, tools := all, sc.tools
+		var hidden func(string) bool
+		if gated {
+			visible, tools = []string{}, []policy.Tool{}
+			shown := map[string]bool{}
+			for i, t := range sc.tools {
+				if sc.gate.Visible(t.Name, r.e) {
+					visible = append(visible, t.Name)
+					tools = append(tools, t)
+					offered[i] = true
+					shown[t.Name] = true
+				}
 			}
+			hidden = func(name string) bool { return !shown[name] }
+		}
+		resp, ok, fatal := r.ask(r.request(res.Messages, tools))
+		if fatal != nil {
+			return *res, fatal
+		}
+		if !ok {
 			break
 		}
-		res.Usage = res.Usage.Add(resp.Usage)
 		msg := resp.Message
 		msg.Role = trajectory.RoleAssistant
 		turn := len(res.Messages)
@@ -147,25 +267,9 @@ func RunNormal(ctx context.Context, pol policy.Policy, ep Episode, lim Limits) (
 		st := trajectory.Step{Turn: turn, Visible: visible}
 		t1 := time.Now()
 		for _, tc := range msg.ToolCalls {
-			var args map[string]any
-			var out env.Result
-			if len(tc.Function.Parsed) > 0 {
-				args, _ = scenario.ParseArgs(tc.Function.Parsed)
-			}
-			if args == nil {
-				reason := tc.Function.ArgsError
-				if reason == "" {
-					reason = "arguments are not a JSON object"
-				}
-				out = env.Result{Outcome: env.InvalidArgs, Response: -1, Content: errorJSON(fmt.Sprintf("invalid arguments for %s: %s", tc.Function.Name, reason))}
-			} else {
-				out = e.Call(tc.Function.Name, args)
-			}
-			ms := sc.Detector.Check(drift.Call{Index: callIndex, Turn: turn, Name: tc.Function.Name, Args: args})
-			res.Matches = append(res.Matches, ms...)
-			st.Calls = append(st.Calls, trajectory.CallNote{Call: callIndex, ID: tc.ID, Tool: tc.Function.Name, Outcome: out.Outcome.String(), Drift: len(ms) > 0})
-			res.Messages = append(res.Messages, trajectory.Message{Role: trajectory.RoleTool, ToolCallID: tc.ID, Name: tc.Function.Name, Content: out.Content})
-			callIndex++
+			note, answer := r.execute(tc, turn, hidden)
+			st.Calls = append(st.Calls, note)
+			res.Messages = append(res.Messages, answer)
 		}
 		res.ToolTime += time.Since(t1)
 		res.Steps = append(res.Steps, st)
@@ -173,15 +277,28 @@ func RunNormal(ctx context.Context, pol policy.Policy, ep Episode, lim Limits) (
 			res.Status = trajectory.StatusCompleted
 			break
 		}
-		if lim.MaxTokens > 0 && res.Usage.TotalTokens >= lim.MaxTokens {
-			res.Status, res.Error = trajectory.StatusMaxSteps, fmt.Sprintf("token limit %d reached", lim.MaxTokens)
+		if r.overTokens() {
 			break
 		}
 	}
-	if res.Status != trajectory.StatusInfraError {
-		res.Judge = judge.Rule{}.Judge(sc.Spec, judge.Strip(res.Messages, driftingIDs(res)))
+	if gated {
+		for i, t := range sc.tools {
+			if offered[i] {
+				res.Tools = append(res.Tools, sc.wire[t.Name])
+			}
+		}
 	}
-	return res, nil
+	r.judge(res.Messages)
+	return *res, nil
+}
+
+// judge labels the episode's success with the rule judge, on the given
+// view of its messages with the drifting calls, and the calls that were
+// never executed, stripped. Infrastructure errors are retried, not judged.
+func (r *run) judge(msgs []trajectory.Message) {
+	if r.res.Status != trajectory.StatusInfraError {
+		r.res.Judge = judge.Rule{}.Judge(r.sc.Spec, judge.Strip(msgs, judge.StrippedIDs(r.res.Steps)))
+	}
 }
 
 // classify maps a policy error to an episode status; fatal errors stop the run.
@@ -198,18 +315,6 @@ func classify(ctx context.Context, err error) (trajectory.Status, bool) {
 		return trajectory.StatusMaxSteps, false
 	}
 	return trajectory.StatusInfraError, false
-}
-
-func driftingIDs(res Result) map[string]bool {
-	ids := map[string]bool{}
-	for _, st := range res.Steps {
-		for _, c := range st.Calls {
-			if c.Drift {
-				ids[c.ID] = true
-			}
-		}
-	}
-	return ids
 }
 
 func errorJSON(msg string) string {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,8 +22,38 @@ import (
 	"github.com/antidrift/antidrift/rollout/trajectory"
 )
 
-// Frameworks the engine knows.
-const FrameworkNormal = "normal"
+// Frameworks the engine knows: the agent loop an episode runs in.
+const (
+	// FrameworkNormal: native tool calling, every tool visible.
+	FrameworkNormal = "normal"
+	// FrameworkReAct: tools described in the prompt, Thought/Action/Observation text.
+	FrameworkReAct = "react"
+	// FrameworkPlanExec: a planner writes a numbered plan, an executor carries it out.
+	FrameworkPlanExec = "plan-exec"
+	// FrameworkGated: risk-aware causal gating of the visible tools.
+	FrameworkGated = "gated"
+)
+
+// Frameworks lists the known frameworks in a fixed order.
+var Frameworks = []string{FrameworkNormal, FrameworkReAct, FrameworkPlanExec, FrameworkGated}
+
+// runner is one framework's episode loop.
+type runner func(context.Context, policy.Policy, agent.Episode, agent.Limits) (agent.Result, error)
+
+var runners = map[string]runner{
+	FrameworkNormal:   agent.RunNormal,
+	FrameworkReAct:    agent.RunReAct,
+	FrameworkPlanExec: agent.RunPlanExec,
+	FrameworkGated:    agent.RunGated,
+}
+
+// CheckFramework reports an unknown framework name, listing the known ones.
+func CheckFramework(name string) error {
+	if runners[name] == nil {
+		return fmt.Errorf("unknown framework %q (known: %s)", name, strings.Join(Frameworks, ", "))
+	}
+	return nil
+}
 
 // Config is one invocation of a run.
 type Config struct {
@@ -116,8 +147,8 @@ func Run(ctx context.Context, cfg Config, run *store.Run) (Summary, error) {
 	if cfg.Framework == "" {
 		cfg.Framework = FrameworkNormal
 	}
-	if cfg.Framework != FrameworkNormal {
-		return Summary{}, fmt.Errorf("engine: unknown framework %q (known: %s)", cfg.Framework, FrameworkNormal)
+	if err := CheckFramework(cfg.Framework); err != nil {
+		return Summary{}, fmt.Errorf("engine: %w", err)
 	}
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = runtime.GOMAXPROCS(0)
@@ -220,7 +251,7 @@ feed:
 // episode runs one planned episode and builds its record.
 func episode(ctx context.Context, cfg Config, runName string, sc *agent.Scenario, p Planned) (*trajectory.Record, error) {
 	t0 := time.Now()
-	res, err := agent.RunNormal(ctx, cfg.Policy, agent.Episode{Scenario: sc, Seed: p.Seed}, cfg.Limits)
+	res, err := runners[cfg.Framework](ctx, cfg.Policy, agent.Episode{Scenario: sc, Seed: p.Seed}, cfg.Limits)
 	if err != nil {
 		return nil, fmt.Errorf("engine: %s rollout %d: %w", p.Scenario.ID, p.Rollout, err)
 	}
@@ -228,7 +259,7 @@ func episode(ctx context.Context, cfg Config, runName string, sc *agent.Scenario
 		TrajID: p.TrajID, Run: runName, Checkpoint: cfg.Checkpoint, Policy: cfg.PolicyName,
 		Framework: cfg.Framework, ScenarioID: p.Scenario.ID, Domain: p.Scenario.Domain,
 		Rollout: p.Rollout, Seed: p.Seed,
-		Messages: res.Messages, Tools: res.Tools, Steps: res.Steps,
+		Messages: res.Messages, Tools: res.Tools, Steps: res.Steps, Plan: res.Plan, FormatErrors: res.FormatErrors,
 		Status: res.Status, Error: res.Error, Judge: res.Judge, Success: res.Judge.Score >= 1,
 		Matches: res.Matches, DriftSteps: drift.Steps(res.Matches), Usage: res.Usage,
 		Version: cfg.Version,

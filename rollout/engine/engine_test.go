@@ -231,12 +231,12 @@ func TestPlan(t *testing.T) {
 }
 
 func TestRunRejectsUnknownFramework(t *testing.T) {
-	cfg := engine.Config{Scenarios: builtin(t)[:1], Rollouts: 1, Framework: "gated", PolicyName: "sim:base"}
+	cfg := engine.Config{Scenarios: builtin(t)[:1], Rollouts: 1, Framework: "bogus", PolicyName: "sim:base"}
 	cfg.Policy = sim.New(sim.Profiles[0], cfg.Scenarios)
 	run := openRun(t, t.TempDir(), cfg)
 	_, err := engine.Run(context.Background(), cfg, run)
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), `unknown framework "gated"`)
+	assert.Contains(t, err.Error(), `unknown framework "bogus"`)
 }
 
 // ---------------------------------------------------------------------------

@@ -41,6 +41,11 @@ type Record struct {
 	// (the union over steps), for trainers that condition on tools.
 	Tools []json.RawMessage `json:"tools"`
 	Steps []Step            `json:"steps"`
+	// Plan is the planner's plan (framework plan-exec only).
+	Plan string `json:"plan,omitempty"`
+	// FormatErrors counts malformed answers, each answered with a format
+	// hint (framework react only).
+	FormatErrors int `json:"format_errors,omitempty"`
 
 	Status     Status        `json:"status"`
 	Error      string        `json:"error,omitempty"`
@@ -62,6 +67,9 @@ type Step struct {
 	Turn    int        `json:"turn"`          // index of the assistant message in Messages
 	Visible []string   `json:"visible_tools"` // tools offered at this turn
 	Calls   []CallNote `json:"calls,omitempty"`
+	// FormatError marks a malformed answer (framework react only): no call
+	// was made and a format hint followed.
+	FormatError bool `json:"format_error,omitempty"`
 }
 
 // CallNote is what one tool call did.

@@ -27,7 +27,7 @@ type Server struct {
 // NewServer serves every profile over the scenarios.
 func NewServer(scenarios []*scenario.Scenario, latency time.Duration) *Server {
 	s := &Server{policies: map[string]*Policy{}, Latency: latency}
-	for _, p := range Profiles {
+	for _, p := range All() {
 		s.policies[p.Name] = New(p, scenarios)
 	}
 	return s
@@ -72,7 +72,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/models"):
 		var data []map[string]any
-		for _, p := range Profiles {
+		for _, p := range All() {
 			data = append(data, map[string]any{"id": "sim:" + p.Name, "object": "model", "owned_by": "antidrift-simulation"})
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -94,7 +94,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 	name := strings.TrimPrefix(strings.TrimPrefix(req.Model, "sim:"), "sim-")
 	pol := s.policies[name]
 	if pol == nil {
-		apiError(w, http.StatusNotFound, "invalid_request_error", fmt.Sprintf("model %q does not exist (simulated models: sim:base, sim:sft, sim:dpo-1, sim:dpo-2, sim:overcautious)", req.Model))
+		apiError(w, http.StatusNotFound, "invalid_request_error", fmt.Sprintf("model %q does not exist (simulated models: sim:base, sim:sft, sim:dpo-1, sim:dpo-2, sim:overcautious, sim:probe-thorough, sim:probe-shortcut)", req.Model))
 		return
 	}
 	preq := policy.Request{}

@@ -22,6 +22,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/antidrift/antidrift/rollout/agent/protocol"
 	"github.com/antidrift/antidrift/rollout/policy"
 	"github.com/antidrift/antidrift/rollout/scenario"
 	"github.com/antidrift/antidrift/rollout/trajectory"
@@ -51,17 +52,32 @@ var Profiles = []Profile{
 	{Name: "overcautious", Competence: 0.35, DriftPropensity: 0.03, Abandon: 0.10},
 }
 
+// Probes are simulated policies made for scenario QC, not part of the
+// family. The family draws each scenario's drift chance from a shared
+// latent, so some scenarios barely tempt any checkpoint: probing with the
+// family would fail those scenarios by the luck of the latent. The probes
+// follow a trigger in most episodes of every scenario, so every drift point
+// is exercised; one carries the task through beside the shortcut, the other
+// often lets the shortcut replace the rest of the task.
+var Probes = []Profile{
+	{Name: "probe-thorough", Competence: 0.95, DriftPropensity: 0.9, Abandon: 0},
+	{Name: "probe-shortcut", Competence: 0.9, DriftPropensity: 0.9, Abandon: 0.5},
+}
+
+// All is the family followed by the probes.
+func All() []Profile { return append(append([]Profile(nil), Profiles...), Probes...) }
+
 // Lookup finds a profile by name, with or without the "sim:" prefix.
 func Lookup(name string) (Profile, error) {
 	name = strings.TrimPrefix(strings.TrimPrefix(name, "sim:"), "sim-")
-	for _, p := range Profiles {
+	for _, p := range All() {
 		if p.Name == name {
 			return p, nil
 		}
 	}
-	names := make([]string, len(Profiles))
-	for i, p := range Profiles {
-		names[i] = "sim:" + p.Name
+	var names []string
+	for _, p := range All() {
+		names = append(names, "sim:"+p.Name)
 	}
 	return Profile{}, fmt.Errorf("unknown simulated policy %q (known: %s)", name, strings.Join(names, ", "))
 }
@@ -258,7 +274,12 @@ func sortedInts(m map[int]bool) []int {
 	return out
 }
 
-// Complete answers one chat request.
+// Complete answers one chat request, in the form the framework's prompt
+// asks for (protocol.Detect): native tool calls (normal, gated, the
+// plan-exec executor), ReAct text when the tools are described in the
+// system prompt, or a numbered plan for the plan-exec planner. What the
+// episode does is the same in every framework, except that calls to tools
+// not offered (gated) are skipped.
 func (p *Policy) Complete(ctx context.Context, req policy.Request) (policy.Response, error) {
 	if err := ctx.Err(); err != nil {
 		return policy.Response{}, err
@@ -271,9 +292,22 @@ func (p *Policy) Complete(ctx context.Context, req policy.Request) (policy.Respo
 	if err != nil {
 		return policy.Response{}, fmt.Errorf("%v: %w", err, policy.ErrModel)
 	}
+	// The framework's prompt decides the answer's form: native tool calls
+	// (normal, gated, the plan-exec executor), ReAct text, or a plan.
+	mode := protocol.Detect(req)
+	if mode == protocol.Planner {
+		msg := trajectory.Message{Role: trajectory.RoleAssistant, Content: p.planText(s)}
+		return policy.Response{Message: msg, FinishReason: "stop", Usage: usage(req, msg)}, nil
+	}
 	visible := map[string]bool{}
 	for _, t := range req.Tools {
 		visible[t.Name] = true
+	}
+	if mode == protocol.ReAct {
+		// Every tool is described in the prompt.
+		for _, t := range s.Tools {
+			visible[t.Name] = true
+		}
 	}
 	// Walk the plan past the calls already made; skip actions whose tool is
 	// not visible now (a gated framework may hide it).
@@ -284,8 +318,8 @@ func (p *Policy) Complete(ctx context.Context, req policy.Request) (policy.Respo
 			continue
 		}
 		turn++
-		for _, tc := range m.ToolCalls {
-			for next < len(ep.actions) && ep.actions[next].tool != tc.Function.Name {
+		for _, name := range calledTools(m, mode) {
+			for next < len(ep.actions) && ep.actions[next].tool != name {
 				next++
 			}
 			if next < len(ep.actions) {
@@ -304,15 +338,62 @@ func (p *Policy) Complete(ctx context.Context, req policy.Request) (policy.Respo
 		if err != nil {
 			return policy.Response{}, fmt.Errorf("sim: %w", err)
 		}
-		id := callID(req.Seed, turn, 0)
-		msg.ToolCalls = []trajectory.ToolCall{{ID: id, Type: "function", Function: trajectory.FunctionCall{
-			Name: a.tool, Arguments: string(raw), Parsed: raw,
-		}}}
-		finish = "tool_calls"
+		if mode == protocol.ReAct {
+			msg.Content = protocol.FormatAction("The next step is "+a.tool+".", a.tool, string(raw))
+		} else {
+			id := callID(req.Seed, turn, 0)
+			msg.ToolCalls = []trajectory.ToolCall{{ID: id, Type: "function", Function: trajectory.FunctionCall{
+				Name: a.tool, Arguments: string(raw), Parsed: raw,
+			}}}
+			finish = "tool_calls"
+		}
+	} else if mode == protocol.ReAct {
+		msg.Content = protocol.FormatFinal("I can answer now.", p.finalAnswer(s, ep))
 	} else {
 		msg.Content = p.finalAnswer(s, ep)
 	}
 	return policy.Response{Message: msg, FinishReason: finish, Usage: usage(req, msg)}, nil
+}
+
+// calledTools are the tools an assistant message called: its native calls,
+// or under ReAct the action its text states.
+func calledTools(m trajectory.Message, mode protocol.Mode) []string {
+	if len(m.ToolCalls) > 0 {
+		names := make([]string, len(m.ToolCalls))
+		for i, tc := range m.ToolCalls {
+			names[i] = tc.Function.Name
+		}
+		return names
+	}
+	if mode == protocol.ReAct {
+		if a := protocol.ParseReAct(m.Content); a.Kind == protocol.Action {
+			return []string{a.Tool}
+		}
+	}
+	return nil
+}
+
+// planText is the simulated planner's numbered plan: the compliant path's
+// tools in order, then the report to the user. A planner has seen no tool
+// result yet, so no trigger has tempted it.
+func (p *Policy) planText(s *scenario.Scenario) string {
+	var b strings.Builder
+	b.WriteString("[simulated " + p.Name() + "] Plan:")
+	n := 0
+	for _, c := range s.RequiredCalls {
+		n++
+		fmt.Fprintf(&b, "\n%d. %s", n, c.Tool)
+		if len(c.Args) > 0 {
+			if raw, err := json.Marshal(c.Args); err == nil {
+				b.WriteString(" " + string(raw))
+			}
+		}
+		if t := s.Tool(c.Tool); t != nil && t.Description != "" {
+			b.WriteString(": " + t.Description)
+		}
+	}
+	fmt.Fprintf(&b, "\n%d. Report back to the user.", n+1)
+	return b.String()
 }
 
 func (p *Policy) recognise(msgs []trajectory.Message) *scenario.Scenario {
