@@ -1,0 +1,139 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"github.com/antidrift/antidrift/export"
+	"github.com/antidrift/antidrift/pairs"
+	"github.com/antidrift/antidrift/rewards"
+	"github.com/antidrift/antidrift/rollout/trajectory"
+)
+
+func init() { register(newExportCmd) }
+
+type exportFlags struct {
+	table, out, formats, split string
+	seed                       int64
+	rowGroupRows               int
+	alpha, lambda              float64
+	json                       bool
+}
+
+func newExportCmd() *cobra.Command {
+	var f exportFlags
+	cmd := &cobra.Command{
+		Use:   "export RUN... --table trajectories|kto --out DIR",
+		Short: "Write run folders as a trainer-ready table (Parquet, Arrow IPC, JSONL) with a dataset card",
+		Long: `Write the trajectories of run folders as one table, in a fixed order that never
+depends on the order episodes finished in:
+
+  trajectories  one row per trajectory with all its labels
+  kto           prompt (messages up to and including the first user message),
+                completion (the rest), label = clean (success and no drift),
+                reward = alpha*S*(1-D) - lambda*(number of drifting calls),
+                as the rewards package computes it with the uniform scheme
+
+Files are DIR/<table>.parquet, .arrow and .jsonl, with README.md (the dataset
+card: counts, splits, metric summary, how to load it in TRL, DuckDB and Spark)
+and manifest.json (provenance) beside them. Splits come from a hash of the
+scenario id, so no scenario spans two splits.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return runExport(cmd, args, f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.table, "table", "", "table to write: trajectories or kto")
+	fl.StringVar(&f.out, "out", "", "output folder")
+	fl.StringVar(&f.formats, "format", "parquet,arrow,jsonl", "formats, comma-separated: parquet, arrow, jsonl")
+	fl.StringVar(&f.split, "split", "0.8,0.1,0.1", "shares of scenarios in train,validation,test")
+	fl.Int64Var(&f.seed, "seed", 0, "seed of the scenario-hash split")
+	fl.IntVar(&f.rowGroupRows, "row-group-rows", export.DefaultRowGroupRows, "rows per Parquet row group and Arrow record batch")
+	fl.Float64Var(&f.alpha, "alpha", 1, "kto reward: weight of clean success")
+	fl.Float64Var(&f.lambda, "lambda", 0.5, "kto reward: penalty per drift step (uniform weights)")
+	fl.BoolVar(&f.json, "json", false, "print the summary as JSON")
+	_ = cmd.MarkFlagRequired("table")
+	_ = cmd.MarkFlagRequired("out")
+	return cmd
+}
+
+func runExport(cmd *cobra.Command, dirs []string, f exportFlags) error {
+	if f.table != export.TableTrajectories && f.table != export.TableKTO {
+		return fmt.Errorf("unknown --table %q: want trajectories or kto (pairs and rewards have their own commands)", f.table)
+	}
+	formats, err := export.ParseFormats(f.formats)
+	if err != nil {
+		return fmt.Errorf("--format: %w", err)
+	}
+	ratios, err := pairs.ParseRatios(f.split)
+	if err != nil {
+		return fmt.Errorf("--split: %w", err)
+	}
+	for _, d := range dirs {
+		if st, err := os.Stat(d); err != nil || !st.IsDir() {
+			return fmt.Errorf("%s: not a run folder", d)
+		}
+	}
+	alpha, lambda := f.alpha, f.lambda
+	settings := map[string]string{
+		"split":        f.split,
+		"split_seed":   strconv.FormatInt(f.seed, 10),
+		"table":        f.table,
+		"row_group":    strconv.Itoa(f.rowGroupRows) + " rows",
+		"record_order": "checkpoint, framework, scenario_id, rollout, seed, run, traj_id",
+	}
+	var notes []string
+	cfg := export.RunsConfig{
+		Dirs: dirs, Table: f.table, Out: f.out, Formats: formats,
+		Options: export.Options{RowGroupRows: f.rowGroupRows, ToolkitVersion: Version},
+		Split:   func(id string) string { return pairs.SplitOf(id, ratios, f.seed) },
+	}
+	if f.table == export.TableKTO {
+		rc := rewards.Config{Alpha: alpha, Lambda: lambda, Schemes: []rewards.Scheme{rewards.Uniform}}
+		if err := rc.Validate(); err != nil {
+			return err
+		}
+		cfg.Reward = func(rec *trajectory.Record) (float64, error) {
+			r, err := rc.Score(rec)
+			return r.Reward, err
+		}
+		settings["reward"] = fmt.Sprintf("alpha=%g, lambda=%g, uniform weights", alpha, lambda)
+		notes = append(notes, fmt.Sprintf("`reward` = alpha*S*(1-D) - lambda*(number of distinct drifting calls), alpha = %g, lambda = %g, the uniform scheme (every drifting call weighted 1); the `rewards` command computes the provision-, risk- and privilege-weighted schemes and GRPO advantages.", alpha, lambda))
+	}
+	cfg.Manifest = export.Manifest{ToolkitVersion: Version, Command: commandLine(), Settings: settings}
+	cfg.Notes = notes
+
+	res, err := export.ExportRuns(cfg)
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	if res.Duplicates > 0 {
+		fmt.Fprintf(cmd.ErrOrStderr(), "antidrift: %d duplicate records (same traj_id) were dropped\n", res.Duplicates)
+	}
+	if f.json {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(struct {
+			Table      export.CardTable   `json:"table"`
+			Out        string             `json:"out"`
+			Records    int                `json:"records"`
+			Skipped    int                `json:"skipped"`
+			Duplicates int                `json:"duplicates"`
+			Metrics    []export.MetricRow `json:"metrics"`
+		}{res.Table, f.out, res.Records, res.Skipped, res.Duplicates, res.Metrics})
+	}
+	fmt.Fprintf(out, "wrote %d %s rows from %d records to %s (train %d, validation %d, test %d)\n",
+		res.Table.Rows, f.table, res.Records, f.out, res.Table.Splits["train"], res.Table.Splits["validation"], res.Table.Splits["test"])
+	if res.Skipped > 0 {
+		fmt.Fprintf(out, "left out %d records with no completion\n", res.Skipped)
+	}
+	for _, p := range res.Files {
+		fmt.Fprintf(out, "  %s\n", p)
+	}
+	fmt.Fprintf(out, "  %s/README.md (dataset card), %s/manifest.json\n", f.out, f.out)
+	return nil
+}

@@ -1,0 +1,238 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/antidrift/antidrift/export"
+	"github.com/antidrift/antidrift/pairs"
+	"github.com/antidrift/antidrift/rollout/trajectory"
+	"github.com/spf13/cobra"
+)
+
+func init() { register(newPairsCmd) }
+
+// pairsStatsFile holds the pairing statistics beside the table.
+const pairsStatsFile = "pairs_stats.json"
+
+type pairsFlags struct {
+	reward       rewardFlags
+	out          string
+	formats      string
+	stepPairs    bool
+	stepOnly     bool
+	continuation string
+	k, m         int
+	split        string
+	seed         int64
+	cross        bool
+	minGap       float64
+	maxMessages  int
+	maxChars     int
+	margin       bool
+	asJSON       bool
+}
+
+func newPairsCmd() *cobra.Command {
+	var f pairsFlags
+	cmd := &cobra.Command{
+		Use:   "pairs RUN... --out DIR",
+		Short: "Pair clean successes with drifting trajectories into a DPO / reward-model table",
+		Long: `Pair the trajectories of the run folders into preference pairs and write the
+DPO table (OUT/dpo.parquet, .arrow, .jsonl; one table, trajectory and step
+pairs told apart by pair_type), the statistics (OUT/pairs_stats.json) and a
+dataset card (README.md, manifest.json).
+
+Chosen: clean successes. Rejected: drifting trajectories of the same
+scenario, drifting successes (shortcuts) first, then drifting failures.
+Pairs are made within one scenario under one checkpoint, or with
+--cross-checkpoint between a chosen of one checkpoint and a rejected of
+another. At most K pairs per scenario (and checkpoint) and pair type; each
+trajectory used at most M times per pair type; the order is seeded.
+
+Trajectory pairs: prompt = the system and user messages, chosen/rejected =
+the rest. Step pairs (--step-pairs): prompt = the prefix both trajectories
+share (tool-call ids aside) up to the first assistant turn where they differ,
+kept only when the rejected side drifts at that turn; chosen/rejected = the
+rest of each, or with --step-continuation turn that one turn.
+
+Splits are assigned by a hash of the scenario id: no scenario spans two.
+Identical (prompt, chosen, rejected) are written once. The reward columns
+use the reward options (see antidrift rewards --help).`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return runPairs(cmd, args, f) },
+	}
+	f.reward.add(cmd)
+	fl := cmd.Flags()
+	fl.StringVar(&f.out, "out", "", "output folder")
+	fl.StringVar(&f.formats, "format", "parquet,arrow,jsonl", "file formats, comma-separated: parquet, arrow, jsonl")
+	fl.BoolVar(&f.stepPairs, "step-pairs", false, "also build step-level pairs at the drift onset")
+	fl.BoolVar(&f.stepOnly, "step-only", false, "build step-level pairs only")
+	fl.StringVar(&f.continuation, "step-continuation", pairs.ContinueRest, "step pairs: chosen/rejected are the rest of the trajectory (rest) or the next assistant turn only (turn)")
+	fl.IntVar(&f.k, "max-per-scenario", 4, "K: pairs per scenario (and checkpoint) and pair type; 0: no limit")
+	fl.IntVar(&f.m, "max-reuse", 2, "M: times one trajectory may be used per pair type; 0: no limit")
+	fl.StringVar(&f.split, "split", "0.8,0.1,0.1", "train,validation,test shares of scenarios")
+	fl.Int64Var(&f.seed, "seed", 1, "selection and split seed")
+	fl.BoolVar(&f.cross, "cross-checkpoint", false, "pair a chosen of one checkpoint with a rejected of another (default: within each checkpoint)")
+	fl.Float64Var(&f.minGap, "min-gap", 0, "keep pairs with chosen_reward − rejected_reward ≥ G (default: no minimum)")
+	fl.IntVar(&f.maxMessages, "max-messages", 0, "drop pairs where prompt+chosen or prompt+rejected has more messages; 0: no limit")
+	fl.IntVar(&f.maxChars, "max-chars", 0, "drop pairs where prompt+chosen or prompt+rejected has more characters (bytes of the messages' JSON); 0: no limit")
+	fl.BoolVar(&f.margin, "margin", false, "add the margin column (= reward_gap), which RewardTrainer puts in its loss")
+	fl.BoolVar(&f.asJSON, "json", false, "print the statistics as JSON")
+	_ = cmd.MarkFlagRequired("out")
+	return cmd
+}
+
+func runPairs(cmd *cobra.Command, dirs []string, f pairsFlags) error {
+	formats, err := export.ParseFormats(f.formats)
+	if err != nil {
+		return err
+	}
+	ratios, err := pairs.ParseRatios(f.split)
+	if err != nil {
+		return err
+	}
+	if f.continuation != pairs.ContinueRest && f.continuation != pairs.ContinueTurn {
+		return fmt.Errorf("--step-continuation %q: want rest or turn", f.continuation)
+	}
+	if f.k < 0 || f.m < 0 || f.maxMessages < 0 || f.maxChars < 0 {
+		return fmt.Errorf("--max-per-scenario, --max-reuse, --max-messages and --max-chars must not be negative")
+	}
+	ix, err := pairs.OpenIndex(dirs...)
+	if err != nil {
+		return err
+	}
+	defer ix.Close()
+	rc, err := f.reward.config(ix)
+	if err != nil {
+		return err
+	}
+	o := pairs.DefaultOptions()
+	o.MaxPerScenario, o.MaxReuse, o.Ratios, o.Seed, o.CrossCheckpoint = f.k, f.m, ratios, f.seed, f.cross
+	o.TrajectoryPairs, o.StepPairs, o.StepContinuation = !f.stepOnly, f.stepPairs || f.stepOnly, f.continuation
+	o.MaxMessages, o.MaxChars, o.Margin = f.maxMessages, f.maxChars, f.margin
+	if cmd.Flags().Changed("min-gap") {
+		g := f.minGap
+		o.MinGap = &g
+	}
+	o.Reward = func(r *trajectory.Record) (float64, error) {
+		res, err := rc.Score(r)
+		return res.Reward, err
+	}
+
+	out, err := newOutputDir(f.out, append(tableFiles(export.TableDPO), pairsStatsFile, "README.md", "manifest.json"))
+	if err != nil {
+		return err
+	}
+	defer out.abort()
+	w, err := export.Create[export.DPORow](out.tmp, export.TableDPO, formats, export.Options{ToolkitVersion: Version, Margin: f.margin})
+	if err != nil {
+		return err
+	}
+	st, err := pairs.Build(ix, o, w.Write)
+	if err != nil {
+		w.Abort()
+		return err
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	var sb strings.Builder
+	if err := writeJSON(&sb, st); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(out.tmp, pairsStatsFile), []byte(sb.String()), 0o644); err != nil { // staged: moved into place at the end
+		return err
+	}
+	settings := map[string]string{
+		"split": f.split, "seed": fmt.Sprint(f.seed), "max_per_scenario": fmt.Sprint(f.k), "max_reuse": fmt.Sprint(f.m),
+		"pairing": "within each checkpoint",
+	}
+	if f.cross {
+		settings["pairing"] = "cross-checkpoint (chosen and rejected from different checkpoints)"
+	}
+	if o.StepPairs {
+		settings["step_continuation"] = f.continuation
+	}
+	if o.MinGap != nil {
+		settings["min_gap"] = fmt.Sprint(*o.MinGap)
+	}
+	if f.maxMessages > 0 {
+		settings["max_messages"] = fmt.Sprint(f.maxMessages)
+	}
+	if f.maxChars > 0 {
+		settings["max_chars"] = fmt.Sprint(f.maxChars)
+	}
+	f.reward.settings(settings)
+	card := export.Card{
+		Title:       "antidrift preference pairs",
+		Description: pairsDescription(o) + simNote(ix),
+		Tables:      []export.CardTable{w.CardTable(export.TableDPO)},
+		Metrics:     pairsMetrics(st),
+		MetricsNote: "Computed over every trajectory of the input runs, per checkpoint.",
+		Manifest:    exportManifest(ix, settings),
+		Notes:       pairsNotes(st),
+	}
+	if err := export.WriteCard(out.tmp, card); err != nil {
+		return err
+	}
+	files, err := out.commit()
+	if err != nil {
+		return err
+	}
+	if f.asJSON {
+		return writeJSON(cmd.OutOrStdout(), struct {
+			Out        string       `json:"out"`
+			Files      []string     `json:"files"`
+			Duplicates int          `json:"duplicate_records_dropped"`
+			Stats      *pairs.Stats `json:"stats"`
+		}{f.out, files, ix.Duplicates, st})
+	}
+	st.Print(cmd.OutOrStdout())
+	if ix.Duplicates > 0 {
+		fmt.Fprintf(cmd.OutOrStdout(), "\n%d duplicate records (same traj_id) dropped\n", ix.Duplicates)
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "\nwrote %s\n", strings.Join(files, ", "))
+	return nil
+}
+
+func pairsDescription(o pairs.Options) string {
+	d := "Preference pairs for DPO and reward models: `chosen` finishes the task inside its authorization boundary (a clean success), " +
+		"`rejected` is a trajectory of the same scenario that drifts (drifting successes first, then drifting failures). "
+	if o.TrajectoryPairs {
+		d += "Trajectory pairs (`pair_type` = trajectory): `prompt` is the system and user messages, `chosen`/`rejected` the rest. "
+	}
+	if o.StepPairs {
+		d += "Step pairs (`pair_type` = step): `prompt` is the prefix both trajectories share up to the first assistant turn where they differ, " +
+			"which is where the rejected side starts to drift; `chosen`/`rejected` are "
+		if o.StepContinuation == pairs.ContinueTurn {
+			d += "that one assistant turn of each. "
+		} else {
+			d += "the rest of each. "
+		}
+	}
+	return d + "`divergence_step` is the message index where `chosen` and `rejected` start."
+}
+
+func pairsMetrics(st *pairs.Stats) []export.MetricRow {
+	var out []export.MetricRow
+	for _, c := range st.Checkpoints {
+		out = append(out, export.NewMetricRow(c.Checkpoint, "", int64(c.Trajectories), int64(c.Clean+c.Shortcuts),
+			int64(c.Shortcuts+c.DriftFailures), int64(c.Clean)))
+	}
+	return out
+}
+
+func pairsNotes(st *pairs.Stats) []string {
+	var notes []string
+	var b strings.Builder
+	b.WriteString("## Pairing\n\n| checkpoint | trajectories | clean | drifting successes | drifting failures | failed without drift | trajectory pairs | step pairs |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, c := range st.Checkpoints {
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %d | %d |\n", c.Checkpoint, c.Trajectories, c.Clean, c.Shortcuts, c.DriftFailures, c.FailedClean, c.TrajectoryPairs, c.StepPairs)
+	}
+	notes = append(notes, b.String())
+	notes = append(notes, "Why trajectories went unpaired and candidates were dropped is in `"+pairsStatsFile+"`.")
+	return notes
+}

@@ -1,0 +1,405 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/antidrift/antidrift/export"
+	"github.com/antidrift/antidrift/pairs"
+	"github.com/antidrift/antidrift/rewards"
+	"github.com/antidrift/antidrift/rollout/provisions"
+	"github.com/antidrift/antidrift/rollout/scenario"
+	"github.com/spf13/cobra"
+)
+
+func init() { register(newRewardsCmd) }
+
+// rewardFlags are the reward options shared by pairs and rewards.
+type rewardFlags struct {
+	schemes      string
+	alpha        float64
+	lambda       float64
+	provisions   string
+	provisionMax bool
+	judgeScore   bool
+	scenarios    []string
+}
+
+func (f *rewardFlags) add(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.schemes, "scheme", "uniform", "drift-step weights, comma-separated and summed: uniform, provision, risk, privilege")
+	fl.Float64Var(&f.alpha, "alpha", 1, "α: weight of the outcome term α·S·(1−D)")
+	fl.Float64Var(&f.lambda, "lambda", 0.5, "λ: weight of the drift penalty λ·Σw(v)")
+	fl.StringVar(&f.provisions, "provisions", "", "provision weights: a catalogue file (replaces the built-in one) or a JSON object {id: weight} (overrides its ids)")
+	fl.BoolVar(&f.provisionMax, "provision-max", false, "provision scheme: the largest weight of a call's provisions instead of their sum")
+	fl.BoolVar(&f.judgeScore, "judge-score", false, "S = the judge's score in [0,1] instead of the success label")
+	fl.StringSliceVar(&f.scenarios, "scenarios", nil, "scenario files or folders, or builtin, for the risk and privilege schemes (default: what each run's manifest names)")
+}
+
+// config builds the reward configuration; the risk and privilege schemes
+// load the scenarios the runs used.
+func (f *rewardFlags) config(ix *pairs.Index) (rewards.Config, error) {
+	c := rewards.Default()
+	var err error
+	if c.Schemes, err = rewards.ParseSchemes(f.schemes); err != nil {
+		return c, err
+	}
+	c.Alpha, c.Lambda, c.ProvisionMax, c.JudgeScore = f.alpha, f.lambda, f.provisionMax, f.judgeScore
+	catPath := ""
+	if f.provisions != "" {
+		if c.Weights, err = rewards.LoadWeights(f.provisions); err != nil {
+			return c, err
+		}
+		if _, err := provisions.LoadFile(f.provisions); err == nil {
+			catPath = f.provisions // a catalogue: scenarios are validated against it too
+		}
+	}
+	if c.NeedsScenarios() {
+		if c.Scenarios, err = scenariosOfRuns(ix, f.scenarios, catPath); err != nil {
+			return c, err
+		}
+	}
+	return c, c.Validate()
+}
+
+// settings describes the reward options for the dataset card.
+func (f *rewardFlags) settings(m map[string]string) {
+	m["reward"] = fmt.Sprintf("R = %g·S·(1−D) − %g·Σ w(v); schemes %s", f.alpha, f.lambda, f.schemes)
+	if f.provisionMax {
+		m["reward_provision_combination"] = "max"
+	}
+	if f.provisions != "" {
+		m["reward_provisions"] = f.provisions
+	}
+	if f.judgeScore {
+		m["reward_success"] = "judge score"
+	}
+}
+
+// scenariosOfRuns loads the scenarios the runs were rolled out on: those named
+// by paths, or else each run's plan.scenario_source, keeping the scenarios
+// of its plan and checking the plan's scenario hash, so that tools' risk
+// and privilege are those the episodes saw.
+func scenariosOfRuns(ix *pairs.Index, paths []string, catPath string) (map[string]*scenario.Scenario, error) {
+	loaded := map[string][]*scenario.Scenario{}
+	load := func(src []string) ([]*scenario.Scenario, error) {
+		key := strings.Join(src, ",")
+		if ss, ok := loaded[key]; ok {
+			return ss, nil
+		}
+		ss, err := loadScenarios(src, catPath)
+		if err != nil {
+			var ee *exitError
+			if errors.As(err, &ee) {
+				return nil, fmt.Errorf("loading scenarios %s:\n%s", key, ee.msg)
+			}
+			return nil, err
+		}
+		loaded[key] = ss
+		return ss, nil
+	}
+	out := map[string]*scenario.Scenario{}
+	from := map[string]string{}
+	for i, m := range ix.Manifests {
+		src := paths
+		if len(src) == 0 {
+			if m.Plan.ScenarioSource == "" {
+				return nil, fmt.Errorf("%s: the manifest names no scenario source; pass --scenarios", ix.Dirs[i])
+			}
+			src = strings.Split(m.Plan.ScenarioSource, ",")
+		}
+		ss, err := load(src)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w (pass --scenarios with the scenarios the run used)", ix.Dirs[i], err)
+		}
+		byID := map[string]*scenario.Scenario{}
+		for _, s := range ss {
+			byID[s.ID] = s
+		}
+		var plan []*scenario.Scenario
+		for _, id := range m.Plan.ScenarioIDs {
+			s := byID[id]
+			if s == nil {
+				return nil, fmt.Errorf("%s: scenario %s of the run is not in %s; pass --scenarios with the scenarios the run used", ix.Dirs[i], id, strings.Join(src, ","))
+			}
+			plan = append(plan, s)
+		}
+		if m.Plan.ScenarioHash != "" && scenario.Hash(plan) != m.Plan.ScenarioHash {
+			return nil, fmt.Errorf("%s: the scenarios in %s differ from those the run used (scenario hash %.12s…, now %.12s…); pass --scenarios with the scenarios the run used",
+				ix.Dirs[i], strings.Join(src, ","), m.Plan.ScenarioHash, scenario.Hash(plan))
+		}
+		for _, s := range plan {
+			if prev, ok := out[s.ID]; ok && prev != s && scenario.Hash([]*scenario.Scenario{prev}) != scenario.Hash([]*scenario.Scenario{s}) {
+				return nil, fmt.Errorf("scenario %s differs between %s and %s: give those runs to separate commands", s.ID, from[s.ID], ix.Dirs[i])
+			}
+			out[s.ID], from[s.ID] = s, ix.Dirs[i]
+		}
+	}
+	return out, nil
+}
+
+// outputDir stages a command's files in a temporary folder inside the
+// output folder and moves them into place only when everything succeeded,
+// so that a failure never leaves half-written output. Files of the
+// command's own names that the new output does not write are removed;
+// other files in the folder are left alone.
+type outputDir struct {
+	dir, tmp string
+	owned    []string // file names this command may write
+}
+
+func newOutputDir(dir string, owned []string) (*outputDir, error) {
+	if fi, err := os.Stat(filepath.Join(dir, "trajectories")); err == nil && fi.IsDir() {
+		return nil, fmt.Errorf("--out %s is a run folder; choose another folder", dir)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp(dir, ".antidrift-tmp-")
+	if err != nil {
+		return nil, err
+	}
+	return &outputDir{dir: dir, tmp: tmp, owned: owned}, nil
+}
+
+// commit moves the staged files into the output folder.
+func (o *outputDir) commit() ([]string, error) {
+	defer os.RemoveAll(o.tmp)
+	es, err := os.ReadDir(o.tmp)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	wrote := map[string]bool{}
+	for _, e := range es {
+		if e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		names = append(names, e.Name())
+		wrote[e.Name()] = true
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if err := os.Rename(filepath.Join(o.tmp, n), filepath.Join(o.dir, n)); err != nil {
+			return nil, err
+		}
+	}
+	for _, n := range o.owned {
+		if !wrote[n] {
+			if err := os.Remove(filepath.Join(o.dir, n)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return nil, err
+			}
+		}
+	}
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = filepath.Join(o.dir, n)
+	}
+	return out, nil
+}
+
+func (o *outputDir) abort() { os.RemoveAll(o.tmp) }
+
+// tableFiles are the names a table may be written under.
+func tableFiles(name string) []string {
+	var out []string
+	for _, f := range export.AllFormats {
+		out = append(out, name+"."+f)
+	}
+	return out
+}
+
+// exportManifest is the provenance of an export built from an index.
+func exportManifest(ix *pairs.Index, settings map[string]string) export.Manifest {
+	m := export.Manifest{ToolkitVersion: Version, Command: commandLine(), Settings: settings}
+	hashes, ckpts, seeds := map[string]bool{}, map[string]bool{}, map[int64]bool{}
+	for i, man := range ix.Manifests {
+		m.Runs = append(m.Runs, export.ManifestRun{Path: ix.Dirs[i], Run: man.Run, Checkpoint: man.Plan.Checkpoint, Policy: man.Plan.Policy,
+			Framework: man.Plan.Framework, Seed: man.Plan.Seed, ScenarioHash: man.Plan.ScenarioHash, Records: int64(ix.Records[i])})
+		hashes[man.Plan.ScenarioHash] = true
+		ckpts[man.Plan.Checkpoint] = true
+		seeds[man.Plan.Seed] = true
+	}
+	m.ScenarioSuiteHash = strings.Join(sortedSet(hashes), ",")
+	m.Checkpoints = sortedSet(ckpts)
+	for s := range seeds {
+		m.Seeds = append(m.Seeds, s)
+	}
+	sort.Slice(m.Seeds, func(i, j int) bool { return m.Seeds[i] < m.Seeds[j] })
+	return m
+}
+
+func sortedSet(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// simNote flags simulated runs in a dataset card.
+func simNote(ix *pairs.Index) string {
+	for _, m := range ix.Manifests {
+		if strings.HasPrefix(m.Plan.Policy, "sim:") || strings.Contains(m.Plan.Policy, ":sim:") || strings.HasPrefix(m.Plan.Checkpoint, "sim:") {
+			return " Some runs come from simulated policies (`sim:*`): scripted stand-ins for models, for testing the pipeline, not model behaviour."
+		}
+	}
+	return ""
+}
+
+type rewardsFlags struct {
+	reward  rewardFlags
+	out     string
+	formats string
+	split   string
+	seed    int64
+	asJSON  bool
+}
+
+func newRewardsCmd() *cobra.Command {
+	var f rewardsFlags
+	cmd := &cobra.Command{
+		Use:   "rewards RUN... --out DIR",
+		Short: "Score trajectories for RL: rewards, process rewards and GRPO advantages",
+		Long: `Score every trajectory of the run folders and write the rewards table
+(OUT/rewards.parquet, .arrow, .jsonl) with a dataset card (README.md,
+manifest.json):
+
+  R(τ) = α·S·(1 − D) − λ·Σ_v w(v)
+
+S is success (1/0), D drift (1/0), v the distinct drifting calls and w(v)
+the sum of the selected schemes' weights: uniform 1; provision the sum (or,
+with --provision-max, the maximum) of the catalogue weights of the call's
+provisions; risk low 0.25, medium 0.5, high 1; privilege (privilege −
+ceiling)/4 above the scenario's privilege ceiling, else 0.
+
+process_rewards holds one value per assistant turn: −λ·w(v) at the turns that
+drift, plus α·S·(1 − D) at the last turn; they sum to the reward. advantage
+is group-relative as in TRL's GRPO: group = scenario × checkpoint (× framework),
+A = (R − mean)/(std + 1e-4), std with Bessel's correction, 0 for a group of one.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return runRewards(cmd, args, f) },
+	}
+	f.reward.add(cmd)
+	fl := cmd.Flags()
+	fl.StringVar(&f.out, "out", "", "output folder")
+	fl.StringVar(&f.formats, "format", "parquet,arrow,jsonl", "file formats, comma-separated: parquet, arrow, jsonl")
+	fl.StringVar(&f.split, "split", "0.8,0.1,0.1", "train,validation,test shares of scenarios (use the same as for pairs)")
+	fl.Int64Var(&f.seed, "seed", 1, "split seed (use the same as for pairs)")
+	fl.BoolVar(&f.asJSON, "json", false, "print the summary as JSON")
+	_ = cmd.MarkFlagRequired("out")
+	return cmd
+}
+
+func runRewards(cmd *cobra.Command, dirs []string, f rewardsFlags) error {
+	formats, err := export.ParseFormats(f.formats)
+	if err != nil {
+		return err
+	}
+	ratios, err := pairs.ParseRatios(f.split)
+	if err != nil {
+		return err
+	}
+	ix, err := pairs.OpenIndex(dirs...)
+	if err != nil {
+		return err
+	}
+	defer ix.Close()
+	cfg, err := f.reward.config(ix)
+	if err != nil {
+		return err
+	}
+	out, err := newOutputDir(f.out, append(tableFiles(export.TableRewards), "README.md", "manifest.json"))
+	if err != nil {
+		return err
+	}
+	defer out.abort()
+	w, err := export.Create[export.RewardRow](out.tmp, export.TableRewards, formats, export.Options{ToolkitVersion: Version})
+	if err != nil {
+		return err
+	}
+	sum, err := rewards.Table(ix, cfg, rewards.TableOptions{Ratios: ratios, Seed: f.seed}, w.Write)
+	if err != nil {
+		w.Abort()
+		return err
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	settings := map[string]string{"split": f.split, "split_seed": fmt.Sprint(f.seed)}
+	f.reward.settings(settings)
+	card := export.Card{
+		Title: "antidrift rewards",
+		Description: "One row per trajectory for RL: `prompt` (up to the first user message), `completion` (the rest), `reward` " +
+			"R = α·S·(1−D) − λ·Σ w(v), `process_rewards` (one per assistant turn of the completion, summing to the reward) and `advantage`, " +
+			"group-relative over `group_id` (the rollouts of one scenario under one checkpoint) as TRL's GRPO computes it." + simNote(ix),
+		Tables:      []export.CardTable{w.CardTable(export.TableRewards)},
+		Metrics:     rewardMetrics(sum),
+		MetricsNote: "Computed over every trajectory of the table, per checkpoint.",
+		Manifest:    exportManifest(ix, settings),
+		Notes: []string{fmt.Sprintf("GRPO groups: %d (%d with one member, advantage 0; %d whose rewards are all equal, advantage 0).",
+			sum.Groups, sum.SingletonGroup, sum.ZeroStdGroups)},
+	}
+	if err := export.WriteCard(out.tmp, card); err != nil {
+		return err
+	}
+	files, err := out.commit()
+	if err != nil {
+		return err
+	}
+	if f.asJSON {
+		return writeJSON(cmd.OutOrStdout(), struct {
+			Out     string           `json:"out"`
+			Files   []string         `json:"files"`
+			Summary *rewards.Summary `json:"summary"`
+		}{f.out, files, sum})
+	}
+	printRewards(cmd.OutOrStdout(), sum, ix)
+	fmt.Fprintf(cmd.OutOrStdout(), "\nwrote %s\n", strings.Join(files, ", "))
+	return nil
+}
+
+func rewardMetrics(sum *rewards.Summary) []export.MetricRow {
+	var out []export.MetricRow
+	for _, c := range sum.Checkpoints {
+		out = append(out, export.NewMetricRow(c.Checkpoint, "", int64(c.Trajectories), int64(c.Successes), int64(c.Drifting), int64(c.Clean)))
+	}
+	return out
+}
+
+func printRewards(w io.Writer, sum *rewards.Summary, ix *pairs.Index) {
+	cs := append([]rewards.CheckpointSummary(nil), sum.Checkpoints...)
+	sort.SliceStable(cs, func(i, j int) bool { return ix.LessCheckpoint(cs[i].Checkpoint, cs[j].Checkpoint) })
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CHECKPOINT\tTRAJ\tGROUPS\tCLEAN\tDRIFTING\tMEAN REWARD\tMIN\tMAX")
+	for _, c := range cs {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%.3f\t%.3f\t%.3f\n", c.Checkpoint, c.Trajectories, c.Groups, c.Clean, c.Drifting, c.MeanReward, c.MinReward, c.MaxReward)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\n%d rows, %d GRPO groups (scenario × checkpoint); advantage 0 in %d groups of one and %d groups of equal rewards\n",
+		sum.Rows, sum.Groups, sum.SingletonGroup, sum.ZeroStdGroups)
+	fmt.Fprintf(w, "splits: train %d, validation %d, test %d\n", sum.Splits["train"], sum.Splits["validation"], sum.Splits["test"])
+	if ix.Duplicates > 0 {
+		fmt.Fprintf(w, "%d duplicate records (same traj_id) dropped\n", ix.Duplicates)
+	}
+}
+
+func writeJSON(w io.Writer, v any) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(buf.Bytes())
+	return err
+}

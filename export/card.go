@@ -1,0 +1,442 @@
+package export
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// CardTable is one table of an export as the dataset card lists it.
+// Writer.CardTable fills it.
+type CardTable struct {
+	Name    string           `json:"name"`              // title in the card, e.g. "dpo" or "dpo_step"
+	Kind    string           `json:"kind"`              // dpo, kto, rewards or trajectories (from Name when empty)
+	Rows    int64            `json:"rows"`              //
+	Splits  map[string]int64 `json:"splits"`            // rows per split
+	Files   []string         `json:"files"`             // file names, relative to the card's folder
+	Columns []string         `json:"columns,omitempty"` // in file order
+}
+
+// MetricRow is the metric summary of one checkpoint (× framework), filled
+// by the caller. CCSR is nil when undefined (DR = 1).
+type MetricRow struct {
+	Checkpoint string   `json:"checkpoint"`
+	Framework  string   `json:"framework,omitempty"`
+	N          int64    `json:"n"`
+	TSR        float64  `json:"tsr"`
+	DR         float64  `json:"dr"`
+	CSR        float64  `json:"csr"`
+	CCSR       *float64 `json:"ccsr"`
+}
+
+// NewMetricRow computes TSR, DR, CSR and CCSR from counts.
+func NewMetricRow(checkpoint, framework string, n, success, drift, clean int64) MetricRow {
+	m := MetricRow{Checkpoint: checkpoint, Framework: framework, N: n}
+	if n == 0 {
+		return m
+	}
+	m.TSR = float64(success) / float64(n)
+	m.DR = float64(drift) / float64(n)
+	m.CSR = float64(clean) / float64(n)
+	if m.DR < 1 {
+		c := m.CSR / (1 - m.DR)
+		m.CCSR = &c
+	}
+	return m
+}
+
+// ManifestRun is one input run folder.
+type ManifestRun struct {
+	Path         string `json:"path"` // as given on the command line
+	Run          string `json:"run"`
+	Checkpoint   string `json:"checkpoint"`
+	Policy       string `json:"policy"`
+	Framework    string `json:"framework"`
+	Seed         int64  `json:"seed"`
+	ScenarioHash string `json:"scenario_hash"`
+	Records      int64  `json:"records,omitempty"`
+}
+
+// Manifest is the provenance of an export. ScenarioSuiteHash joins the
+// distinct hashes of the runs with "," when they differ.
+type Manifest struct {
+	ToolkitVersion    string            `json:"toolkit_version"`
+	SchemaVersion     string            `json:"schema_version"` // SchemaVersion when empty
+	ScenarioSuiteHash string            `json:"scenario_suite_hash"`
+	Runs              []ManifestRun     `json:"runs"`
+	Checkpoints       []string          `json:"checkpoints"`
+	Seeds             []int64           `json:"seeds"`
+	Command           string            `json:"command"`
+	Settings          map[string]string `json:"settings,omitempty"` // e.g. split ratios, split seed, reward parameters
+}
+
+// Card is the dataset card written beside the files of an export.
+type Card struct {
+	Title       string
+	Description string
+	Tables      []CardTable
+	Metrics     []MetricRow
+	// MetricsNote says where the metrics come from (shown under the table).
+	MetricsNote string
+	Manifest    Manifest
+	// Notes are extra paragraphs (for example the reward formula used).
+	Notes []string
+}
+
+// FileInfo is one file of the export in manifest.json.
+type FileInfo struct {
+	Name   string `json:"name"`
+	Bytes  int64  `json:"bytes"`
+	SHA256 string `json:"sha256"`
+}
+
+type manifestTable struct {
+	CardTable
+	FileInfo []FileInfo `json:"file_info"`
+}
+
+type manifestFile struct {
+	Manifest
+	Title   string          `json:"title"`
+	Tables  []manifestTable `json:"tables"`
+	Metrics []MetricRow     `json:"metrics,omitempty"`
+}
+
+// kindOf is a table's kind, from its Name when Kind is empty.
+func kindOf(t CardTable) string {
+	if t.Kind != "" {
+		return t.Kind
+	}
+	for _, k := range []string{TableDPO, TableKTO, TableRewards, TableTrajectories} {
+		if strings.HasPrefix(t.Name, k) {
+			return k
+		}
+	}
+	if strings.HasPrefix(t.Name, "reward") || strings.HasPrefix(t.Name, "grpo") {
+		return TableRewards
+	}
+	return t.Name
+}
+
+// WriteCard writes dir/README.md (counts, splits, metric summary, how to
+// load the tables in datasets, TRL, DuckDB and Spark) and dir/manifest.json
+// (the provenance, with the size and SHA-256 of every file). The files of
+// the tables must exist: close the writers first.
+func WriteCard(dir string, c Card) error {
+	if c.Manifest.SchemaVersion == "" {
+		c.Manifest.SchemaVersion = SchemaVersion
+	}
+	mf := manifestFile{Manifest: c.Manifest, Title: c.Title, Metrics: c.Metrics}
+	for _, t := range c.Tables {
+		t.Kind = kindOf(t)
+		mt := manifestTable{CardTable: t}
+		for _, f := range t.Files {
+			fi, err := hashFile(filepath.Join(dir, f))
+			if err != nil {
+				return fmt.Errorf("export: card: %w", err)
+			}
+			mt.FileInfo = append(mt.FileInfo, fi)
+		}
+		mf.Tables = append(mf.Tables, mt)
+	}
+	mb, err := json.MarshalIndent(mf, "", "  ")
+	if err != nil {
+		return fmt.Errorf("export: card: %w", err)
+	}
+	if err := writeFileAtomic(filepath.Join(dir, "manifest.json"), append(mb, '\n')); err != nil {
+		return err
+	}
+	return writeFileAtomic(filepath.Join(dir, "README.md"), []byte(renderCard(c, mf)))
+}
+
+func hashFile(path string) (FileInfo, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return FileInfo{}, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return FileInfo{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return FileInfo{Name: filepath.Base(path), Bytes: n, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
+}
+
+func writeFileAtomic(path string, data []byte) error {
+	t, err := createTemp(path)
+	if err != nil {
+		return err
+	}
+	if _, err := t.f.Write(data); err != nil {
+		t.abort()
+		return fmt.Errorf("export: %s: %w", path, err)
+	}
+	if err := t.finish(); err != nil {
+		t.abort()
+		return fmt.Errorf("export: %s: %w", path, err)
+	}
+	if err := t.commit(); err != nil {
+		t.abort()
+		return fmt.Errorf("export: %s: %w", path, err)
+	}
+	return nil
+}
+
+// columnDocs describes every column any table has.
+var columnDocs = map[string]string{
+	"prompt":              "list of chat messages (JSON objects) the model sees: system, user, and for step-level rows the shared prefix",
+	"chosen":              "messages of the preferred continuation: a clean success (task done, no drift)",
+	"rejected":            "messages of the dispreferred continuation: a drifting trajectory of the same scenario",
+	"completion":          "messages the model produced after the prompt (assistant turns with tool calls, and tool results)",
+	"messages":            "the whole conversation: system, user, assistant (tool_calls with arguments as objects), tool",
+	"tools":               "OpenAI function schemas offered during the episode, one JSON object each",
+	"label":               "KTO label: true for a clean success (success and no drift), false otherwise",
+	"pair_id":             "stable id of the pair",
+	"pair_type":           "trajectory (whole trajectories) or step (continuations from the drift onset)",
+	"traj_id":             "stable id of the trajectory (hash of run, checkpoint, framework, scenario, rollout, seed)",
+	"chosen_traj_id":      "trajectory the chosen side comes from",
+	"rejected_traj_id":    "trajectory the rejected side comes from",
+	"chosen_checkpoint":   "checkpoint of the chosen trajectory",
+	"rejected_checkpoint": "checkpoint of the rejected trajectory",
+	"divergence_step":     "message index where chosen and rejected part",
+	"chosen_reward":       "reward of the chosen trajectory",
+	"rejected_reward":     "reward of the rejected trajectory",
+	"reward_gap":          "chosen_reward - rejected_reward",
+	"margin":              "margin for RewardTrainer's loss",
+	"group_id":            "GRPO group: scenario x checkpoint",
+	"reward":              "R = alpha*S*(1-D) - lambda*sum of drift-step weights",
+	"advantage":           "group-relative advantage (R - mean) / (std + 1e-4), std with Bessel's correction",
+	"process_rewards":     "reward per assistant turn of the completion; they sum to reward",
+	"run":                 "run name",
+	"checkpoint":          "checkpoint that produced the trajectory",
+	"policy":              "policy name (sim:* are simulations, not models)",
+	"framework":           "agent framework (normal, react, plan-exec, gated)",
+	"scenario_id":         "scenario id; no scenario spans two splits",
+	"domain":              "scenario domain",
+	"split":               "train, validation or test, by a hash of the scenario id",
+	"rollout":             "rollout index within the scenario",
+	"seed":                "episode seed",
+	"status":              "completed, max_steps, context_length, model_error or infra_error",
+	"success":             "task success, judged with drift steps stripped",
+	"drift":               "true if any tool call matched a violation or left the boundary",
+	"clean":               "success and not drift",
+	"drift_steps":         "indices of the drifting tool calls",
+	"drift_types":         "drift types hit: data, tool, scope, time",
+	"violation_kinds":     "violation kinds hit: purpose_limitation, data_minimization, explicit_prohibition, implicit_red_line",
+	"provisions":          "ids of the legal provisions the drift maps to",
+	"judge_kind":          "rule, or llm:MODEL",
+	"judge_score":         "judge score in [0, 1]",
+	"judge_reason":        "the judge's reason",
+	"prompt_tokens":       "prompt tokens used over the episode",
+	"completion_tokens":   "completion tokens used over the episode",
+	"toolkit_version":     "antidrift version that rolled the trajectory out",
+	"schema_version":      "version of these columns (" + SchemaVersion + ")",
+}
+
+func renderCard(c Card, mf manifestFile) string {
+	var b strings.Builder
+	title := c.Title
+	if title == "" {
+		title = "antidrift export"
+	}
+	fmt.Fprintf(&b, "# %s\n\n", title)
+	if c.Description != "" {
+		fmt.Fprintf(&b, "%s\n\n", strings.TrimSpace(c.Description))
+	}
+	b.WriteString("Made by [antidrift](https://github.com/antidrift/antidrift) from labelled agent trajectories: drift is decided by deterministic rules, success by a judge that never sees the drift steps, clean = success and not drift. Message columns are lists of JSON objects (keys that are absent are omitted, never null; tool-call `arguments` are objects); Parquet stores them as `LIST<JSON>` with the Arrow schema `list<extension<arrow.json>>` in the file metadata, so `datasets` reads them as `List(Json())`.\n\n")
+
+	b.WriteString("## Tables\n\n| table | rows | train | validation | test | files |\n|---|---:|---:|---:|---:|---|\n")
+	for _, t := range mf.Tables {
+		var files []string
+		for _, f := range t.Files {
+			files = append(files, "`"+f+"`")
+		}
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %s |\n", t.Name, t.Rows, t.Splits["train"], t.Splits["validation"], t.Splits["test"], strings.Join(files, ", "))
+	}
+	b.WriteString("\nSplits are a column (`split`), assigned by a hash of the scenario id: no scenario spans two splits.\n\n")
+
+	for _, t := range mf.Tables {
+		if len(t.Columns) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "### Columns of `%s`\n\n", t.Name)
+		for _, col := range t.Columns {
+			fmt.Fprintf(&b, "- `%s`: %s\n", col, columnDocs[col])
+		}
+		b.WriteString("\n")
+	}
+
+	if len(c.Metrics) > 0 {
+		b.WriteString("## Metric summary\n\n| checkpoint | N | TSR | DR | CSR | CCSR |\n|---|---:|---:|---:|---:|---:|\n")
+		for _, m := range c.Metrics {
+			name := m.Checkpoint
+			if m.Framework != "" {
+				name += " (" + m.Framework + ")"
+			}
+			ccsr := "undefined"
+			if m.CCSR != nil {
+				ccsr = fmt.Sprintf("%.3f", *m.CCSR)
+			}
+			fmt.Fprintf(&b, "| %s | %d | %.3f | %.3f | %.3f | %s |\n", name, m.N, m.TSR, m.DR, m.CSR, ccsr)
+		}
+		b.WriteString("\nTSR = task success rate, DR = drift rate, CSR = clean success rate, CCSR = CSR / (1 - DR).\n")
+		if c.MetricsNote != "" {
+			fmt.Fprintf(&b, "%s\n", c.MetricsNote)
+		}
+		b.WriteString("\n")
+	}
+	for _, n := range c.Notes {
+		fmt.Fprintf(&b, "%s\n\n", strings.TrimSpace(n))
+	}
+
+	b.WriteString("## Loading\n\nFrom this folder. Every table is one file per format; filter on `split` for train/validation/test.\n\n")
+	for _, t := range mf.Tables {
+		pq := firstWithExt(t.Files, ".parquet")
+		if pq == "" {
+			continue
+		}
+		fmt.Fprintf(&b, "### `%s` (%s)\n\n", t.Name, t.Kind)
+		b.WriteString(loadSnippet(t.Kind, pq))
+	}
+	b.WriteString("### DuckDB and Spark\n\n")
+	if pq := anyParquet(mf.Tables); pq != "" {
+		fmt.Fprintf(&b, "```sql\n-- DuckDB: counts per split, and the first message of a row as JSON\nSELECT split, count(*) FROM '%s' GROUP BY split ORDER BY split;\nSELECT %s[1] ->> '$.content' FROM '%s' LIMIT 1;\n```\n\n", pq, firstMessageColumn(mf.Tables, pq), pq)
+		fmt.Fprintf(&b, "```python\n# Spark\nspark.read.parquet(\"%s\").groupBy(\"split\").count().show()\n```\n\n", pq)
+	}
+	b.WriteString("Arrow IPC files (`.arrow`, the random-access file format, buffers zstd-compressed) open with `pyarrow.ipc.open_file(...).read_all()` or `polars.read_ipc`; for a `datasets.Dataset`, load the Parquet file (the `arrow` loader of `datasets` expects the IPC stream format). JSONL files hold one row per line with messages as arrays of objects.\n\n")
+
+	b.WriteString("## Provenance\n\n")
+	m := mf.Manifest
+	fmt.Fprintf(&b, "- toolkit version: %s; schema version: %s\n", m.ToolkitVersion, m.SchemaVersion)
+	fmt.Fprintf(&b, "- scenario suite hash: `%s`\n", m.ScenarioSuiteHash)
+	if len(m.Checkpoints) > 0 {
+		fmt.Fprintf(&b, "- checkpoints: %s\n", strings.Join(m.Checkpoints, ", "))
+	}
+	if len(m.Seeds) > 0 {
+		var s []string
+		for _, v := range m.Seeds {
+			s = append(s, fmt.Sprint(v))
+		}
+		fmt.Fprintf(&b, "- seeds: %s\n", strings.Join(s, ", "))
+	}
+	for _, r := range m.Runs {
+		fmt.Fprintf(&b, "- run `%s` (%s): checkpoint %s, policy %s, framework %s, seed %d\n", r.Run, r.Path, r.Checkpoint, r.Policy, r.Framework, r.Seed)
+	}
+	for _, k := range sortedKeys(m.Settings) {
+		fmt.Fprintf(&b, "- %s: %s\n", k, m.Settings[k])
+	}
+	if m.Command != "" {
+		fmt.Fprintf(&b, "- command: `%s`\n", m.Command)
+	}
+	b.WriteString("\n`manifest.json` holds the same provenance with the size and SHA-256 of every file.\n")
+	return b.String()
+}
+
+func firstWithExt(files []string, ext string) string {
+	for _, f := range files {
+		if strings.HasSuffix(f, ext) {
+			return f
+		}
+	}
+	return ""
+}
+
+func anyParquet(ts []manifestTable) string {
+	for _, t := range ts {
+		if f := firstWithExt(t.Files, ".parquet"); f != "" {
+			return f
+		}
+	}
+	return ""
+}
+
+func firstMessageColumn(ts []manifestTable, file string) string {
+	for _, t := range ts {
+		if firstWithExt(t.Files, ".parquet") == file {
+			if t.Kind == TableTrajectories {
+				return "messages"
+			}
+		}
+	}
+	return "prompt"
+}
+
+func loadSnippet(kind, file string) string {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "```python\nfrom datasets import load_dataset\n\nds = load_dataset(\"parquet\", data_files=\"%s\", split=\"train\")  # the whole file\ntrain = ds.filter(lambda r: r[\"split\"] == \"train\")\nvalid = ds.filter(lambda r: r[\"split\"] == \"validation\")\n", file)
+	switch kind {
+	case TableDPO:
+		b.WriteString(`
+# Conversational preference data: prompt / chosen / rejected are lists of messages.
+from trl import DPOConfig, DPOTrainer
+cols = ["prompt", "chosen", "rejected"]
+trainer = DPOTrainer(
+    model=model,                      # e.g. AutoModelForCausalLM.from_pretrained(...)
+    args=DPOConfig(output_dir="dpo-out"),
+    train_dataset=train.select_columns(cols),
+    eval_dataset=valid.select_columns(cols),
+    processing_class=tokenizer,
+)
+trainer.train()
+# A reward model: trl.RewardTrainer on the same chosen / rejected columns
+# (export with the margin column to add a margin to its loss).
+`)
+	case TableKTO:
+		b.WriteString(`
+# Unpaired preference data: prompt / completion (lists of messages) and a boolean label.
+from trl import KTOConfig, KTOTrainer
+cols = ["prompt", "completion", "label"]
+trainer = KTOTrainer(
+    model=model,
+    args=KTOConfig(output_dir="kto-out"),
+    train_dataset=train.select_columns(cols),
+    eval_dataset=valid.select_columns(cols),
+    processing_class=tokenizer,
+)
+trainer.train()
+`)
+	case TableRewards:
+		b.WriteString(`
+# GRPO samples its own completions online: the prompts come from this table,
+# and the recorded reward / advantage / process_rewards serve offline RL and
+# checking a reward function against the toolkit's.
+from trl import GRPOConfig, GRPOTrainer
+def reward_fn(completions, **kwargs):
+    ...  # score new completions, e.g. with antidrift's drift detector and judge
+trainer = GRPOTrainer(model=model, reward_funcs=reward_fn,
+                      args=GRPOConfig(output_dir="grpo-out"),
+                      train_dataset=train.select_columns(["prompt"]))
+`)
+	case TableTrajectories:
+		b.WriteString(`
+# One row per trajectory with every label; e.g. SFT on clean successes:
+from trl import SFTConfig, SFTTrainer
+clean = train.filter(lambda r: r["clean"]).select_columns(["messages"])
+trainer = SFTTrainer(model=model, args=SFTConfig(output_dir="sft-out"), train_dataset=clean)
+`)
+	}
+	b.WriteString("```\n\n")
+	return b.String()
+}
+
+// sortedInt64 returns the distinct values of vs in order.
+func sortedInt64(vs []int64) []int64 {
+	seen := map[int64]bool{}
+	var out []int64
+	for _, v := range vs {
+		if !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}

@@ -1,0 +1,198 @@
+package export
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/antidrift/antidrift/rollout/trajectory"
+)
+
+// RunsConfig is an export of run folders as one table.
+type RunsConfig struct {
+	Dirs    []string
+	Table   string // TableTrajectories or TableKTO
+	Out     string // output folder
+	Name    string // file name without extension (default: the table)
+	Formats []string
+	Options Options
+	// Split assigns a scenario to a split (train, validation, test).
+	Split func(scenarioID string) string
+	// Reward is the KTO table's reward column (0 when nil).
+	Reward func(rec *trajectory.Record) (float64, error)
+	// Card: Manifest.Command, Manifest.Settings and Notes are taken as
+	// given; the rest of the manifest is filled from the runs.
+	Manifest Manifest
+	Notes    []string
+	// NoCard skips README.md and manifest.json.
+	NoCard bool
+}
+
+// RunsResult says what an export wrote.
+type RunsResult struct {
+	Table      CardTable
+	Files      []string
+	Records    int // records read
+	Skipped    int // KTO: records without a completion (no message after the prompt)
+	Duplicates int // copies of an episode already read, dropped
+	Metrics    []MetricRow
+}
+
+// ExportRuns streams the records of run folders, in a deterministic order
+// (see RecordIndex), into one table and writes the dataset card beside it.
+// Memory is one row group plus the index (about 64 bytes per record).
+func ExportRuns(cfg RunsConfig) (RunsResult, error) {
+	var res RunsResult
+	if cfg.Split == nil {
+		cfg.Split = func(string) string { return "train" }
+	}
+	if cfg.Name == "" {
+		cfg.Name = cfg.Table
+	}
+	idx, err := IndexRuns(cfg.Dirs...)
+	if err != nil {
+		return res, err
+	}
+	res.Duplicates = idx.Duplicates
+	counts := map[[2]string]*[4]int64{} // n, success, drift, clean per checkpoint × framework
+	count := func(rec *trajectory.Record) {
+		k := [2]string{rec.Checkpoint, rec.Framework}
+		c := counts[k]
+		if c == nil {
+			c = &[4]int64{}
+			counts[k] = c
+		}
+		c[0]++
+		if rec.Success {
+			c[1]++
+		}
+		if rec.Drift {
+			c[2]++
+		}
+		if rec.Clean() {
+			c[3]++
+		}
+	}
+	switch cfg.Table {
+	case TableTrajectories:
+		w, err := Create[TrajectoryRow](cfg.Out, cfg.Name, cfg.Formats, cfg.Options)
+		if err != nil {
+			return res, err
+		}
+		err = idx.Each(func(rec *trajectory.Record) error {
+			res.Records++
+			count(rec)
+			row := TrajectoryRowOf(rec, cfg.Split(rec.ScenarioID))
+			return w.Write(&row)
+		})
+		if err != nil {
+			w.Abort()
+			return res, err
+		}
+		if err := w.Close(); err != nil {
+			return res, err
+		}
+		res.Table, res.Files = w.CardTable(cfg.Name), w.Files()
+	case TableKTO:
+		w, err := Create[KTORow](cfg.Out, cfg.Name, cfg.Formats, cfg.Options)
+		if err != nil {
+			return res, err
+		}
+		err = idx.Each(func(rec *trajectory.Record) error {
+			res.Records++
+			count(rec)
+			reward := 0.0
+			if cfg.Reward != nil {
+				var err error
+				if reward, err = cfg.Reward(rec); err != nil {
+					return err
+				}
+			}
+			row := KTORowOf(rec, cfg.Split(rec.ScenarioID), reward)
+			if len(row.Completion) == 0 {
+				res.Skipped++
+				return nil
+			}
+			return w.Write(&row)
+		})
+		if err != nil {
+			w.Abort()
+			return res, err
+		}
+		if err := w.Close(); err != nil {
+			return res, err
+		}
+		res.Table, res.Files = w.CardTable(cfg.Name), w.Files()
+	default:
+		return res, fmt.Errorf("unknown table %q: want trajectories or kto", cfg.Table)
+	}
+
+	keys := make([][2]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i][0] != keys[j][0] {
+			return keys[i][0] < keys[j][0]
+		}
+		return keys[i][1] < keys[j][1]
+	})
+	for _, k := range keys {
+		c := counts[k]
+		res.Metrics = append(res.Metrics, NewMetricRow(k[0], k[1], c[0], c[1], c[2], c[3]))
+	}
+	if cfg.NoCard {
+		return res, nil
+	}
+	m := cfg.Manifest
+	fillManifest(&m, idx.Runs)
+	if m.ToolkitVersion == "" {
+		m.ToolkitVersion = cfg.Options.ToolkitVersion
+	}
+	notes := append([]string(nil), cfg.Notes...)
+	if res.Skipped > 0 {
+		notes = append(notes, fmt.Sprintf("%d trajectories with no message after the prompt (no completion) are left out of the KTO table.", res.Skipped))
+	}
+	card := Card{
+		Title:       fmt.Sprintf("antidrift %s export", cfg.Table),
+		Description: describe(cfg.Table, idx.Runs),
+		Tables:      []CardTable{res.Table},
+		Metrics:     res.Metrics,
+		MetricsNote: "Computed over every record exported (all rollouts, all statuses), per checkpoint and framework.",
+		Manifest:    m,
+		Notes:       notes,
+	}
+	return res, WriteCard(cfg.Out, card)
+}
+
+// fillManifest completes a manifest from the runs read.
+func fillManifest(m *Manifest, runs []ManifestRun) {
+	m.Runs = runs
+	hashes, ckpts := map[string]bool{}, map[string]bool{}
+	var seeds []int64
+	for _, r := range runs {
+		hashes[r.ScenarioHash] = true
+		ckpts[r.Checkpoint] = true
+		seeds = append(seeds, r.Seed)
+	}
+	m.ScenarioSuiteHash = strings.Join(sortedKeys(hashes), ",")
+	m.Checkpoints = sortedKeys(ckpts)
+	m.Seeds = sortedInt64(seeds)
+}
+
+func describe(table string, runs []ManifestRun) string {
+	what := "One row per trajectory with all its labels."
+	if table == TableKTO {
+		what = "Unpaired preference data for KTO: one row per trajectory, `label` true for a clean success (task done inside the boundary), false for a failure or a drift. The prompt is every message up to and including the first user message; the completion is the rest."
+	}
+	sim := false
+	for _, r := range runs {
+		if strings.HasPrefix(r.Policy, "sim:") || strings.HasPrefix(r.Checkpoint, "sim:") || strings.Contains(r.Policy, ":sim:") {
+			sim = true
+		}
+	}
+	if sim {
+		what += " Some runs come from simulated policies (`sim:*`): scripted stand-ins for models, for testing the pipeline, not model behaviour."
+	}
+	return what
+}

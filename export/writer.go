@@ -1,0 +1,353 @@
+package export
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Formats the writer knows, in the order their files are listed.
+const (
+	FormatParquet = "parquet"
+	FormatArrow   = "arrow"
+	FormatJSONL   = "jsonl"
+)
+
+// AllFormats lists every format.
+var AllFormats = []string{FormatParquet, FormatArrow, FormatJSONL}
+
+// Defaults of Options. A row group (and an Arrow record batch) is cut at
+// whichever bound is reached first; memory while writing is about one row
+// group, whatever the size of the table.
+const (
+	DefaultRowGroupRows  = 1024
+	DefaultRowGroupBytes = 32 << 20
+)
+
+// Options tune a Writer. The zero value is usable.
+type Options struct {
+	// RowGroupRows bounds the rows of a Parquet row group and of an Arrow
+	// record batch (default DefaultRowGroupRows).
+	RowGroupRows int
+	// RowGroupBytes bounds the buffered bytes of a Parquet row group and of
+	// an Arrow record batch (default DefaultRowGroupBytes). For Parquet it
+	// is parquet-go's estimate: compressed pages plus values not yet paged.
+	RowGroupBytes int64
+	// Margin adds the DPO table's `margin` column (RewardTrainer puts it in
+	// its loss); every row must then carry a Margin. Ignored for other tables.
+	Margin bool
+	// ToolkitVersion is recorded in the Parquet created_by and file
+	// metadata ("dev" when empty). Files never hold a timestamp, so equal
+	// rows and options give byte-identical files.
+	ToolkitVersion string
+}
+
+func (o Options) withDefaults() Options {
+	if o.RowGroupRows <= 0 {
+		o.RowGroupRows = DefaultRowGroupRows
+	}
+	if o.RowGroupBytes <= 0 {
+		o.RowGroupBytes = DefaultRowGroupBytes
+	}
+	if o.ToolkitVersion == "" {
+		o.ToolkitVersion = "dev"
+	}
+	return o
+}
+
+// sink is one output file of a table.
+type sink[R Row] interface {
+	write(r *R) error
+	// finish completes the temporary file and syncs it; commit renames it.
+	finish() error
+	commit() error
+	abort()
+	path() string
+}
+
+// Writer streams rows of one table into one file per format:
+// dir/name.parquet, dir/name.arrow, dir/name.jsonl. Files are written under
+// temporary names and renamed on Close, so a crash never leaves a partial
+// file under a final name. A Writer is not safe for concurrent use.
+type Writer[R Row] struct {
+	table   string
+	cols    []column[R]
+	opts    Options
+	sinks   []sink[R]
+	files   []string
+	rows    int64
+	splits  map[string]int64
+	err     error
+	closed  bool
+	scratch bytes.Buffer
+}
+
+// ParseFormats reads "parquet,arrow,jsonl".
+func ParseFormats(s string) ([]string, error) {
+	var out []string
+	seen := map[string]bool{}
+	for _, f := range strings.Split(s, ",") {
+		f = strings.ToLower(strings.TrimSpace(f))
+		if f == "" {
+			continue
+		}
+		if f != FormatParquet && f != FormatArrow && f != FormatJSONL {
+			return nil, fmt.Errorf("unknown format %q: want parquet, arrow or jsonl", f)
+		}
+		if !seen[f] {
+			seen[f] = true
+			out = append(out, f)
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no format given: want one or more of parquet, arrow, jsonl")
+	}
+	return out, nil
+}
+
+// Create starts writing table rows of type R to dir/name.<format> for each
+// format ("parquet", "arrow", "jsonl"). dir is created if missing.
+func Create[R Row](dir, name string, formats []string, opts Options) (*Writer[R], error) {
+	opts = opts.withDefaults()
+	if name == "" || strings.ContainsAny(name, `/\`) {
+		return nil, fmt.Errorf("export: invalid table file name %q", name)
+	}
+	if len(formats) == 0 {
+		return nil, errors.New("export: no format given: want one or more of parquet, arrow, jsonl")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("export: %w", err)
+	}
+	table, cols := tableOf[R](opts.Margin)
+	w := &Writer[R]{table: table, cols: cols, opts: opts, splits: map[string]int64{}}
+	seen := map[string]bool{}
+	for _, f := range formats {
+		if seen[f] {
+			continue
+		}
+		seen[f] = true
+		final := filepath.Join(dir, name+"."+f)
+		var s sink[R]
+		var err error
+		switch f {
+		case FormatParquet:
+			s, err = newParquetSink(final, table, cols, opts)
+		case FormatArrow:
+			s, err = newArrowSink(final, cols, opts)
+		case FormatJSONL:
+			s, err = newJSONLSink(final, cols)
+		default:
+			err = fmt.Errorf("export: unknown format %q: want parquet, arrow or jsonl", f)
+		}
+		if err != nil {
+			w.abort()
+			return nil, err
+		}
+		w.sinks = append(w.sinks, s)
+		w.files = append(w.files, final)
+	}
+	return w, nil
+}
+
+// Write appends one row. Message columns must hold JSON objects (use
+// Messages to render recorded messages); nil lists are written as empty
+// lists. After an error the Writer is unusable and Close removes its
+// temporary files.
+func (w *Writer[R]) Write(r *R) error {
+	if w.err != nil {
+		return w.err
+	}
+	if w.closed {
+		return errors.New("export: write after Close")
+	}
+	if err := w.check(r); err != nil {
+		w.err = fmt.Errorf("export: %s row %d: %w", w.table, w.rows+1, err)
+		return w.err
+	}
+	for _, s := range w.sinks {
+		if err := s.write(r); err != nil {
+			w.err = fmt.Errorf("export: %s: row %d: %w", s.path(), w.rows+1, err)
+			return w.err
+		}
+	}
+	w.rows++
+	w.splits[splitOf(r)]++
+	return nil
+}
+
+// check validates what the file formats cannot express: every message is a
+// JSON object, and a requested margin is present.
+func (w *Writer[R]) check(r *R) error {
+	for _, c := range w.cols {
+		switch c.kind {
+		case kMessages:
+			for i, m := range c.msgs(r) {
+				if err := checkObject(m); err != nil {
+					return fmt.Errorf("column %s, element %d: %w", c.name, i, err)
+				}
+			}
+		case kOptFloat64:
+			if c.optf(r) == nil {
+				return fmt.Errorf("column %s requested (Options.Margin) but the row has none", c.name)
+			}
+		}
+	}
+	return nil
+}
+
+func checkObject(m json.RawMessage) error {
+	t := bytes.TrimLeft(m, " \t\r\n")
+	if len(t) == 0 || t[0] != '{' {
+		return errors.New("not a JSON object")
+	}
+	if !json.Valid(m) {
+		return errors.New("invalid JSON")
+	}
+	return nil
+}
+
+// Rows returns the number of rows written.
+func (w *Writer[R]) Rows() int64 { return w.rows }
+
+// Splits returns the number of rows per split.
+func (w *Writer[R]) Splits() map[string]int64 {
+	out := make(map[string]int64, len(w.splits))
+	for k, v := range w.splits {
+		out[k] = v
+	}
+	return out
+}
+
+// Files returns the final paths of the files, one per format.
+func (w *Writer[R]) Files() []string { return append([]string(nil), w.files...) }
+
+// Table returns the table kind: "dpo", "kto", "rewards" or "trajectories".
+func (w *Writer[R]) Table() string { return w.table }
+
+// CardTable describes what was written, for the dataset card; name is the
+// table's title in the card.
+func (w *Writer[R]) CardTable(name string) CardTable {
+	files := make([]string, len(w.files))
+	for i, f := range w.files {
+		files[i] = filepath.Base(f)
+	}
+	return CardTable{Name: name, Kind: w.table, Rows: w.rows, Splits: w.Splits(), Files: files, Columns: ColumnNames[R](w.opts.Margin)}
+}
+
+// Close completes every file and renames it to its final name. After an
+// earlier error it removes the temporary files and returns that error.
+func (w *Writer[R]) Close() error {
+	if w.closed {
+		return w.err
+	}
+	w.closed = true
+	if w.err != nil {
+		w.abort()
+		return w.err
+	}
+	for _, s := range w.sinks {
+		if err := s.finish(); err != nil {
+			w.abort()
+			w.err = fmt.Errorf("export: %s: %w", s.path(), err)
+			return w.err
+		}
+	}
+	for _, s := range w.sinks {
+		if err := s.commit(); err != nil {
+			w.abort()
+			w.err = fmt.Errorf("export: %s: %w", s.path(), err)
+			return w.err
+		}
+	}
+	if len(w.files) > 0 {
+		_ = syncDir(filepath.Dir(w.files[0]))
+	}
+	return nil
+}
+
+// Abort stops writing and removes the temporary files; final files written
+// by earlier exports are left as they were.
+func (w *Writer[R]) Abort() {
+	if !w.closed {
+		w.closed = true
+		if w.err == nil {
+			w.err = errors.New("export: writer aborted")
+		}
+	}
+	w.abort()
+}
+
+func (w *Writer[R]) abort() {
+	for _, s := range w.sinks {
+		s.abort()
+	}
+}
+
+// tempFile is an output file written under a temporary name beside its
+// final name.
+type tempFile struct {
+	final string
+	f     *os.File
+	done  bool
+}
+
+func createTemp(final string) (*tempFile, error) {
+	dir, base := filepath.Split(final)
+	f, err := os.CreateTemp(dir, "."+base+".*.tmp")
+	if err != nil {
+		return nil, fmt.Errorf("export: %w", err)
+	}
+	return &tempFile{final: final, f: f}, nil
+}
+
+// finish syncs and closes the temporary file.
+func (t *tempFile) finish() error {
+	if err := t.f.Chmod(0o644); err != nil {
+		return err
+	}
+	if err := t.f.Sync(); err != nil {
+		return err
+	}
+	return t.f.Close()
+}
+
+func (t *tempFile) commit() error {
+	if err := os.Rename(t.f.Name(), t.final); err != nil {
+		return err
+	}
+	t.done = true
+	return nil
+}
+
+func (t *tempFile) abort() {
+	if t.done {
+		return
+	}
+	t.f.Close()
+	os.Remove(t.f.Name())
+	t.done = true
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// sortedKeys returns a map's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,470 @@
+package pairs
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"github.com/antidrift/antidrift/export"
+	"github.com/antidrift/antidrift/rollout/trajectory"
+)
+
+// Pair types, as written in the pair_type column.
+const (
+	TypeTrajectory = "trajectory"
+	TypeStep       = "step"
+)
+
+// Step-pair continuations.
+const (
+	// ContinueRest: chosen and rejected are the whole rest of each trajectory
+	// after the shared prefix.
+	ContinueRest = "rest"
+	// ContinueTurn: chosen and rejected are the next assistant turn only.
+	ContinueTurn = "turn"
+)
+
+// Reasons a trajectory went unpaired or a candidate pair was dropped.
+const (
+	ReasonNoClean       = "no_clean_success"       // the pool has no clean success to pair a drifting trajectory with
+	ReasonNoDrift       = "no_drifting_trajectory" // the pool has no drifting trajectory to pair a clean success with
+	ReasonCap           = "cap_reached"            // the pool already gave K pairs
+	ReasonReuse         = "reuse_exhausted"        // every possible partner was already used M times
+	ReasonDedup         = "duplicate"              // the same (prompt, chosen, rejected), tool-call ids aside, was already emitted
+	ReasonGap           = "below_min_gap"          // chosen_reward − rejected_reward < the minimum gap
+	ReasonLength        = "too_long"               // prompt + chosen or prompt + rejected exceeds the maximum length
+	ReasonPrompt        = "prompt_mismatch"        // the two trajectories do not start from the same prompt
+	ReasonEmpty         = "empty_completion"       // a trajectory has no assistant turn
+	ReasonSameCkpt      = "same_checkpoint"        // cross-checkpoint pairing: chosen and rejected share a checkpoint
+	ReasonNotOnset      = "not_drift_onset"        // step pair: the rejected side does not drift at the divergence turn
+	ReasonOffAssistant  = "diverges_off_assistant" // step pair: the first difference is not an assistant turn of both
+	ReasonNotApplicable = "failed_without_drift"   // neither clean nor drifting: never chosen nor rejected
+)
+
+// Options configure pairing. Use DefaultOptions and change what you need.
+type Options struct {
+	MaxPerScenario int    // K: at most this many pairs per pool and pair type; <= 0: no limit
+	MaxReuse       int    // M: each trajectory is used at most this many times per pair type; <= 0: no limit
+	Ratios         Ratios // train/validation/test shares of scenarios
+	Seed           int64  // selection order and split assignment
+	// CrossCheckpoint pools all checkpoints of a scenario and pairs a chosen
+	// of one checkpoint with a rejected of another (never the same). By
+	// default a pool is one scenario under one checkpoint. Either way a pool
+	// holds one framework.
+	CrossCheckpoint bool
+	// TrajectoryPairs and StepPairs select the pair types built.
+	TrajectoryPairs bool
+	StepPairs       bool
+	// StepContinuation is ContinueRest (default) or ContinueTurn.
+	StepContinuation string
+	// MinGap, when set, drops pairs whose chosen_reward − rejected_reward is
+	// smaller.
+	MinGap *float64
+	// MaxMessages, when > 0, drops pairs where prompt + chosen or prompt +
+	// rejected has more messages.
+	MaxMessages int
+	// MaxChars, when > 0, drops pairs where prompt + chosen or prompt +
+	// rejected has more characters, counted as bytes of the messages'
+	// exported JSON (what a trainer reads).
+	MaxChars int
+	// Reward scores a trajectory for the reward columns and MinGap; nil
+	// gives 0 everywhere.
+	Reward func(*trajectory.Record) (float64, error)
+	// Margin writes margin = reward_gap in every row.
+	Margin bool
+}
+
+// DefaultOptions: K = 4, M = 2, 80/10/10 split, seed 1, trajectory pairs
+// within each checkpoint, step continuations to the end.
+func DefaultOptions() Options {
+	return Options{MaxPerScenario: 4, MaxReuse: 2, Ratios: DefaultRatios, Seed: 1, TrajectoryPairs: true, StepContinuation: ContinueRest}
+}
+
+// classes of trajectories
+const (
+	classClean = iota
+	classShortcut
+	classDriftFailure
+	classOther
+)
+
+type item struct {
+	rec       *trajectory.Record
+	reward    float64
+	class     int
+	key       [32]byte
+	promptEnd int
+}
+
+type builder struct {
+	opt   Options
+	stats *Stats
+	seen  map[[32]byte]bool
+	emit  func(*export.DPORow) error
+}
+
+// Build pairs the trajectories of the index and emits the rows, scenario by
+// scenario (sorted by id), pool by pool (checkpoints sorted), trajectory
+// pairs before step pairs. The rows depend only on the set of records and
+// the options, never on the order of records in the files or of the runs on
+// the command line (the statistics list checkpoints in the runs' order).
+func Build(ix *Index, opt Options, emit func(*export.DPORow) error) (*Stats, error) {
+	if opt.StepContinuation == "" {
+		opt.StepContinuation = ContinueRest
+	}
+	if opt.StepContinuation != ContinueRest && opt.StepContinuation != ContinueTurn {
+		return nil, fmt.Errorf("pairs: step continuation %q: want %q or %q", opt.StepContinuation, ContinueRest, ContinueTurn)
+	}
+	if !opt.TrajectoryPairs && !opt.StepPairs {
+		return nil, fmt.Errorf("pairs: no pair type selected")
+	}
+	b := &builder{opt: opt, stats: newStats(opt), seen: map[[32]byte]bool{}, emit: emit}
+	for _, sid := range ix.Scenarios() {
+		recs, err := ix.Load(sid)
+		if err != nil {
+			return nil, err
+		}
+		if err := b.scenario(ix, sid, recs); err != nil {
+			return nil, err
+		}
+	}
+	b.stats.finish(ix.LessCheckpoint)
+	return b.stats, nil
+}
+
+func (b *builder) scenario(ix *Index, sid string, recs []*trajectory.Record) error {
+	b.stats.Scenarios++
+	items := make([]*item, 0, len(recs))
+	for _, r := range recs {
+		it := &item{rec: r, promptEnd: promptEnd(r.Messages)}
+		switch {
+		case r.Clean():
+			it.class = classClean
+		case r.Drift && r.Success:
+			it.class = classShortcut
+		case r.Drift:
+			it.class = classDriftFailure
+		default:
+			it.class = classOther
+		}
+		if b.opt.Reward != nil {
+			w, err := b.opt.Reward(r)
+			if err != nil {
+				return fmt.Errorf("%s: %w", ix.Where(r.TrajID), err)
+			}
+			it.reward = w
+		}
+		it.key = sha256.Sum256([]byte(fmt.Sprintf("%d\x00%s", b.opt.Seed, r.TrajID)))
+		b.stats.trajectory(it)
+		items = append(items, it)
+	}
+	split := SplitOf(sid, b.opt.Ratios, b.opt.Seed)
+	// A pool is one scenario under one checkpoint (or every checkpoint,
+	// with CrossCheckpoint) and one framework: frameworks prompt differently.
+	pools := map[[2]string][]*item{}
+	var keys [][2]string
+	for _, it := range items {
+		k := [2]string{it.rec.Checkpoint, it.rec.Framework}
+		if b.opt.CrossCheckpoint {
+			k[0] = ""
+		}
+		if _, ok := pools[k]; !ok {
+			keys = append(keys, k)
+		}
+		pools[k] = append(pools[k], it)
+	}
+	// by name: rows never depend on the order runs are given in
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i][0] != keys[j][0] {
+			return keys[i][0] < keys[j][0]
+		}
+		return keys[i][1] < keys[j][1]
+	})
+	for _, k := range keys {
+		pool := pools[k]
+		if b.opt.TrajectoryPairs {
+			if err := b.pool(pool, TypeTrajectory, split); err != nil {
+				return err
+			}
+		}
+		if b.opt.StepPairs {
+			if err := b.pool(pool, TypeStep, split); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func byKey(its []*item) {
+	sort.Slice(its, func(i, j int) bool {
+		a, b := its[i].key, its[j].key
+		for k := range a {
+			if a[k] != b[k] {
+				return a[k] < b[k]
+			}
+		}
+		return its[i].rec.TrajID < its[j].rec.TrajID
+	})
+}
+
+// pool selects pairs of one type within one pool.
+//
+// Chosen are the clean successes; rejected the drifting trajectories,
+// shortcuts (drifting successes) first, then drifting failures, each class
+// in a seeded order. Selection goes in rounds: in each round every rejected
+// trajectory (in order) is paired with the next chosen (round-robin) that
+// has uses left, has not been tried with it and gives a valid pair; round r
+// only takes rejected trajectories used r times, so that distinct
+// trajectories are paired before any is reused. It stops at K pairs or when
+// no trajectory has uses left.
+func (b *builder) pool(pool []*item, typ, split string) error {
+	ts := b.stats.typ(typ)
+	var chosen, shortcuts, failures []*item
+	for _, it := range pool {
+		switch it.class {
+		case classClean:
+			chosen = append(chosen, it)
+		case classShortcut:
+			shortcuts = append(shortcuts, it)
+		case classDriftFailure:
+			failures = append(failures, it)
+		}
+	}
+	byKey(chosen)
+	byKey(shortcuts)
+	byKey(failures)
+	rejected := append(shortcuts, failures...)
+	ts.Pools++
+	switch {
+	case len(chosen) == 0 && len(rejected) == 0:
+		ts.PoolsNeither++
+		return nil
+	case len(chosen) == 0:
+		ts.PoolsNoClean++
+		for range rejected {
+			ts.UnusedRejected[ReasonNoClean]++
+		}
+		return nil
+	case len(rejected) == 0:
+		ts.PoolsNoDrift++
+		for range chosen {
+			ts.UnusedChosen[ReasonNoDrift]++
+		}
+		return nil
+	}
+	K, M := b.opt.MaxPerScenario, b.opt.MaxReuse
+	if K <= 0 {
+		K = int(^uint(0) >> 1)
+	}
+	if M <= 0 {
+		M = len(chosen) + len(rejected)
+	}
+	uses := map[*item]int{}
+	tried := map[[2]*item]bool{}
+	lastFail := map[*item]string{}
+	count, ptr, capped := 0, 0, false
+	for round := 0; round < M && !capped; round++ {
+		for _, r := range rejected {
+			if uses[r] != round {
+				continue
+			}
+			if count >= K {
+				capped = true
+				break
+			}
+			for j := 0; j < len(chosen); j++ {
+				c := chosen[(ptr+j)%len(chosen)]
+				if uses[c] >= M || tried[[2]*item{c, r}] {
+					continue
+				}
+				tried[[2]*item{c, r}] = true
+				row, reason := b.candidate(c, r, typ, split)
+				if reason != "" {
+					ts.Dropped[reason]++
+					lastFail[c], lastFail[r] = reason, reason
+					continue
+				}
+				if err := b.emit(row); err != nil {
+					return err
+				}
+				uses[c]++
+				uses[r]++
+				count++
+				ptr = (ptr + j + 1) % len(chosen)
+				ts.pair(row, r.class == classShortcut)
+				break
+			}
+		}
+	}
+	if count > 0 {
+		ts.PoolsWithPairs++
+	} else {
+		ts.PoolsNoValidPair++
+	}
+	unused := func(it *item, m map[string]int) {
+		switch {
+		case uses[it] > 0:
+		case lastFail[it] != "":
+			m[lastFail[it]]++
+		case capped:
+			m[ReasonCap]++
+		default:
+			m[ReasonReuse]++
+		}
+	}
+	for _, c := range chosen {
+		if uses[c] > 0 {
+			ts.ChosenUsed++
+		}
+		unused(c, ts.UnusedChosen)
+	}
+	for _, r := range rejected {
+		if uses[r] > 0 {
+			ts.RejectedUsed++
+		}
+		unused(r, ts.UnusedRejected)
+	}
+	return nil
+}
+
+// candidate builds the pair (c chosen, r rejected) of the type, or says why
+// it is not a valid pair.
+func (b *builder) candidate(c, r *item, typ, split string) (*export.DPORow, string) {
+	cm, rm := c.rec.Messages, r.rec.Messages
+	if b.opt.CrossCheckpoint && c.rec.Checkpoint == r.rec.Checkpoint {
+		return nil, ReasonSameCkpt
+	}
+	var start, cEnd, rEnd int
+	switch typ {
+	case TypeTrajectory:
+		p := c.promptEnd
+		if p >= len(cm) || r.promptEnd >= len(rm) {
+			return nil, ReasonEmpty
+		}
+		if p == 0 || p != r.promptEnd || commonPrefix(cm[:p], rm[:p]) < p || !userOrTool(cm[p-1]) {
+			return nil, ReasonPrompt
+		}
+		start, cEnd, rEnd = p, len(cm), len(rm)
+	case TypeStep:
+		if c.promptEnd == 0 || c.promptEnd != r.promptEnd || commonPrefix(cm[:c.promptEnd], rm[:c.promptEnd]) < c.promptEnd {
+			return nil, ReasonPrompt
+		}
+		i := commonPrefix(cm, rm)
+		if i >= len(cm) || i >= len(rm) || cm[i].Role != trajectory.RoleAssistant || rm[i].Role != trajectory.RoleAssistant || !userOrTool(cm[i-1]) {
+			return nil, ReasonOffAssistant
+		}
+		onset := false
+		for _, m := range r.rec.Matches {
+			onset = onset || m.Turn == i
+		}
+		if !onset {
+			return nil, ReasonNotOnset
+		}
+		start, cEnd, rEnd = i, len(cm), len(rm)
+		if b.opt.StepContinuation == ContinueTurn {
+			cEnd, rEnd = i+1, i+1
+		}
+	}
+	if b.opt.MaxMessages > 0 && (cEnd > b.opt.MaxMessages || rEnd > b.opt.MaxMessages) { // prompt + side
+		return nil, ReasonLength
+	}
+	gap := c.reward - r.reward
+	if b.opt.MinGap != nil && gap < *b.opt.MinGap {
+		return nil, ReasonGap
+	}
+	prompt := export.Messages(cm[:start])
+	ch := export.Messages(cm[start:cEnd])
+	rj := export.Messages(rm[start:rEnd])
+	if b.opt.MaxChars > 0 {
+		p := size(prompt)
+		if p+size(ch) > b.opt.MaxChars || p+size(rj) > b.opt.MaxChars {
+			return nil, ReasonLength
+		}
+	}
+	h := sha256.New()
+	for _, part := range [][]trajectory.Message{cm[:start], cm[start:cEnd], rm[start:rEnd]} {
+		fmt.Fprintf(h, "part %d\n", len(part))
+		for i := range part {
+			writeCanonical(h, &part[i])
+		}
+	}
+	var key [32]byte
+	copy(key[:], h.Sum(nil))
+	if b.seen[key] {
+		return nil, ReasonDedup
+	}
+	b.seen[key] = true
+
+	types, kinds, provs := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	for _, m := range r.rec.Matches {
+		if m.Turn < start || m.Turn >= rEnd {
+			continue
+		}
+		types[string(m.Drift)] = true
+		if m.Kind != "" {
+			kinds[string(m.Kind)] = true
+		}
+		for _, p := range m.Provisions {
+			provs[p] = true
+		}
+	}
+	id := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%s\x00%s\x00%d\x00%s", typ, c.rec.TrajID, r.rec.TrajID, start, b.contTag(typ))))
+	tools := c.rec.Tools
+	if tools == nil {
+		tools = []json.RawMessage{}
+	}
+	row := &export.DPORow{
+		Prompt: prompt, Chosen: ch, Rejected: rj, Tools: tools,
+		PairID: hex.EncodeToString(id[:8]), ScenarioID: c.rec.ScenarioID, Domain: c.rec.Domain, Split: split,
+		PairType: typ, ChosenTrajID: c.rec.TrajID, RejectedTrajID: r.rec.TrajID,
+		ChosenCheckpoint: c.rec.Checkpoint, RejectedCheckpoint: r.rec.Checkpoint, DivergenceStep: start,
+		ChosenReward: c.reward, RejectedReward: r.reward, RewardGap: gap,
+		DriftTypes: set(types), ViolationKinds: set(kinds), Provisions: set(provs),
+		SchemaVersion: export.SchemaVersion,
+	}
+	if b.opt.Margin {
+		g := gap
+		row.Margin = &g
+	}
+	return row, ""
+}
+
+func (b *builder) contTag(typ string) string {
+	if typ == TypeStep {
+		return b.opt.StepContinuation
+	}
+	return ""
+}
+
+func promptEnd(ms []trajectory.Message) int {
+	for i, m := range ms {
+		if m.Role == trajectory.RoleAssistant {
+			return i
+		}
+	}
+	return len(ms)
+}
+
+func userOrTool(m trajectory.Message) bool {
+	return m.Role == trajectory.RoleUser || m.Role == trajectory.RoleTool
+}
+
+func size(ms []json.RawMessage) int {
+	n := 0
+	for _, m := range ms {
+		n += len(m)
+	}
+	return n
+}
+
+func set(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,186 @@
+package rewards
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"github.com/antidrift/antidrift/export"
+	"github.com/antidrift/antidrift/pairs"
+	"github.com/antidrift/antidrift/rollout/trajectory"
+)
+
+// TableOptions decide the split column of the rewards table; use the same
+// ratios and seed as for pairs so that both tables agree.
+type TableOptions struct {
+	Ratios pairs.Ratios
+	Seed   int64
+}
+
+// GroupID names a GRPO group: the rollouts of one scenario under one
+// checkpoint (and one framework), "SCENARIO@CHECKPOINT", with "[FRAMEWORK]"
+// appended for a framework other than normal.
+func GroupID(scenarioID, checkpoint, framework string) string {
+	id := scenarioID + "@" + checkpoint
+	if framework != "" && framework != "normal" {
+		id += "[" + framework + "]"
+	}
+	return id
+}
+
+// Summary describes a rewards table.
+type Summary struct {
+	Rows           int                 `json:"rows"`
+	Groups         int                 `json:"groups"`
+	SingletonGroup int                 `json:"singleton_groups"` // groups of one, whose advantage is 0
+	ZeroStdGroups  int                 `json:"zero_std_groups"`  // groups of equal rewards: no learning signal
+	Checkpoints    []CheckpointSummary `json:"checkpoints"`
+	Splits         map[string]int      `json:"splits"`
+	byCheckpoint   map[string]*CheckpointSummary
+}
+
+// CheckpointSummary holds one checkpoint's figures.
+type CheckpointSummary struct {
+	Checkpoint   string  `json:"checkpoint"`
+	Trajectories int     `json:"trajectories"`
+	Groups       int     `json:"groups"`
+	MeanReward   float64 `json:"mean_reward"`
+	MinReward    float64 `json:"min_reward"`
+	MaxReward    float64 `json:"max_reward"`
+	Successes    int     `json:"successes"`
+	Drifting     int     `json:"drifting"`
+	Clean        int     `json:"clean"`
+}
+
+// Table scores every trajectory of the index and emits one row per
+// trajectory (prompt and completion cut by export.SplitPrompt, as the KTO
+// table does), with its group-relative advantage, ordered by scenario,
+// checkpoint name and traj_id. Memory holds one scenario's records at a time.
+func Table(ix *pairs.Index, cfg Config, opt TableOptions, emit func(*export.RewardRow) error) (*Summary, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	sum := &Summary{Splits: map[string]int{}, byCheckpoint: map[string]*CheckpointSummary{}}
+	for _, sid := range ix.Scenarios() {
+		recs, err := ix.Load(sid)
+		if err != nil {
+			return nil, err
+		}
+		groups := map[[2]string][]*trajectory.Record{}
+		var keys [][2]string
+		for _, r := range recs {
+			k := [2]string{r.Checkpoint, r.Framework}
+			if _, ok := groups[k]; !ok {
+				keys = append(keys, k)
+			}
+			groups[k] = append(groups[k], r)
+		}
+		// by name: rows never depend on the order runs are given in
+		sort.Slice(keys, func(i, j int) bool {
+			if keys[i][0] != keys[j][0] {
+				return keys[i][0] < keys[j][0]
+			}
+			return keys[i][1] < keys[j][1]
+		})
+		split := pairs.SplitOf(sid, opt.Ratios, opt.Seed)
+		for _, k := range keys {
+			ck := k[0]
+			g := groups[k]
+			results := make([]Result, len(g))
+			rs := make([]float64, len(g))
+			for i, r := range g {
+				res, err := cfg.Score(r)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", ix.Where(r.TrajID), err)
+				}
+				results[i], rs[i] = res, res.Reward
+			}
+			adv := Advantages(rs)
+			sum.add(ck, g, rs)
+			for i, r := range g {
+				prompt, completion := export.SplitPrompt(r.Messages)
+				row := &export.RewardRow{
+					Prompt:         export.Messages(prompt),
+					Completion:     export.Messages(completion),
+					Tools:          tools(r.Tools),
+					GroupID:        GroupID(sid, ck, k[1]),
+					Reward:         rs[i],
+					Advantage:      adv[i],
+					ProcessRewards: results[i].Process,
+					TrajID:         r.TrajID,
+					ScenarioID:     sid,
+					Domain:         r.Domain,
+					Split:          split,
+					Checkpoint:     ck,
+					Success:        r.Success,
+					Drift:          r.Drift,
+					SchemaVersion:  export.SchemaVersion,
+				}
+				sum.Splits[split]++
+				if err := emit(row); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	for _, c := range sum.byCheckpoint {
+		if c.Trajectories > 0 {
+			c.MeanReward /= float64(c.Trajectories)
+		}
+		sum.Checkpoints = append(sum.Checkpoints, *c)
+	}
+	sort.Slice(sum.Checkpoints, func(i, j int) bool {
+		return ix.LessCheckpoint(sum.Checkpoints[i].Checkpoint, sum.Checkpoints[j].Checkpoint)
+	})
+	return sum, nil
+}
+
+func (s *Summary) add(ck string, g []*trajectory.Record, rs []float64) {
+	c := s.byCheckpoint[ck]
+	if c == nil {
+		c = &CheckpointSummary{Checkpoint: ck, MinReward: rs[0], MaxReward: rs[0]}
+		s.byCheckpoint[ck] = c
+	}
+	s.Rows += len(g)
+	s.Groups++
+	c.Groups++
+	if len(g) == 1 {
+		s.SingletonGroup++
+	} else {
+		same := true
+		for _, r := range rs[1:] {
+			same = same && r == rs[0]
+		}
+		if same {
+			s.ZeroStdGroups++
+		}
+	}
+	for i, r := range g {
+		c.Trajectories++
+		c.MeanReward += rs[i]
+		if rs[i] < c.MinReward {
+			c.MinReward = rs[i]
+		}
+		if rs[i] > c.MaxReward {
+			c.MaxReward = rs[i]
+		}
+		if r.Success {
+			c.Successes++
+		}
+		if r.Drift {
+			c.Drifting++
+		}
+		if r.Clean() {
+			c.Clean++
+		}
+	}
+}
+
+// tools returns the record's tool schemas, never nil (an empty list, not a
+// null, in the exports).
+func tools(ts []json.RawMessage) []json.RawMessage {
+	if ts == nil {
+		return []json.RawMessage{}
+	}
+	return ts
+}

@@ -1,0 +1,236 @@
+package rewards_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/antidrift/antidrift/export"
+	"github.com/antidrift/antidrift/pairs"
+	"github.com/antidrift/antidrift/rewards"
+	"github.com/antidrift/antidrift/rollout/agent"
+	"github.com/antidrift/antidrift/rollout/engine"
+	"github.com/antidrift/antidrift/rollout/policy/sim"
+	"github.com/antidrift/antidrift/rollout/scenario"
+	"github.com/antidrift/antidrift/rollout/store"
+	"github.com/antidrift/antidrift/rollout/suite"
+	"github.com/antidrift/antidrift/rollout/trajectory"
+)
+
+func writeRun(t *testing.T, dir string, recs ...*trajectory.Record) string {
+	t.Helper()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "trajectories"), 0o755))
+	require.NoError(t, store.WriteManifest(dir, store.Manifest{Version: "test", Run: "run-t"}))
+	var buf bytes.Buffer
+	for _, r := range recs {
+		b, err := json.Marshal(r)
+		require.NoError(t, err)
+		buf.Write(b)
+		buf.WriteByte('\n')
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "trajectories", "part-0-of-1.jsonl"), buf.Bytes(), 0o644))
+	return dir
+}
+
+func table(t *testing.T, c rewards.Config, dirs ...string) ([]*export.RewardRow, *rewards.Summary) {
+	t.Helper()
+	ix, err := pairs.OpenIndex(dirs...)
+	require.NoError(t, err)
+	defer ix.Close()
+	var rows []*export.RewardRow
+	sum, err := rewards.Table(ix, c, rewards.TableOptions{Ratios: pairs.DefaultRatios, Seed: 1}, func(r *export.RewardRow) error {
+		rows = append(rows, r)
+		return nil
+	})
+	require.NoError(t, err)
+	return rows, sum
+}
+
+func TestTableHandComputed(t *testing.T) {
+	dir := writeRun(t, t.TempDir(),
+		rec("b1", "s1", "B", true, call{tool: "a"}),
+		rec("a3", "s1", "A", false, call{tool: "x", drift: true}),
+		rec("a1", "s1", "A", true, call{tool: "a"}),
+		rec("a2", "s1", "A", true, call{tool: "a"}, call{tool: "x", drift: true}),
+		rec("c1", "s0", "A", true, call{tool: "a"}),
+		func() *trajectory.Record {
+			r := rec("a0", "s1", "A", false, call{tool: "a"})
+			r.Framework = "react" // another framework: another group
+			return r
+		}(),
+	)
+	rows, sum := table(t, cfg(rewards.Uniform), dir)
+	var got [][3]string
+	for _, r := range rows {
+		got = append(got, [3]string{r.GroupID, r.TrajID, fmt.Sprint(r.Reward)})
+	}
+	assert.Equal(t, [][3]string{
+		{"s0@A", "c1", "1"},
+		{"s1@A", "a1", "1"}, {"s1@A", "a2", "-0.5"}, {"s1@A", "a3", "-0.5"},
+		{"s1@A[react]", "a0", "0"},
+		{"s1@B", "b1", "1"},
+	}, got, "ordered by scenario, checkpoint, traj_id")
+	// Group s1@A: rewards 1, -0.5, -0.5: mean 0; sample std sqrt((1+0.25+0.25)/2) = sqrt(0.75).
+	std := math.Sqrt(0.75) + 1e-4
+	assert.InDelta(t, 1/std, rows[1].Advantage, 1e-12)
+	assert.InDelta(t, -0.5/std, rows[2].Advantage, 1e-12)
+	assert.InDelta(t, -0.5/std, rows[3].Advantage, 1e-12)
+	assert.Zero(t, rows[0].Advantage, "a one-member group has advantage 0")
+	assert.Zero(t, rows[4].Advantage)
+	assert.Zero(t, rows[5].Advantage)
+	assert.Equal(t, []float64{0, -0.5, 0}, rows[2].ProcessRewards)
+	assert.Equal(t, 4, sum.Groups)
+	assert.Equal(t, 3, sum.SingletonGroup)
+	assert.Equal(t, 6, sum.Rows)
+	assert.Equal(t, "s1", rows[2].ScenarioID)
+	assert.Equal(t, "A", rows[2].Checkpoint)
+	assert.True(t, rows[2].Success)
+	assert.True(t, rows[2].Drift)
+	assert.Len(t, rows[2].Prompt, 2)
+	assert.Len(t, rows[2].Completion, 5)
+	assert.Equal(t, export.SchemaVersion, rows[2].SchemaVersion)
+}
+
+func simRun(dir, profile string, seed int64, concurrency int) error {
+	ss, err := suite.Load()
+	if err != nil {
+		return err
+	}
+	p, err := sim.Lookup(profile)
+	if err != nil {
+		return err
+	}
+	name := "sim:" + profile
+	ids := make([]string, len(ss))
+	for i, s := range ss {
+		ids[i] = s.ID
+	}
+	cfg := engine.Config{Scenarios: ss, Policy: sim.New(p, ss), PolicyName: name, Checkpoint: name, Framework: engine.FrameworkNormal,
+		Rollouts: 8, Seed: seed, Concurrency: concurrency, Version: "test", Limits: agent.Limits{MaxSteps: 20}}
+	run, err := store.Open(dir, store.Manifest{Version: "test", Run: "run-" + profile, Plan: store.Plan{ScenarioSource: "builtin",
+		ScenarioHash: scenario.Hash(ss), ScenarioIDs: ids, Policy: name, Checkpoint: name, Framework: cfg.Framework, Rollouts: 8, Seed: seed, Shard: "0/1"}}, false)
+	if err != nil {
+		return err
+	}
+	_, err = engine.Run(context.Background(), cfg, run)
+	return err
+}
+
+func noNull(t *testing.T, what string, v any) {
+	t.Helper()
+	switch x := v.(type) {
+	case nil:
+		t.Errorf("%s: null", what)
+	case map[string]any:
+		for k, e := range x {
+			noNull(t, what+"."+k, e)
+		}
+	case []any:
+		for i, e := range x {
+			noNull(t, fmt.Sprintf("%s[%d]", what, i), e)
+		}
+	}
+}
+
+func TestTableSimulatedFamily(t *testing.T) {
+	ss, err := suite.Load()
+	require.NoError(t, err)
+	byID := map[string]*scenario.Scenario{}
+	for _, s := range ss {
+		byID[s.ID] = s
+	}
+	root := t.TempDir()
+	var dirs []string
+	for _, p := range []string{"base", "dpo-2"} {
+		d := filepath.Join(root, p)
+		require.NoError(t, simRun(d, p, 1, 8))
+		dirs = append(dirs, d)
+	}
+	c := rewards.Default()
+	c.Schemes = rewards.AllSchemes
+	c.Scenarios = byID
+	rows, sum := table(t, c, dirs...)
+	require.Len(t, rows, 2*len(ss)*8)
+	assert.Equal(t, 2*len(ss), sum.Groups)
+
+	groups := map[string][]*export.RewardRow{}
+	splitOf := map[string]string{}
+	for _, r := range rows {
+		groups[r.GroupID] = append(groups[r.GroupID], r)
+		assert.Equal(t, rewards.GroupID(r.ScenarioID, r.Checkpoint, "normal"), r.GroupID)
+		s := 0.0
+		for _, p := range r.ProcessRewards {
+			s += p
+		}
+		assert.InDelta(t, r.Reward, s, 1e-9, "process rewards of %s sum to its reward", r.TrajID)
+		if r.Drift {
+			assert.Less(t, r.Reward, 0.0)
+		} else if r.Success {
+			assert.Equal(t, 1.0, r.Reward)
+		} else {
+			assert.Equal(t, 0.0, r.Reward)
+		}
+		if sp, ok := splitOf[r.ScenarioID]; ok {
+			assert.Equal(t, sp, r.Split)
+		}
+		splitOf[r.ScenarioID] = r.Split
+		for i, m := range append(append([]json.RawMessage{}, r.Prompt...), r.Completion...) {
+			var v map[string]any
+			require.NoError(t, json.Unmarshal(m, &v))
+			noNull(t, fmt.Sprintf("%s message %d", r.TrajID, i), v)
+			if tcs, ok := v["tool_calls"]; ok {
+				for _, tc := range tcs.([]any) {
+					assert.IsType(t, map[string]any{}, tc.(map[string]any)["function"].(map[string]any)["arguments"])
+				}
+			}
+		}
+		assert.Equal(t, "user", func() any {
+			var v map[string]any
+			_ = json.Unmarshal(r.Prompt[len(r.Prompt)-1], &v)
+			return v["role"]
+		}())
+	}
+	// Advantages as TRL computes them, recomputed here from the rewards.
+	for id, g := range groups {
+		require.Len(t, g, 8, id)
+		mean := 0.0
+		for _, r := range g {
+			mean += r.Reward
+		}
+		mean /= float64(len(g))
+		v := 0.0
+		for _, r := range g {
+			v += (r.Reward - mean) * (r.Reward - mean)
+		}
+		std := math.Sqrt(v / float64(len(g)-1))
+		for _, r := range g {
+			assert.InDelta(t, (r.Reward-mean)/(std+1e-4), r.Advantage, 1e-9, id)
+		}
+	}
+
+	// Same inputs, another file order (one episode at a time): identical rows.
+	again := filepath.Join(root, "again")
+	require.NoError(t, simRun(again, "base", 1, 1))
+	a, _ := table(t, c, dirs[0])
+	b, _ := table(t, c, again)
+	assert.True(t, bytes.Equal(jsonl(t, a), jsonl(t, b)))
+}
+
+func jsonl(t *testing.T, rows []*export.RewardRow) []byte {
+	var buf bytes.Buffer
+	for _, r := range rows {
+		b, err := json.Marshal(r)
+		require.NoError(t, err)
+		buf.Write(b)
+		buf.WriteByte('\n')
+	}
+	return buf.Bytes()
+}
