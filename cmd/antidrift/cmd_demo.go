@@ -1,9 +1,12 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -21,56 +24,154 @@ func newDemoCmd() *cobra.Command {
 	var latency time.Duration
 	cmd := &cobra.Command{
 		Use:   "demo",
-		Short: "Run the pipeline on the built-in suite with the simulated checkpoint family",
-		Long: `Run the pipeline offline: start the simulated policies behind an in-process
-OpenAI-compatible endpoint (sim-server), roll out every simulated checkpoint
-(sim:base, sim:sft, sim:dpo-1, sim:dpo-2, sim:overcautious) on the built-in
-suite through the HTTP client, and summarise each run. The checkpoints are
-simulations, not models. Rerunning resumes into the same folder.`,
+		Short: "Run the whole pipeline on the built-in suite with the simulated checkpoint family",
+		Long: `Run the whole pipeline offline: serve the simulated policies behind an
+in-process OpenAI-compatible endpoint (sim-server); roll out every simulated
+checkpoint (sim:base, sim:sft, sim:dpo-1, sim:dpo-2, sim:overcautious, steps
+0-4) on the built-in suite through the HTTP client; score them and write the
+Pareto report; build DPO pairs (trajectory- and step-level), rewards with
+GRPO advantages, and the trajectories and KTO tables, each as Parquet, Arrow
+IPC and JSONL with a dataset card. The checkpoints are simulations, not
+models. Rerunning resumes the rollouts and rewrites the rest.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ss, err := loadScenarios(nil, "")
-			if err != nil {
-				return err
-			}
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				return err
-			}
-			srv := &http.Server{Handler: sim.NewServer(ss, latency), ReadHeaderTimeout: 10 * time.Second}
-			go srv.Serve(ln)
-			defer srv.Close()
-			base := "http://" + ln.Addr().String() + "/v1"
-			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "antidrift demo: %d built-in scenarios x %d rollouts x %d simulated checkpoints, through sim-server at %s\n\n",
-				len(ss), rollouts, len(sim.Profiles), base)
-			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "CHECKPOINT (simulated)\tEPISODES\tTSR\tDR\tCSR\tRUN FOLDER")
-			for i, p := range sim.Profiles {
-				dir := filepath.Join(out, "runs", p.Name)
-				args := []string{"rollout", "--policy", "openai:sim:" + p.Name, "--base-url", base,
-					"--checkpoint", "sim:" + p.Name, "--rollouts", fmt.Sprint(rollouts), "--concurrency", "64",
-					"--seed", "1", "--out", dir, "--json"}
-				// Each checkpoint's summary goes to the table, not to stdout.
-				root := newRootCmd()
-				root.SetArgs(args)
-				root.SetOut(new(strings.Builder))
-				if err := root.Execute(); err != nil {
-					return fmt.Errorf("demo: rollout of sim:%s: %w", p.Name, err)
-				}
-				rs, err := summarizeRun(dir)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(tw, "sim:%s (step %d)\t%d\t%.3f\t%.3f\t%.3f\t%s\n", p.Name, i, rs.Records, rs.TSR, rs.DR, rs.CSR, dir)
-			}
-			tw.Flush()
-			fmt.Fprintf(w, "\nTrajectories (JSONL, one record per episode) are in %s/runs/*/trajectories/.\n", out)
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return runDemo(cmd.OutOrStdout(), out, rollouts, latency) },
 	}
 	cmd.Flags().StringVar(&out, "out", "antidrift-demo", "output folder")
 	cmd.Flags().IntVar(&rollouts, "rollouts", 8, "rollouts per scenario and checkpoint")
 	cmd.Flags().DurationVar(&latency, "latency", 0, "simulated model latency per request")
 	return cmd
+}
+
+// demoStage runs one subcommand as a user would type it; its own output goes
+// to a log file in the demo folder, so the demo prints only its summary.
+func demoStage(log io.Writer, args ...string) error {
+	fmt.Fprintf(log, "\n$ antidrift %s\n", strings.Join(args, " "))
+	root := newRootCmd()
+	root.SetArgs(args)
+	root.SetOut(log)
+	root.SetErr(log)
+	if err := root.Execute(); err != nil {
+		return fmt.Errorf("demo: antidrift %s: %w", args[0], err)
+	}
+	return nil
+}
+
+func runDemo(w io.Writer, out string, rollouts int, latency time.Duration) error {
+	start := time.Now()
+	ss, err := loadScenarios(nil, "")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	logPath := filepath.Join(out, "demo.log")
+	log, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: sim.NewServer(ss, latency), ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	defer srv.Close()
+	base := "http://" + ln.Addr().String() + "/v1"
+	fmt.Fprintf(w, "antidrift demo: %d built-in scenarios × %d rollouts × %d simulated checkpoints, through sim-server at %s\n",
+		len(ss), rollouts, len(sim.Profiles), base)
+
+	var runs []string
+	for i, p := range sim.Profiles {
+		dir := filepath.Join(out, "runs", p.Name)
+		runs = append(runs, dir)
+		if err := demoStage(log, "rollout", "--policy", "openai:sim:"+p.Name, "--base-url", base,
+			"--checkpoint", "sim:"+p.Name, "--step", fmt.Sprint(i), "--rollouts", fmt.Sprint(rollouts),
+			"--concurrency", "64", "--seed", "1", "--out", dir, "--json"); err != nil {
+			return err
+		}
+	}
+	report := filepath.Join(out, "report")
+	stages := [][]string{
+		append([]string{"pareto", "--out", report}, runs...),
+		append([]string{"pairs", "--out", filepath.Join(out, "pairs"), "--step-pairs", "--format", "parquet,arrow,jsonl"}, runs...),
+		append([]string{"rewards", "--out", filepath.Join(out, "rewards"), "--format", "parquet,arrow,jsonl"}, runs...),
+		append([]string{"export", "--table", "trajectories", "--out", filepath.Join(out, "trajectories"), "--format", "parquet,arrow,jsonl"}, runs...),
+		append([]string{"export", "--table", "kto", "--out", filepath.Join(out, "kto"), "--format", "parquet,arrow,jsonl"}, runs...),
+	}
+	for _, args := range stages {
+		if err := demoStage(log, args...); err != nil {
+			return err
+		}
+	}
+	return demoSummary(w, out, report, logPath, time.Since(start))
+}
+
+// demoSummary prints the checkpoints on the Pareto plane and what was made.
+func demoSummary(w io.Writer, out, report, logPath string, elapsed time.Duration) error {
+	var rep struct {
+		Points []struct {
+			Checkpoint string   `json:"checkpoint"`
+			Step       int      `json:"step"`
+			N          int      `json:"n"`
+			TSR        float64  `json:"tsr"`
+			DR         float64  `json:"dr"`
+			CSR        float64  `json:"csr"`
+			CCSR       *float64 `json:"ccsr"`
+			OnFront    bool     `json:"on_front"`
+			Collapse   bool     `json:"collapse"`
+		} `json:"points"`
+		Hypervolume float64 `json:"hypervolume"`
+		Moves       []struct {
+			Summary string `json:"summary"`
+		} `json:"moves"`
+	}
+	b, err := os.ReadFile(filepath.Join(report, "report.json"))
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return fmt.Errorf("demo: %s: %w", filepath.Join(report, "report.json"), err)
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "STEP\tCHECKPOINT (simulated)\tEPISODES\tTSR\tDR\tCSR\tCCSR\tPARETO")
+	for _, p := range rep.Points {
+		ccsr := "n/a"
+		if p.CCSR != nil {
+			ccsr = fmt.Sprintf("%.3f", *p.CCSR)
+		}
+		mark := "dominated"
+		if p.OnFront {
+			mark = "front"
+		}
+		if p.Collapse {
+			mark += ", capability collapse"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%.3f\t%.3f\t%.3f\t%s\t%s\n", p.Step, p.Checkpoint, p.N, p.TSR, p.DR, p.CSR, ccsr, mark)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\nhypervolume %.3f; moves between consecutive steps (paired bootstrap, 95%%):\n", rep.Hypervolume)
+	for _, m := range rep.Moves {
+		fmt.Fprintf(w, "  %s\n", m.Summary)
+	}
+	fmt.Fprintf(w, "\nMade in %s (%.1fs):\n", out, elapsed.Seconds())
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, row := range [][2]string{
+		{"runs/<checkpoint>/", "run folders: manifest.json, trajectories/*.jsonl (one record per episode)"},
+		{"report/", "Pareto report: report.html, report.md, report.json, pareto.png/.svg, drift plots"},
+		{"pairs/", "DPO pairs (trajectory and drift-onset step pairs): dpo.parquet/.arrow/.jsonl, pairs_stats.json, README.md"},
+		{"rewards/", "rewards with GRPO advantages and process rewards: rewards.parquet/.arrow/.jsonl, README.md"},
+		{"trajectories/", "every trajectory with its labels: trajectories.parquet/.arrow/.jsonl, README.md"},
+		{"kto/", "KTO examples (clean successes desirable, drift undesirable): kto.parquet/.arrow/.jsonl, README.md"},
+		{filepath.Base(logPath), "what each stage printed"},
+	} {
+		fmt.Fprintf(tw, "  %s\t%s\n", row[0], row[1])
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\nOpen %s, or load %s in TRL as its README.md shows.\n",
+		filepath.Join(report, "report.html"), filepath.Join(out, "pairs", "dpo.parquet"))
+	return nil
 }

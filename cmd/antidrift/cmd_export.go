@@ -50,7 +50,7 @@ scenario id, so no scenario spans two splits.`,
 	fl.StringVar(&f.out, "out", "", "output folder")
 	fl.StringVar(&f.formats, "format", "parquet,arrow,jsonl", "formats, comma-separated: parquet, arrow, jsonl")
 	fl.StringVar(&f.split, "split", "0.8,0.1,0.1", "shares of scenarios in train,validation,test")
-	fl.Int64Var(&f.seed, "seed", 0, "seed of the scenario-hash split")
+	fl.Int64Var(&f.seed, "seed", 1, "seed of the scenario-hash split (the same as for pairs and rewards)")
 	fl.IntVar(&f.rowGroupRows, "row-group-rows", export.DefaultRowGroupRows, "rows per Parquet row group and Arrow record batch")
 	fl.Float64Var(&f.alpha, "alpha", 1, "kto reward: weight of clean success")
 	fl.Float64Var(&f.lambda, "lambda", 0.5, "kto reward: penalty per drift step (uniform weights)")

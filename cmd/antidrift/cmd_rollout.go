@@ -39,6 +39,7 @@ type rolloutFlags struct {
 	out         string
 	shard       string
 	checkpoint  string
+	step        int
 	run         string
 	force       bool
 	asJSON      bool
@@ -83,6 +84,7 @@ The API key comes from the environment variable named by --api-key-env
 	fl.StringVar(&f.out, "out", "", "run folder")
 	fl.StringVar(&f.shard, "shard", "0/1", "run shard i of n (i/n), for batch schedulers; join with merge")
 	fl.StringVar(&f.checkpoint, "checkpoint", "", "checkpoint name recorded in every trajectory (default: the policy)")
+	fl.IntVar(&f.step, "step", -1, "the checkpoint's training step, recorded in the manifest for pareto (-1: unknown)")
 	fl.StringVar(&f.run, "run", "", "run name recorded in every trajectory (default: derived from the plan)")
 	fl.BoolVar(&f.force, "force", false, "start over in a folder holding another plan (old trajectories are moved aside)")
 	fl.BoolVar(&f.asJSON, "json", false, "print the summary as JSON on stdout")
@@ -146,6 +148,10 @@ func runRollout(cmd *cobra.Command, f rolloutFlags) error {
 	}
 	if kind == "openai" {
 		man.Settings.APIKeyEnv = f.endpoint.apiKeyEnv
+	}
+	if f.step >= 0 {
+		step := f.step
+		man.Step = &step
 	}
 	if f.episodeTime > 0 {
 		man.Settings.EpisodeTime = f.episodeTime.String()

@@ -31,6 +31,9 @@ type Manifest struct {
 	Plan     Plan     `json:"plan"`
 	Settings Settings `json:"settings"`
 	Shards   []string `json:"merged_from,omitempty"`
+	// Step is the checkpoint's training step, when known (rollout --step,
+	// rescore); pareto orders checkpoints by it.
+	Step *int `json:"step,omitempty"`
 }
 
 // Plan is the part of the configuration that must match on resume.

@@ -1,0 +1,220 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+
+	"github.com/antidrift/antidrift/rewards/metrics"
+	"github.com/antidrift/antidrift/rewards/pareto"
+	"github.com/antidrift/antidrift/rewards/report"
+	"github.com/spf13/cobra"
+)
+
+func init() { register(newParetoCmd) }
+
+func newParetoCmd() *cobra.Command {
+	var f scoreFlags
+	var out, ckptFile, title string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "pareto RUN... --out DIR",
+		Short: "Place checkpoints on the DR-CSR Pareto front and write a report with plots",
+		Long: `Score each checkpoint of the run folders and place it at (DR, CSR) with
+95% bootstrap intervals; find the Pareto front (lower DR, higher CSR), its
+hypervolume against (DR = 1, CSR = 0), and compare consecutive checkpoints
+with a paired bootstrap over their shared scenarios (improvement, trade-off,
+regression or no significant change). A checkpoint whose DR falls while its
+CCSR falls significantly (and its CSR does not rise significantly) is flagged
+as capability collapse: it drifts less because it does less.
+
+Checkpoints are ordered by training step: from --checkpoints (a
+checkpoints.json, as rescore takes, matched by checkpoint name), else from a
+"step" in every run's manifest.json, else by the order of the run folders on
+the command line (the first folder is step 0).
+
+Writes report.json, report.md, report.html (self-contained), pareto.svg and
+pareto.png, drift_by_domain.svg/.png and drift_positions.svg/.png into --out.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts, err := f.options(metrics.DefaultKeys)
+			if err != nil {
+				return err
+			}
+			runs, err := metrics.ReadRuns(args)
+			if err != nil {
+				return err
+			}
+			var steps stepSource
+			if ckptFile != "" {
+				cks, err := readCheckpoints(ckptFile)
+				if err != nil {
+					return err
+				}
+				steps = stepsFromCheckpoints(ckptFile, cks)
+			} else if steps, err = stepsFromRuns(runs); err != nil {
+				return err
+			}
+			rep, err := buildReport(runs, opts, f.scenarios, steps, title)
+			if err != nil {
+				return err
+			}
+			if err := rep.Write(out); err != nil {
+				return err
+			}
+			return printPareto(cmd.OutOrStdout(), rep, out, asJSON)
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "", "report folder")
+	cmd.Flags().StringVar(&ckptFile, "checkpoints", "", "checkpoints.json giving each checkpoint's step")
+	cmd.Flags().StringVar(&title, "title", "Checkpoint Pareto report", "report title")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print report.json on stdout")
+	_ = cmd.MarkFlagRequired("out")
+	f.register(cmd, "seed", true)
+	return cmd
+}
+
+// stepSource gives each checkpoint's step, and says where steps come from.
+type stepSource struct {
+	describe string
+	step     func(checkpoint string) (int, error)
+}
+
+func stepsFromCheckpoints(file string, cks []checkpointSpec) stepSource {
+	return stepSource{
+		describe: "from " + file,
+		step: func(name string) (int, error) {
+			for _, c := range cks {
+				if c.Name == name {
+					return c.Step, nil
+				}
+			}
+			return 0, fmt.Errorf("checkpoint %q of the runs is not in %s", name, file)
+		},
+	}
+}
+
+// stepsFromRuns takes steps from the manifests when every run has one,
+// else from the order of the runs.
+func stepsFromRuns(runs []metrics.RunInfo) (stepSource, error) {
+	fromManifest := map[string]int{}
+	order := map[string]int{}
+	all := true
+	for i, r := range runs {
+		ck := r.Manifest.Plan.Checkpoint
+		if _, ok := order[ck]; !ok {
+			order[ck] = i
+		}
+		s, ok, err := manifestStep(r.Dir)
+		if err != nil {
+			return stepSource{}, err
+		}
+		if !ok {
+			all = false
+			continue
+		}
+		if old, dup := fromManifest[ck]; dup && old != s {
+			return stepSource{}, fmt.Errorf("%s: step %d, but another run of checkpoint %s has step %d", filepath.Join(r.Dir, "manifest.json"), s, ck, old)
+		}
+		fromManifest[ck] = s
+	}
+	steps, describe := order, "the order of the run folders on the command line (the first is step 0)"
+	if all {
+		steps, describe = fromManifest, "from the run manifests"
+	}
+	return stepSource{describe: describe, step: func(name string) (int, error) {
+		s, ok := steps[name]
+		if !ok {
+			return 0, fmt.Errorf("checkpoint %q has records but no run whose plan names it", name)
+		}
+		return s, nil
+	}}, nil
+}
+
+// manifestStep reads a "step" from a manifest, at the top level or in its
+// plan, when there is one.
+func manifestStep(dir string) (int, bool, error) {
+	path := filepath.Join(dir, "manifest.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, false, err
+	}
+	var m struct {
+		Step *json.Number `json:"step"`
+		Plan struct {
+			Step *json.Number `json:"step"`
+		} `json:"plan"`
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return 0, false, fmt.Errorf("%s: %w", path, err)
+	}
+	n, where := m.Step, "step"
+	if n == nil {
+		n, where = m.Plan.Step, "plan.step"
+	}
+	if n == nil {
+		return 0, false, nil
+	}
+	s, err := n.Int64()
+	if err != nil {
+		return 0, false, fmt.Errorf("%s: %s: want an integer, got %s", path, where, n.String())
+	}
+	return int(s), true, nil
+}
+
+// buildReport scores the runs by checkpoint and framework and analyses the
+// points.
+func buildReport(runs []metrics.RunInfo, opts metrics.Options, scenarios []string, steps stepSource, title string) (*report.Report, error) {
+	res, err := metrics.Score(runs, opts, scenarios)
+	if err != nil {
+		return nil, err
+	}
+	var ins []pareto.Input
+	for _, g := range res.Groups {
+		s, err := steps.step(g.Key(metrics.ByCheckpoint))
+		if err != nil {
+			return nil, err
+		}
+		ins = append(ins, pareto.FromGroup(g, s))
+	}
+	an, err := pareto.Analyze(ins, opts.Bootstrap)
+	if err != nil {
+		return nil, err
+	}
+	dirs := make([]string, len(runs))
+	for i, r := range runs {
+		dirs[i] = r.Dir
+	}
+	return report.New(title, dirs, steps.describe, res, an)
+}
+
+func printPareto(w io.Writer, rep *report.Report, out string, asJSON bool) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "STEP\tCHECKPOINT\tDR\tCSR\tCCSR\tFRONT\tCOLLAPSE")
+	for _, p := range rep.Points {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Step, p.Label, fmtCI(p.DR, p.DRCI), fmtCI(p.CSR, p.CSRCI),
+			fmtCI(p.CCSR, p.CCSRCI), yesNoFlag(p.OnFront), yesNoFlag(p.Collapse))
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\nhypervolume %.4f (reference DR = 1, CSR = 0); front: %v\n", rep.Hypervolume, rep.Front)
+	for _, m := range rep.Moves {
+		fmt.Fprintf(w, "  %s\n", m.Summary)
+	}
+	fmt.Fprintf(w, "\nreport: %s\n", filepath.Join(out, "report.html"))
+	return nil
+}
+
+func yesNoFlag(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/antidrift/antidrift/rewards/metrics"
+	"github.com/antidrift/antidrift/rollout/provisions"
+	"github.com/spf13/cobra"
+)
+
+// scoreFlags are the flags every scoring command shares.
+type scoreFlags struct {
+	k          int
+	replicates int
+	seed       uint64
+	scenarios  []string
+	provisions string
+}
+
+// register adds the flags; seedFlag names the bootstrap seed's flag (rescore
+// keeps --seed for the rollouts), and withScenarios adds --scenarios.
+func (f *scoreFlags) register(cmd *cobra.Command, seedFlag string, withScenarios bool) {
+	fl := cmd.Flags()
+	fl.IntVar(&f.k, "k", 0, "k of pass^k; 0: the runs' rollouts per scenario (the smallest, when they differ)")
+	fl.IntVar(&f.replicates, "bootstrap", metrics.DefaultReplicates, "bootstrap replicates (resampling scenarios)")
+	fl.Uint64Var(&f.seed, seedFlag, 1, "bootstrap seed")
+	if withScenarios {
+		fl.StringSliceVar(&f.scenarios, "scenarios", nil, "scenario files or folders the runs used (default: each manifest's plan.scenario_source)")
+	}
+	fl.StringVar(&f.provisions, "provisions", "", "provisions catalogue (default: the built-in one)")
+}
+
+func (f *scoreFlags) options(by []metrics.Key) (metrics.Options, error) {
+	if f.k < 0 {
+		return metrics.Options{}, fmt.Errorf("--k must be at least 1 (or 0 for the runs' rollouts), got %d", f.k)
+	}
+	if f.replicates < 1 {
+		return metrics.Options{}, fmt.Errorf("--bootstrap must be at least 1, got %d", f.replicates)
+	}
+	opts := metrics.Options{By: by, K: f.k, Bootstrap: metrics.Bootstrap{Replicates: f.replicates, Seed: f.seed}}
+	if f.provisions != "" {
+		cat, err := provisions.LoadFile(f.provisions)
+		if err != nil {
+			return opts, err
+		}
+		opts.Catalogue = cat
+	}
+	return opts, nil
+}
+
+func init() { register(newScoreCmd) }
+
+func newScoreCmd() *cobra.Command {
+	var f scoreFlags
+	var by string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "score RUN...",
+		Short: "Score run folders: TSR, DR, CSR, CCSR and the rest, with bootstrap intervals",
+		Long: `Score the trajectories of run folders, one group per (checkpoint, framework)
+by default. Metrics: TSR, DR, CSR, CCSR = CSR/(1-DR) (null when DR = 1),
+DR@any, persistence PR = DR@any/DR, pass^k, per-rollout DR, breakdowns by
+domain, drift type, violation kind, provision and jurisdiction, drift
+positions, drift-type correlations, least privilege and exposure. Intervals
+are 95% percentile bootstrap intervals over scenarios (all rollouts of a
+scenario resampled together), reproducible for a --seed.
+
+Records are streamed: memory grows with the number of scenarios, not of
+trajectories. Least-privilege and exposure metrics need the scenarios: they
+are loaded from each manifest's plan.scenario_source (or --scenarios) and
+must match the run's scenario hash.
+
+--by takes one key or a comma-separated list: checkpoint, framework, domain,
+drift_type. With drift_type, a group's "drift" is drift of that type.
+--json prints {"groups": [...]} with the grouping keys and every metric.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			keys, err := metrics.ParseKeys(by)
+			if err != nil {
+				return fmt.Errorf("--by: %w", err)
+			}
+			opts, err := f.options(keys)
+			if err != nil {
+				return err
+			}
+			runs, err := metrics.ReadRuns(args)
+			if err != nil {
+				return err
+			}
+			res, err := metrics.Score(runs, opts, f.scenarios)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(res)
+			}
+			printScores(cmd.OutOrStdout(), res)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&by, "by", "checkpoint,framework", "grouping: checkpoint, framework, domain, drift_type, or a comma-separated list")
+	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"groups": [...]} as JSON`)
+	f.register(cmd, "seed", true)
+	return cmd
+}
+
+// withCI is "0.483 [0.401,0.566]", or "-" when undefined.
+func fmtCI(v metrics.Num, ci metrics.CI) string {
+	if !v.Defined() {
+		return "-"
+	}
+	if !ci[0].Defined() || !ci[1].Defined() {
+		return fmt.Sprintf("%.3f", float64(v))
+	}
+	return fmt.Sprintf("%.3f [%.3f,%.3f]", float64(v), float64(ci[0]), float64(ci[1]))
+}
+
+func fmtNum(v metrics.Num) string {
+	if !v.Defined() {
+		return "-"
+	}
+	return fmt.Sprintf("%.3f", float64(v))
+}
+
+func printScores(w io.Writer, res *metrics.Result) {
+	keys := make([]string, len(res.By))
+	for i, k := range res.By {
+		keys[i] = strings.ToUpper(string(k))
+	}
+	head := strings.Join(keys, "\t")
+	if head != "" {
+		head += "\t"
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "%sN\tSCEN\tTSR\tDR\tCSR\tCCSR\tDR@ANY\tPR\tPASS^%d\tDR_r MEAN±SD\n", head, res.K)
+	vals := func(g *metrics.Group) string {
+		s := ""
+		for _, kv := range g.Keys {
+			s += kv.Value + "\t"
+		}
+		return s
+	}
+	for _, g := range res.Groups {
+		fmt.Fprintf(tw, "%s%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s±%s\n", vals(g), g.N, g.Scenarios,
+			fmtCI(g.TSR, g.TSRCI), fmtCI(g.DR, g.DRCI), fmtCI(g.CSR, g.CSRCI), fmtCI(g.CCSR, g.CCSRCI),
+			fmtCI(g.DRAny, g.DRAnyCI), fmtCI(g.PR, g.PRCI), fmtCI(g.PassK, g.PassKCI), fmtNum(g.DRRolloutMean), fmtNum(g.DRRolloutStd))
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "%sOVER-PRIV\tEXACT-MIN\tNO-ACTION\tFAIL\tRISK-VIS/STEP\tUNAUTH-EXPOSURE\tPREMATURE-HIGH-RISK\n", head)
+	for _, g := range res.Groups {
+		lp, ex := g.LeastPrivilege, g.Exposure
+		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\t%s\t%s\t%s\n", vals(g),
+			fmtNum(lp.OverPrivilege.Value), fmtNum(lp.ExactMinimal.Value), fmtNum(lp.NoAction.Value), fmtNum(lp.Fail.Value),
+			fmtNum(ex.RiskVisiblePerStep.Value), fmtNum(ex.Unauthorized.Value), fmtNum(ex.PrematureHighRisk.Value))
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\n95%% bootstrap intervals over scenarios (%d replicates, seed %d). --json for every metric and breakdown.\n", res.Replicates, res.Seed)
+}

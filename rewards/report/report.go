@@ -1,0 +1,208 @@
+// Package report writes the checkpoint Pareto report: report.json (the
+// points, front, hypervolume and moves, plus per-domain drift and drift
+// positions), report.md, a self-contained report.html, and plots made with
+// gonum/plot (pareto, per-domain drift bars, drift-position densities) as
+// SVG and PNG. Everything it writes is a function of its input: the same
+// runs and seed give byte-identical files.
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/antidrift/antidrift/rewards/metrics"
+	"github.com/antidrift/antidrift/rewards/pareto"
+	"github.com/antidrift/antidrift/rollout/scenario"
+)
+
+// Report is report.json.
+type Report struct {
+	Title       string          `json:"title"`
+	Runs        []string        `json:"runs"`
+	StepSource  string          `json:"step_source"`
+	K           int             `json:"k"`
+	Points      []*pareto.Point `json:"points"`
+	Front       []string        `json:"front"`
+	Hypervolume float64         `json:"hypervolume"`
+	Reference   [2]float64      `json:"reference"`
+	Moves       []*pareto.Move  `json:"moves"`
+	Bootstrap   BootstrapInfo   `json:"bootstrap"`
+	Domains     []string        `json:"domains"`
+	// DriftByDomain holds, per checkpoint (in point order), DR per domain.
+	DriftByDomain []DomainDrift `json:"drift_by_domain"`
+	// Positions holds, per checkpoint, the drift-position densities.
+	Positions []PositionDensity `json:"drift_positions"`
+	Files     []string          `json:"files"`
+}
+
+// BootstrapInfo says how the intervals were made.
+type BootstrapInfo struct {
+	Replicates int     `json:"replicates"`
+	Seed       uint64  `json:"seed"`
+	Level      float64 `json:"level"`
+	Unit       string  `json:"unit"`
+}
+
+// DomainDrift is one checkpoint's DR per domain.
+type DomainDrift struct {
+	Label   string                      `json:"label"`
+	Domains map[string]metrics.Estimate `json:"dr"`
+}
+
+// PositionDensity is one checkpoint's drift-position densities by drift
+// type ("all" and each type with drifting calls).
+type PositionDensity struct {
+	Label   string               `json:"label"`
+	Calls   map[string]int       `json:"calls"`
+	Grid    []float64            `json:"grid"`
+	Density map[string][]float64 `json:"density"`
+}
+
+// Files written by Write.
+var Files = []string{
+	"report.json", "report.md", "report.html",
+	"pareto.svg", "pareto.png",
+	"drift_by_domain.svg", "drift_by_domain.png",
+	"drift_positions.svg", "drift_positions.png",
+}
+
+// New assembles the report of an analysis; groups are the scored groups of
+// the points (by checkpoint and framework), matched to points by label.
+func New(title string, runs []string, stepSource string, res *metrics.Result, an *pareto.Report) (*Report, error) {
+	r := &Report{
+		Title: title, Runs: runs, StepSource: stepSource, K: res.K,
+		Points: an.Points, Front: an.Front, Hypervolume: an.Hypervolume, Reference: an.Reference, Moves: an.Moves,
+		Bootstrap: BootstrapInfo{Replicates: an.Replicates, Seed: an.Seed, Level: an.Level, Unit: "scenario (all its rollouts resampled together)"},
+		Files:     Files,
+	}
+	byKey := map[[2]string]*metrics.Group{}
+	for _, g := range res.Groups {
+		byKey[[2]string{g.Key(metrics.ByCheckpoint), g.Key(metrics.ByFramework)}] = g
+	}
+	domains := map[string]bool{}
+	for _, p := range an.Points {
+		g := byKey[[2]string{p.Checkpoint, p.Framework}]
+		if g == nil {
+			return nil, fmt.Errorf("report: no scores for checkpoint %s (%s)", p.Checkpoint, p.Framework)
+		}
+		dd := DomainDrift{Label: p.Label, Domains: map[string]metrics.Estimate{}}
+		for d, b := range g.Domains {
+			dd.Domains[d] = b.DR
+			domains[d] = true
+		}
+		r.DriftByDomain = append(r.DriftByDomain, dd)
+		pd := PositionDensity{Label: p.Label, Calls: g.Positions.Calls, Grid: g.Positions.Grid, Density: g.Positions.Density}
+		r.Positions = append(r.Positions, pd)
+	}
+	for d := range domains {
+		r.Domains = append(r.Domains, d)
+	}
+	sort.Strings(r.Domains)
+	return r, nil
+}
+
+// Write writes every file of the report into dir (created if needed). Each
+// file is written to a temporary name and renamed, so a report is never
+// left half-written.
+func (r *Report) Write(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	plots, err := r.plots()
+	if err != nil {
+		return err
+	}
+	js, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	html, err := r.html(plots)
+	if err != nil {
+		return err
+	}
+	files := map[string][]byte{
+		"report.json": append(js, '\n'),
+		"report.md":   []byte(r.markdown()),
+		"report.html": html,
+	}
+	for name, p := range plots {
+		files[name+".svg"] = p.svg
+		files[name+".png"] = p.png
+	}
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if err := writeAtomic(filepath.Join(dir, n), files[n]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("report: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	return nil
+}
+
+// ci formats a value with its interval: "0.483 [0.401, 0.566]".
+func ci(v metrics.Num, c metrics.CI) string {
+	if !v.Defined() {
+		return "undefined"
+	}
+	s := fmt.Sprintf("%.3f", float64(v))
+	if c[0].Defined() && c[1].Defined() {
+		s += fmt.Sprintf(" [%.3f, %.3f]", float64(c[0]), float64(c[1]))
+	}
+	return s
+}
+
+// dci formats a signed change with its interval.
+func dci(v metrics.Num, c metrics.CI) string {
+	if !v.Defined() {
+		return "undefined"
+	}
+	s := fmt.Sprintf("%+.3f", float64(v))
+	if c[0].Defined() && c[1].Defined() {
+		s += fmt.Sprintf(" [%+.3f, %+.3f]", float64(c[0]), float64(c[1]))
+	}
+	return s
+}
+
+// driftTypes is "all" then the drift types, the order of density curves.
+func driftTypes() []string {
+	out := []string{"all"}
+	for _, t := range scenario.DriftTypes {
+		out = append(out, string(t))
+	}
+	return out
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
