@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"strconv"
@@ -115,9 +114,7 @@ func runExport(cmd *cobra.Command, dirs []string, f exportFlags) error {
 		fmt.Fprintf(cmd.ErrOrStderr(), "antidrift: %d duplicate records (same traj_id) were dropped\n", res.Duplicates)
 	}
 	if f.json {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(struct {
+		return writeJSON(out, struct {
 			Table      export.CardTable   `json:"table"`
 			Out        string             `json:"out"`
 			Records    int                `json:"records"`

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -263,9 +262,7 @@ func runJudge(cmd *cobra.Command, dir string, f judgeFlags) error {
 		return err
 	}
 	if f.asJSON {
-		enc := json.NewEncoder(cmd.OutOrStdout())
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(sum); err != nil {
+		if err := writeJSON(cmd.OutOrStdout(), sum); err != nil {
 			return err
 		}
 	} else {

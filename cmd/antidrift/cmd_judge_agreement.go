@@ -79,9 +79,7 @@ func runJudgeAgreement(cmd *cobra.Command, dir string, f agreementFlags) error {
 	ag := labels.Compare(la, lb)
 	rep := agreementReport{Run: dir, A: a, B: b, KindA: kindOf(la), KindB: kindOf(lb), Agreement: ag}
 	if f.asJSON {
-		enc := json.NewEncoder(cmd.OutOrStdout())
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return writeJSON(cmd.OutOrStdout(), rep)
 	}
 	rep.print(cmd.OutOrStdout(), f.show)
 	return nil

@@ -193,9 +193,7 @@ func buildReport(runs []metrics.RunInfo, opts metrics.Options, scenarios []strin
 
 func printPareto(w io.Writer, rep *report.Report, out string, asJSON bool) error {
 	if asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return writeJSON(w, rep)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "STEP\tCHECKPOINT\tDR\tCSR\tCCSR\tFRONT\tCOLLAPSE")

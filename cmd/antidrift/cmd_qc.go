@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -197,9 +196,7 @@ func runQC(cmd *cobra.Command, f qcFlags) error {
 		}
 	}
 	if f.asJSON {
-		enc := json.NewEncoder(cmd.OutOrStdout())
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
+		if err := writeJSON(cmd.OutOrStdout(), rep); err != nil {
 			return err
 		}
 	} else {

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -391,15 +389,4 @@ func printRewards(w io.Writer, sum *rewards.Summary, ix *pairs.Index) {
 	if ix.Duplicates > 0 {
 		fmt.Fprintf(w, "%d duplicate records (same traj_id) dropped\n", ix.Duplicates)
 	}
-}
-
-func writeJSON(w io.Writer, v any) error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		return err
-	}
-	_, err := w.Write(buf.Bytes())
-	return err
 }

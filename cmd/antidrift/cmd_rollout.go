@@ -187,9 +187,7 @@ func runRollout(cmd *cobra.Command, f rolloutFlags) error {
 	rs.Run, rs.Out, rs.Planned, rs.Skipped, rs.Ran, rs.InfraErrors = runName, f.out, sum.Planned, sum.Skipped, sum.Ran, sum.InfraErrors
 	rs.ElapsedSeconds = sum.Elapsed.Seconds()
 	if f.asJSON {
-		enc := json.NewEncoder(cmd.OutOrStdout())
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rs); err != nil {
+		if err := writeJSON(cmd.OutOrStdout(), rs); err != nil {
 			return err
 		}
 	} else {

@@ -95,9 +95,7 @@ func newScenariosListCmd() *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(rows)
+				return writeJSON(out, rows)
 			}
 			fmt.Fprintf(out, "%-48s %-14s %5s %5s %5s  %s\n", "ID", "DOMAIN", "TOOLS", "REQ", "VIOL", "DRIFT TYPES")
 			for _, r := range rows {

@@ -3,8 +3,10 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -60,4 +62,11 @@ func run(args []string) int {
 	}
 	fmt.Fprintln(os.Stderr, "antidrift:", err)
 	return 1
+}
+
+// writeJSON prints v as indented JSON, the --json output of every command.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
