@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/antidrift/antidrift/rollout/store"
 	"github.com/antidrift/antidrift/rollout/trajectory"
 )
 
@@ -385,10 +386,12 @@ func TestEmptyTable(t *testing.T) {
 func simRecords(t *testing.T) []trajectory.Record {
 	t.Helper()
 	dir := simRun(t, filepath.Join(t.TempDir(), "run"), "base", 3, 7, 4)
-	idx, err := IndexRuns(dir)
+	idx, err := store.OpenIndex(dir)
 	require.NoError(t, err)
+	defer idx.Close()
+	idx.Sort(store.ByCheckpoint, store.ByFramework, store.ByScenario, store.ByRollout, store.BySeed, store.ByRun)
 	var recs []trajectory.Record
-	require.NoError(t, idx.Each(func(r *trajectory.Record) error { recs = append(recs, *r); return nil }))
+	require.NoError(t, idx.Each(func(_ int, r *trajectory.Record) error { recs = append(recs, *r); return nil }))
 	require.NotEmpty(t, recs)
 	return recs
 }

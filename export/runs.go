@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/antidrift/antidrift/rollout/store"
 	"github.com/antidrift/antidrift/rollout/trajectory"
 )
 
@@ -38,9 +39,12 @@ type RunsResult struct {
 	Metrics    []MetricRow
 }
 
-// ExportRuns streams the records of run folders, in a deterministic order
-// (see RecordIndex), into one table and writes the dataset card beside it.
-// Memory is one row group plus the index (about 64 bytes per record).
+// ExportRuns streams the records of run folders into one table and writes
+// the dataset card beside it. Records go in the order of checkpoint,
+// framework, scenario, rollout, seed, run and traj_id, so that an export
+// never depends on the order episodes finished in; copies of an episode
+// (same traj_id) are dropped. Memory is one row group plus the index
+// (store.Index: 64 bytes per record).
 func ExportRuns(cfg RunsConfig) (RunsResult, error) {
 	var res RunsResult
 	if cfg.Split == nil {
@@ -49,11 +53,14 @@ func ExportRuns(cfg RunsConfig) (RunsResult, error) {
 	if cfg.Name == "" {
 		cfg.Name = cfg.Table
 	}
-	idx, err := IndexRuns(cfg.Dirs...)
+	idx, err := store.OpenIndex(cfg.Dirs...)
 	if err != nil {
 		return res, err
 	}
+	defer idx.Close()
+	idx.Sort(store.ByCheckpoint, store.ByFramework, store.ByScenario, store.ByRollout, store.BySeed, store.ByRun)
 	res.Duplicates = idx.Duplicates
+	runs := manifestRuns(idx)
 	counts := map[[2]string]*[4]int64{} // n, success, drift, clean per checkpoint × framework
 	count := func(rec *trajectory.Record) {
 		k := [2]string{rec.Checkpoint, rec.Framework}
@@ -79,7 +86,7 @@ func ExportRuns(cfg RunsConfig) (RunsResult, error) {
 		if err != nil {
 			return res, err
 		}
-		err = idx.Each(func(rec *trajectory.Record) error {
+		err = idx.Each(func(_ int, rec *trajectory.Record) error {
 			res.Records++
 			count(rec)
 			row := TrajectoryRowOf(rec, cfg.Split(rec.ScenarioID))
@@ -98,7 +105,7 @@ func ExportRuns(cfg RunsConfig) (RunsResult, error) {
 		if err != nil {
 			return res, err
 		}
-		err = idx.Each(func(rec *trajectory.Record) error {
+		err = idx.Each(func(_ int, rec *trajectory.Record) error {
 			res.Records++
 			count(rec)
 			reward := 0.0
@@ -145,7 +152,7 @@ func ExportRuns(cfg RunsConfig) (RunsResult, error) {
 		return res, nil
 	}
 	m := cfg.Manifest
-	fillManifest(&m, idx.Runs)
+	fillManifest(&m, runs)
 	if m.ToolkitVersion == "" {
 		m.ToolkitVersion = cfg.Options.ToolkitVersion
 	}
@@ -155,7 +162,7 @@ func ExportRuns(cfg RunsConfig) (RunsResult, error) {
 	}
 	card := Card{
 		Title:       fmt.Sprintf("antidrift %s export", cfg.Table),
-		Description: describe(cfg.Table, idx.Runs),
+		Description: describe(cfg.Table, runs),
 		Tables:      []CardTable{res.Table},
 		Metrics:     res.Metrics,
 		MetricsNote: "Computed over every record exported (all rollouts, all statuses), per checkpoint and framework.",
@@ -163,6 +170,17 @@ func ExportRuns(cfg RunsConfig) (RunsResult, error) {
 		Notes:       notes,
 	}
 	return res, WriteCard(cfg.Out, card)
+}
+
+// manifestRuns describes the runs of an index; Records counts every record
+// read from a run, copies of an episode included.
+func manifestRuns(idx *store.Index) []ManifestRun {
+	var runs []ManifestRun
+	for i, m := range idx.Manifests {
+		runs = append(runs, ManifestRun{Path: idx.Dirs[i], Run: m.Run, Checkpoint: m.Plan.Checkpoint, Policy: m.Plan.Policy,
+			Framework: m.Plan.Framework, Seed: m.Plan.Seed, ScenarioHash: m.Plan.ScenarioHash, Records: int64(idx.Scanned[i])})
+	}
+	return runs
 }
 
 // fillManifest completes a manifest from the runs read.

@@ -238,6 +238,10 @@ func (it *Iterator) Next() bool {
 // At returns the current record; it is overwritten by the next call to Next.
 func (it *Iterator) At() *trajectory.Record { return &it.rec }
 
+// Pos names the file and line the current record was read from, for
+// messages such as "FILE:LINE: ...".
+func (it *Iterator) Pos() (file string, line int) { return it.name, it.line }
+
 // Err returns the first error met.
 func (it *Iterator) Err() error { return it.err }
 

@@ -2,7 +2,8 @@
 // never a secret) and trajectories/*.jsonl, one record per finished episode.
 // Records are appended and synced in batches; reopening a folder truncates a
 // torn last line and reports which episodes are already done, so a killed
-// run resumes to exactly its plan.
+// run resumes to exactly its plan. Readers stream records with Records, or
+// go through them in an order of their own with an Index.
 package store
 
 import (

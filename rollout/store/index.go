@@ -1,0 +1,540 @@
+package store
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+
+	"github.com/antidrift/antidrift/rollout/trajectory"
+)
+
+// Index locates the trajectory records of run folders without keeping them
+// in memory. OpenIndex reads every line of trajectories/*.jsonl once and
+// keeps, per record, its identity (traj_id, run, checkpoint, framework,
+// scenario_id, rollout, seed) and where its line is (file, line number,
+// offset, length); the records themselves are read again, by position, when
+// asked for.
+//
+// Memory: 64 bytes per record. Run, checkpoint, framework and scenario
+// strings are interned (one copy per distinct value); a traj_id is kept as
+// 8 bytes when it has the form trajectory.TrajID gives it (16 lowercase hex
+// digits) and as an interned string otherwise. Opening needs 5 more bytes
+// per record while duplicates are dropped.
+//
+// An Index is not safe for concurrent use.
+type Index struct {
+	// Dirs are the run folders, as given.
+	Dirs []string
+	// Manifests are their manifests, in the order of Dirs.
+	Manifests []Manifest
+	// Records counts the records indexed from each folder (duplicates
+	// dropped).
+	Records []int
+	// Scanned counts the records read from each folder, duplicates included.
+	Scanned []int
+	// Duplicates counts copies of an episode already indexed (same traj_id:
+	// a run given twice, or shards beside their merge), dropped; the first
+	// copy, in the order of Dirs and then of file names and lines, is kept.
+	Duplicates int
+
+	files   []string
+	fileDir []int
+	handles []*os.File
+	entries []entry
+	strs    []string
+	intern  map[string]int32 // only while opening
+}
+
+// entry is one record line; strings are indexes into Index.strs.
+type entry struct {
+	off                                  int64
+	seed                                 int64
+	id                                   [8]byte // traj_id when idStr < 0
+	idStr                                int32
+	scenario, checkpoint, framework, run int32
+	rollout                              int32
+	file                                 int32
+	line                                 int32
+	n                                    int32 // line length, newline included
+}
+
+// Key is the identity of an indexed record.
+type Key struct {
+	TrajID     string
+	Run        string
+	Checkpoint string
+	Framework  string
+	ScenarioID string
+	Rollout    int
+	Seed       int64
+}
+
+// Field names a part of Key, for Sort and Groups.
+type Field int
+
+// Fields.
+const (
+	ByTrajID Field = iota
+	ByRun
+	ByCheckpoint
+	ByFramework
+	ByScenario
+	ByRollout
+	BySeed
+)
+
+// Group is a run of consecutive positions [From, To) of the index, in its
+// current order, that share a field's value.
+type Group struct{ From, To int }
+
+// OpenIndex reads the run folders' manifests and indexes their trajectories
+// (trajectories/*.jsonl, files in name order; errors/ holds infrastructure
+// failures, which are not trajectories). The index is in reading order
+// until sorted. Blank lines are skipped. A folder without manifest.json, an
+// unreadable file, a line that is not a record (not a JSON object, or no
+// traj_id or scenario_id) or an incomplete last line (a run still writing,
+// or killed) is an error naming the file and line. A record whose traj_id
+// was already read is a copy of the same episode: it is dropped and counted
+// in Duplicates.
+//
+// Only the identity fields, which records list first, are read while
+// indexing; the rest of a line is checked when the record is loaded.
+func OpenIndex(dirs ...string) (*Index, error) {
+	ix := &Index{Dirs: dirs, intern: map[string]int32{}}
+	for di, d := range dirs {
+		m, err := ReadManifest(d)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return nil, fmt.Errorf("%s is not a run folder (no %s)", d, manifestName)
+			}
+			return nil, err
+		}
+		ix.Manifests = append(ix.Manifests, m)
+		fs, err := filepath.Glob(filepath.Join(d, trajDir, "*.jsonl"))
+		if err != nil {
+			return nil, err
+		}
+		sort.Strings(fs)
+		n := 0
+		for _, f := range fs {
+			k, err := ix.scan(f, di)
+			if err != nil {
+				return nil, err
+			}
+			n += k
+		}
+		ix.Scanned = append(ix.Scanned, n)
+	}
+	ix.intern = nil
+	ix.handles = make([]*os.File, len(ix.files))
+	ix.dedup()
+	return ix, nil
+}
+
+// incomplete is the message for a line without its newline.
+const incomplete = "incomplete last line (a run still writing, or killed: rerun it to repair)"
+
+// scan indexes one trajectory file and returns the number of records read.
+func (ix *Index) scan(path string, dir int) (int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	if len(ix.files) >= math.MaxInt32 {
+		return 0, fmt.Errorf("%s: too many trajectory files", path)
+	}
+	fileNo := int32(len(ix.files))
+	ix.files = append(ix.files, path)
+	ix.fileDir = append(ix.fileDir, dir)
+	br := bufio.NewReaderSize(f, 1<<20)
+	var off int64
+	var long []byte
+	n := 0
+	for line := 1; ; line++ {
+		b, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull { // a line longer than the buffer
+			long = append(long[:0], b...)
+			for err == bufio.ErrBufferFull {
+				b, err = br.ReadSlice('\n')
+				long = append(long, b...)
+			}
+			b = long
+		}
+		if len(b) == 0 && err == io.EOF {
+			return n, nil
+		}
+		if err != nil && err != io.EOF {
+			return n, fmt.Errorf("%s:%d: %w", path, line, err)
+		}
+		if b[len(b)-1] != '\n' {
+			return n, fmt.Errorf("%s:%d: %s", path, line, incomplete)
+		}
+		start := off
+		off += int64(len(b))
+		if len(bytes.TrimSpace(b)) == 0 {
+			continue
+		}
+		if len(b) > math.MaxInt32 || line > math.MaxInt32 {
+			return n, fmt.Errorf("%s:%d: line too long, or too many lines", path, line)
+		}
+		k, err := readKeys(b)
+		if err == nil && (k.TrajID == "" || k.ScenarioID == "") {
+			err = errors.New("traj_id or scenario_id missing")
+		}
+		if err == nil && (k.Rollout < math.MinInt32 || k.Rollout > math.MaxInt32) {
+			err = fmt.Errorf("rollout %d out of range", k.Rollout)
+		}
+		if err != nil {
+			return n, fmt.Errorf("%s:%d: not a trajectory record: %v", path, line, err)
+		}
+		e := entry{off: start, seed: k.Seed, idStr: -1, rollout: int32(k.Rollout), file: fileNo, line: int32(line), n: int32(len(b)),
+			scenario: ix.str(k.ScenarioID), checkpoint: ix.str(k.Checkpoint), framework: ix.str(k.Framework), run: ix.str(k.Run)}
+		if !compactID(k.TrajID, &e.id) {
+			e.idStr = ix.str(k.TrajID)
+		}
+		ix.entries = append(ix.entries, e)
+		n++
+	}
+}
+
+func (ix *Index) str(s string) int32 {
+	if v, ok := ix.intern[s]; ok {
+		return v
+	}
+	v := int32(len(ix.strs))
+	ix.intern[s] = v
+	ix.strs = append(ix.strs, s)
+	return v
+}
+
+// compactID decodes a traj_id of 16 lowercase hex digits into id.
+func compactID(s string, id *[8]byte) bool {
+	if len(s) != 16 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	_, err := hex.Decode(id[:], []byte(s))
+	return err == nil
+}
+
+type keyFields struct {
+	TrajID     string `json:"traj_id"`
+	Run        string `json:"run"`
+	Checkpoint string `json:"checkpoint"`
+	Framework  string `json:"framework"`
+	ScenarioID string `json:"scenario_id"`
+	Rollout    int    `json:"rollout"`
+	Seed       int64  `json:"seed"`
+}
+
+// readKeys reads the identity fields of a record line. Records list them
+// first, so the line is read only as far as they go.
+func readKeys(b []byte) (keyFields, error) {
+	var k keyFields
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return k, errors.New("not a JSON object")
+	}
+	const all = 7
+	found := 0
+	for found < all && dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return k, err
+		}
+		var dst any
+		switch t {
+		case "traj_id":
+			dst = &k.TrajID
+		case "run":
+			dst = &k.Run
+		case "checkpoint":
+			dst = &k.Checkpoint
+		case "framework":
+			dst = &k.Framework
+		case "scenario_id":
+			dst = &k.ScenarioID
+		case "rollout":
+			dst = &k.Rollout
+		case "seed":
+			dst = &k.Seed
+		default:
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return k, err
+			}
+			continue
+		}
+		if err := dec.Decode(dst); err != nil {
+			return k, fmt.Errorf("%s: %w", t, err)
+		}
+		found++
+	}
+	return k, nil
+}
+
+// dedup drops every record whose traj_id an earlier one has, keeping the
+// reading order, and counts the records kept per folder.
+func (ix *Index) dedup() {
+	perm := make([]int32, len(ix.entries))
+	for i := range perm {
+		perm[i] = int32(i)
+	}
+	slices.SortFunc(perm, func(a, b int32) int {
+		if c := ix.compareID(&ix.entries[a], &ix.entries[b]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	drop := make([]bool, len(ix.entries))
+	for i := 1; i < len(perm); i++ {
+		if ix.compareID(&ix.entries[perm[i-1]], &ix.entries[perm[i]]) == 0 {
+			drop[perm[i]] = true
+			ix.Duplicates++
+		}
+	}
+	ix.Records = make([]int, len(ix.Dirs))
+	kept := ix.entries[:0]
+	for i, e := range ix.entries {
+		if !drop[i] {
+			kept = append(kept, e)
+			ix.Records[ix.fileDir[e.file]]++
+		}
+	}
+	ix.entries = slices.Clip(kept)
+}
+
+// compareID orders traj_ids as strings.
+func (ix *Index) compareID(a, b *entry) int {
+	switch {
+	case a.idStr < 0 && b.idStr < 0:
+		return bytes.Compare(a.id[:], b.id[:])
+	case a.idStr >= 0 && b.idStr >= 0:
+		if a.idStr == b.idStr {
+			return 0
+		}
+		return cmp.Compare(ix.strs[a.idStr], ix.strs[b.idStr])
+	}
+	return cmp.Compare(ix.trajID(a), ix.trajID(b))
+}
+
+func (ix *Index) trajID(e *entry) string {
+	if e.idStr >= 0 {
+		return ix.strs[e.idStr]
+	}
+	return hex.EncodeToString(e.id[:])
+}
+
+// Len is the number of records indexed.
+func (ix *Index) Len() int { return len(ix.entries) }
+
+// Key returns the identity of the record at position i.
+func (ix *Index) Key(i int) Key {
+	e := &ix.entries[i]
+	return Key{TrajID: ix.trajID(e), Run: ix.strs[e.run], Checkpoint: ix.strs[e.checkpoint], Framework: ix.strs[e.framework],
+		ScenarioID: ix.strs[e.scenario], Rollout: int(e.rollout), Seed: e.seed}
+}
+
+// Pos names the file and line of the record at position i.
+func (ix *Index) Pos(i int) (file string, line int) {
+	e := &ix.entries[i]
+	return ix.files[e.file], int(e.line)
+}
+
+// Find returns the position of a traj_id, or -1.
+func (ix *Index) Find(trajID string) int {
+	var id [8]byte
+	compact := compactID(trajID, &id)
+	for i := range ix.entries {
+		e := &ix.entries[i]
+		if compact && e.idStr < 0 && e.id == id || !compact && e.idStr >= 0 && ix.strs[e.idStr] == trajID {
+			return i
+		}
+	}
+	return -1
+}
+
+// Sort orders the index by the fields given, strings by value, then by
+// traj_id; traj_ids are unique, so the order is total and never depends on
+// the order records were written in.
+func (ix *Index) Sort(fields ...Field) {
+	for _, f := range fields {
+		if f < ByTrajID || f > BySeed {
+			panic(fmt.Sprintf("store: Sort: unknown field %d", f))
+		}
+	}
+	// rank[s] is the position of strs[s] among the sorted strings.
+	order := make([]int32, len(ix.strs))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int { return cmp.Compare(ix.strs[a], ix.strs[b]) })
+	rank := make([]int32, len(order))
+	for r, s := range order {
+		rank[s] = int32(r)
+	}
+	slices.SortFunc(ix.entries, func(a, b entry) int {
+		for _, f := range fields {
+			var c int
+			switch f {
+			case ByTrajID:
+				c = ix.compareID(&a, &b)
+			case ByRun:
+				c = cmp.Compare(rank[a.run], rank[b.run])
+			case ByCheckpoint:
+				c = cmp.Compare(rank[a.checkpoint], rank[b.checkpoint])
+			case ByFramework:
+				c = cmp.Compare(rank[a.framework], rank[b.framework])
+			case ByScenario:
+				c = cmp.Compare(rank[a.scenario], rank[b.scenario])
+			case ByRollout:
+				c = cmp.Compare(a.rollout, b.rollout)
+			case BySeed:
+				c = cmp.Compare(a.seed, b.seed)
+			}
+			if c != 0 {
+				return c
+			}
+		}
+		return ix.compareID(&a, &b)
+	})
+}
+
+// Groups splits the index, in its current order, into runs of consecutive
+// records with the same value of f (after Sort(f, ...), one group per
+// value).
+func (ix *Index) Groups(f Field) []Group {
+	same := func(a, b *entry) bool {
+		switch f {
+		case ByTrajID:
+			return ix.compareID(a, b) == 0
+		case ByRun:
+			return a.run == b.run
+		case ByCheckpoint:
+			return a.checkpoint == b.checkpoint
+		case ByFramework:
+			return a.framework == b.framework
+		case ByScenario:
+			return a.scenario == b.scenario
+		case ByRollout:
+			return a.rollout == b.rollout
+		case BySeed:
+			return a.seed == b.seed
+		}
+		panic(fmt.Sprintf("store: Groups: unknown field %d", f))
+	}
+	var gs []Group
+	for i := 0; i < len(ix.entries); {
+		j := i + 1
+		for j < len(ix.entries) && same(&ix.entries[i], &ix.entries[j]) {
+			j++
+		}
+		gs = append(gs, Group{From: i, To: j})
+		i = j
+	}
+	return gs
+}
+
+// Load reads the record at position i.
+func (ix *Index) Load(i int) (*trajectory.Record, error) {
+	rec := &trajectory.Record{}
+	return rec, ix.load(i, rec, nil)
+}
+
+// LoadGroup reads the records of a group, in index order.
+func (ix *Index) LoadGroup(g Group) ([]*trajectory.Record, error) {
+	out := make([]*trajectory.Record, 0, g.To-g.From)
+	var buf []byte
+	for i := g.From; i < g.To; i++ {
+		rec := &trajectory.Record{}
+		if err := ix.load(i, rec, &buf); err != nil {
+			return nil, err
+		}
+		out = append(out, rec)
+	}
+	return out, nil
+}
+
+// Each reads the records in index order, one at a time: the record passed
+// to fn is overwritten by the next. It stops at fn's first error.
+func (ix *Index) Each(fn func(i int, rec *trajectory.Record) error) error {
+	var buf []byte
+	var rec trajectory.Record
+	for i := range ix.entries {
+		rec = trajectory.Record{}
+		if err := ix.load(i, &rec, &buf); err != nil {
+			return err
+		}
+		if err := fn(i, &rec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// load decodes the record at position i into rec, reading through *buf
+// when given.
+func (ix *Index) load(i int, rec *trajectory.Record, buf *[]byte) error {
+	e := &ix.entries[i]
+	name := ix.files[e.file]
+	f := ix.handles[e.file]
+	if f == nil {
+		var err error
+		if f, err = os.Open(name); err != nil {
+			return err
+		}
+		ix.handles[e.file] = f
+	}
+	var b []byte
+	if buf != nil {
+		b = *buf
+	}
+	if cap(b) < int(e.n) {
+		b = make([]byte, e.n)
+	}
+	b = b[:e.n]
+	if buf != nil {
+		*buf = b
+	}
+	if _, err := f.ReadAt(b, e.off); err != nil {
+		return fmt.Errorf("%s:%d: %w", name, e.line, err)
+	}
+	if err := json.Unmarshal(b, rec); err != nil {
+		return fmt.Errorf("%s:%d: %w", name, e.line, err)
+	}
+	if rec.TrajID != ix.trajID(e) {
+		return fmt.Errorf("%s:%d: changed while being read (a run still writing?)", name, e.line)
+	}
+	return nil
+}
+
+// Close releases the files opened to load records. The index stays usable:
+// files are opened again when needed.
+func (ix *Index) Close() error {
+	var first error
+	for i, f := range ix.handles {
+		if f == nil {
+			continue
+		}
+		if err := f.Close(); err != nil && first == nil {
+			first = err
+		}
+		ix.handles[i] = nil
+	}
+	return first
+}
