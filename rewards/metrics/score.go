@@ -121,7 +121,8 @@ func addRun(acc *Accumulator, dir string) error {
 	defer it.Close()
 	for it.Next() {
 		if err := acc.Add(it.At()); err != nil {
-			return fmt.Errorf("%s: %w", dir, err)
+			file, line := it.Pos()
+			return fmt.Errorf("%s:%d: %w", file, line, err)
 		}
 	}
 	return it.Err()
