@@ -16,11 +16,11 @@ import (
 func init() { register(newExportCmd) }
 
 type exportFlags struct {
-	table, out, formats, split string
-	seed                       int64
-	rowGroupRows               int
-	alpha, lambda              float64
-	json                       bool
+	tableFlags
+	table         string
+	rowGroupRows  int
+	alpha, lambda float64
+	json          bool
 }
 
 func newExportCmd() *cobra.Command {
@@ -46,10 +46,7 @@ scenario id, so no scenario spans two splits.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.table, "table", "", "table to write: trajectories or kto")
-	fl.StringVar(&f.out, "out", "", "output folder")
-	fl.StringVar(&f.formats, "format", "parquet,arrow,jsonl", "formats, comma-separated: parquet, arrow, jsonl")
-	fl.StringVar(&f.split, "split", "0.8,0.1,0.1", "shares of scenarios in train,validation,test")
-	fl.Int64Var(&f.seed, "seed", 1, "seed of the scenario-hash split (the same as for pairs and rewards)")
+	f.tableFlags.add(fl, "seed of the scenario-hash split (the same as for pairs and rewards)")
 	fl.IntVar(&f.rowGroupRows, "row-group-rows", export.DefaultRowGroupRows, "rows per Parquet row group and Arrow record batch")
 	fl.Float64Var(&f.alpha, "alpha", 1, "kto reward: weight of clean success")
 	fl.Float64Var(&f.lambda, "lambda", 0.5, "kto reward: penalty per drift step (uniform weights)")
@@ -63,13 +60,9 @@ func runExport(cmd *cobra.Command, dirs []string, f exportFlags) error {
 	if f.table != export.TableTrajectories && f.table != export.TableKTO {
 		return fmt.Errorf("unknown --table %q: want trajectories or kto (pairs and rewards have their own commands)", f.table)
 	}
-	formats, err := export.ParseFormats(f.formats)
+	formats, ratios, err := f.parse()
 	if err != nil {
-		return fmt.Errorf("--format: %w", err)
-	}
-	ratios, err := pairs.ParseRatios(f.split)
-	if err != nil {
-		return fmt.Errorf("--split: %w", err)
+		return err
 	}
 	for _, d := range dirs {
 		if st, err := os.Stat(d); err != nil || !st.IsDir() {

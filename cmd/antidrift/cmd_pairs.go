@@ -18,15 +18,12 @@ func init() { register(newPairsCmd) }
 const pairsStatsFile = "pairs_stats.json"
 
 type pairsFlags struct {
+	tableFlags
 	reward       rewardFlags
-	out          string
-	formats      string
 	stepPairs    bool
 	stepOnly     bool
 	continuation string
 	k, m         int
-	split        string
-	seed         int64
 	cross        bool
 	minGap       float64
 	maxMessages  int
@@ -66,15 +63,12 @@ use the reward options (see antidrift rewards --help).`,
 	}
 	f.reward.add(cmd)
 	fl := cmd.Flags()
-	fl.StringVar(&f.out, "out", "", "output folder")
-	fl.StringVar(&f.formats, "format", "parquet,arrow,jsonl", "file formats, comma-separated: parquet, arrow, jsonl")
+	f.tableFlags.add(fl, "selection and split seed")
 	fl.BoolVar(&f.stepPairs, "step-pairs", false, "also build step-level pairs at the drift onset")
 	fl.BoolVar(&f.stepOnly, "step-only", false, "build step-level pairs only")
 	fl.StringVar(&f.continuation, "step-continuation", pairs.ContinueRest, "step pairs: chosen/rejected are the rest of the trajectory (rest) or the next assistant turn only (turn)")
 	fl.IntVar(&f.k, "max-per-scenario", 4, "K: pairs per scenario (and checkpoint) and pair type; 0: no limit")
 	fl.IntVar(&f.m, "max-reuse", 2, "M: times one trajectory may be used per pair type; 0: no limit")
-	fl.StringVar(&f.split, "split", "0.8,0.1,0.1", "train,validation,test shares of scenarios")
-	fl.Int64Var(&f.seed, "seed", 1, "selection and split seed")
 	fl.BoolVar(&f.cross, "cross-checkpoint", false, "pair a chosen of one checkpoint with a rejected of another (default: within each checkpoint)")
 	fl.Float64Var(&f.minGap, "min-gap", 0, "keep pairs with chosen_reward − rejected_reward ≥ G (default: no minimum)")
 	fl.IntVar(&f.maxMessages, "max-messages", 0, "drop pairs where prompt+chosen or prompt+rejected has more messages; 0: no limit")
@@ -86,11 +80,7 @@ use the reward options (see antidrift rewards --help).`,
 }
 
 func runPairs(cmd *cobra.Command, dirs []string, f pairsFlags) error {
-	formats, err := export.ParseFormats(f.formats)
-	if err != nil {
-		return err
-	}
-	ratios, err := pairs.ParseRatios(f.split)
+	formats, ratios, err := f.parse()
 	if err != nil {
 		return err
 	}

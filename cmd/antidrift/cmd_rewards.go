@@ -255,12 +255,9 @@ func simNote(ix *pairs.Index) string {
 }
 
 type rewardsFlags struct {
-	reward  rewardFlags
-	out     string
-	formats string
-	split   string
-	seed    int64
-	asJSON  bool
+	tableFlags
+	reward rewardFlags
+	asJSON bool
 }
 
 func newRewardsCmd() *cobra.Command {
@@ -289,21 +286,14 @@ A = (R − mean)/(std + 1e-4), std with Bessel's correction, 0 for a group of on
 	}
 	f.reward.add(cmd)
 	fl := cmd.Flags()
-	fl.StringVar(&f.out, "out", "", "output folder")
-	fl.StringVar(&f.formats, "format", "parquet,arrow,jsonl", "file formats, comma-separated: parquet, arrow, jsonl")
-	fl.StringVar(&f.split, "split", "0.8,0.1,0.1", "train,validation,test shares of scenarios (use the same as for pairs)")
-	fl.Int64Var(&f.seed, "seed", 1, "split seed (use the same as for pairs)")
+	f.tableFlags.add(fl, "split seed (the same as for pairs)")
 	fl.BoolVar(&f.asJSON, "json", false, "print the summary as JSON")
 	_ = cmd.MarkFlagRequired("out")
 	return cmd
 }
 
 func runRewards(cmd *cobra.Command, dirs []string, f rewardsFlags) error {
-	formats, err := export.ParseFormats(f.formats)
-	if err != nil {
-		return err
-	}
-	ratios, err := pairs.ParseRatios(f.split)
+	formats, ratios, err := f.parse()
 	if err != nil {
 		return err
 	}
