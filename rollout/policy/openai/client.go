@@ -10,9 +10,9 @@
 // of requests in flight through an adaptive Limiter.
 //
 // Arguments that are not a valid JSON object are recorded verbatim with an
-// ArgsError and sent back verbatim on the next turn, as the protocol wants.
-// Beware that some servers (vLLM's chat-template preprocessing among them)
-// decode those strings themselves and answer 400, which becomes ErrModel.
+// ArgsError and sent back on the next turn as {"_raw": "<the text>"}, since
+// some servers (vLLM's chat-template preprocessing among them) decode the
+// strings themselves and would answer 400 to invalid JSON.
 package openai
 
 import (

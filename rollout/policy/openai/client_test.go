@@ -78,7 +78,7 @@ func TestRequestOnTheWire(t *testing.T) {
 				`{"type":"function","function":{"name":"search","description":"Search the web.","parameters":{"type":"object"`,
 				`{"type":"function","function":{"name":"noargs","parameters":{"type":"object","properties":{}}}}`,
 				`{"id":"abc123XYZ","type":"function","function":{"name":"search","arguments":"{\"q\": \"x\"}"}}`,
-				`"arguments":"{oops"`,
+				`"arguments":"{\"_raw\":\"{oops\"}"`, // unparseable arguments go back wrapped, so vLLM does not answer 400
 				`{"role":"tool","content":"","tool_call_id":"def456UVW"}`,
 				`{"role":"user","content":"go","name":"alice"}`,
 			}, tc.want...)

@@ -135,7 +135,7 @@ func toWire(m trajectory.Message, empty EmptyContent) wireMessage {
 			w.ToolCalls = append(w.ToolCalls, wireToolCall{
 				ID:       tc.ID,
 				Type:     "function",
-				Function: wireFunction{Name: tc.Function.Name, Arguments: tc.Function.Arguments},
+				Function: wireFunction{Name: tc.Function.Name, Arguments: wireArguments(tc.Function)},
 			})
 		}
 		if m.Content == "" {
@@ -148,6 +148,23 @@ func toWire(m trajectory.Message, empty EmptyContent) wireMessage {
 		}
 	}
 	return w
+}
+
+// wireArguments is the arguments string sent back for a recorded call.
+// Arguments that never parsed as a JSON object go back as
+// {"_raw": "<what the model wrote>"}: vLLM's chat preprocessing decodes
+// every assistant call's arguments and answers 400 on invalid JSON, which
+// would end the episode, while the model should see its mistake and the
+// tool error that answered it. The record keeps the raw text.
+func wireArguments(fc trajectory.FunctionCall) string {
+	if fc.ArgsError == "" {
+		return fc.Arguments
+	}
+	b, err := json.Marshal(map[string]string{"_raw": fc.Arguments})
+	if err != nil {
+		return "{}"
+	}
+	return string(b)
 }
 
 // chatResponse is what servers send back, read leniently.

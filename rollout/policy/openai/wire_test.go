@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/antidrift/antidrift/rollout/policy"
+	"github.com/antidrift/antidrift/rollout/trajectory"
 )
 
 func TestNormalizeArguments(t *testing.T) {
@@ -166,4 +168,32 @@ func TestBackoffBounds(t *testing.T) {
 			assert.LessOrEqual(t, d, ceiling)
 		}
 	}
+}
+
+func TestUnparseableArgumentsGoBackAsRawObject(t *testing.T) {
+	req := policy.Request{Messages: []trajectory.Message{
+		{Role: trajectory.RoleUser, Content: "find drift"},
+		{Role: trajectory.RoleAssistant, ToolCalls: []trajectory.ToolCall{
+			{ID: "a", Type: "function", Function: trajectory.FunctionCall{Name: "search", Arguments: `{"q": "dr`, ArgsError: "not valid JSON"}},
+			{ID: "b", Type: "function", Function: trajectory.FunctionCall{Name: "search", Arguments: `{"q":"ok"}`, Parsed: json.RawMessage(`{"q":"ok"}`)}},
+		}},
+		{Role: trajectory.RoleTool, ToolCallID: "a", Content: `{"error":"invalid arguments"}`},
+		{Role: trajectory.RoleTool, ToolCallID: "b", Content: `{"hits":[]}`},
+	}}
+	body, err := encodeRequest("m", req, ContentOmit)
+	require.NoError(t, err)
+	var wire struct {
+		Messages []struct {
+			ToolCalls []struct {
+				Function struct {
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"messages"`
+	}
+	require.NoError(t, json.Unmarshal(body, &wire))
+	calls := wire.Messages[1].ToolCalls
+	require.Len(t, calls, 2)
+	assert.JSONEq(t, `{"_raw":"{\"q\": \"dr"}`, calls[0].Function.Arguments, "a broken call goes back as a JSON object holding the text")
+	assert.Equal(t, `{"q":"ok"}`, calls[1].Function.Arguments, "a valid call goes back as the model wrote it")
 }
