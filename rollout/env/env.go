@@ -18,7 +18,12 @@ type Spec struct {
 	tools     map[string]*toolSpec
 	authVars  map[string]bool
 	initState map[string]any
+	required  []scenario.Matcher // of S.RequiredCalls, in order
 }
+
+// RequiredMatcher is the compiled argument matcher of required call i, for
+// judges that check the compliant path on every episode.
+func (sp *Spec) RequiredMatcher(i int) scenario.Matcher { return sp.required[i] }
 
 type toolSpec struct {
 	tool       *scenario.Tool
@@ -106,6 +111,13 @@ func Compile(s *scenario.Scenario) (*Spec, error) {
 			ts.responses = append(ts.responses, rs)
 		}
 		sp.tools[t.Name] = ts
+	}
+	for i, c := range s.RequiredCalls {
+		m, err := scenario.NewMatcher(c.Args, c.Patterns)
+		if err != nil {
+			return nil, fmt.Errorf("env: %s: required_calls[%d]: %w", s.ID, i, err)
+		}
+		sp.required = append(sp.required, m)
 	}
 	return sp, nil
 }

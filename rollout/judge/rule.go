@@ -80,11 +80,7 @@ func (Rule) Judge(spec *env.Spec, stripped []trajectory.Message) trajectory.Judg
 	var failed []string
 	if s.Success.AllRequired {
 		for i, c := range s.RequiredCalls {
-			m, err := scenario.NewMatcher(c.Args, c.Patterns)
-			if err != nil {
-				failed = append(failed, fmt.Sprintf("required_calls[%d]: %v", i, err))
-				continue
-			}
+			m := spec.RequiredMatcher(i)
 			found := false
 			for _, call := range ok {
 				if call.tool == c.Tool && m.Match(call.args) {

@@ -128,6 +128,7 @@ type Stats struct {
 // Client is a policy.Policy backed by an OpenAI-compatible server. It is
 // safe for concurrent use.
 type Client struct {
+	tools         toolCache
 	endpoint      string
 	model         string
 	key           string
@@ -258,7 +259,7 @@ type failure struct {
 // Complete sends req and returns the model's next assistant message. Errors
 // are *Error values whose Class is one of the policy error classes.
 func (c *Client) Complete(ctx context.Context, req policy.Request) (policy.Response, error) {
-	body, err := encodeRequest(c.model, req, c.emptyContent)
+	body, err := encodeRequest(c.model, req, c.emptyContent, &c.tools)
 	if err != nil {
 		return policy.Response{}, &Error{Class: policy.ErrModel, Message: "encode request: " + c.redact.apply(err.Error())}
 	}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/antidrift/antidrift/rollout/policy"
 	"github.com/antidrift/antidrift/rollout/trajectory"
@@ -18,13 +19,13 @@ import (
 // arguments_error) can never leak into a request.
 
 type chatRequest struct {
-	Model       string        `json:"model"`
-	Messages    []wireMessage `json:"messages"`
-	Tools       []wireTool    `json:"tools,omitempty"`
-	ToolChoice  string        `json:"tool_choice,omitempty"`
-	Temperature float64       `json:"temperature"` // always sent: 0 means greedy, not "server default"
-	Seed        int64         `json:"seed"`
-	MaxTokens   int           `json:"max_tokens,omitempty"`
+	Model       string            `json:"model"`
+	Messages    []wireMessage     `json:"messages"`
+	Tools       []json.RawMessage `json:"tools,omitempty"`
+	ToolChoice  string            `json:"tool_choice,omitempty"`
+	Temperature float64           `json:"temperature"` // always sent: 0 means greedy, not "server default"
+	Seed        int64             `json:"seed"`
+	MaxTokens   int               `json:"max_tokens,omitempty"`
 }
 
 type wireMessage struct {
@@ -94,7 +95,59 @@ const (
 	ContentEmptyString
 )
 
-func encodeRequest(model string, req policy.Request, empty EmptyContent) ([]byte, error) {
+// toolCache holds the wire encoding of tools already sent. A run offers the
+// same few tools on every request of every episode, and encoding their
+// schemas again each time was a tenth of the client's CPU. Entries are keyed
+// by the tool's name, description and the identity of its parameters'
+// bytes, which callers do not mutate; the cache is emptied when it grows
+// past maxCachedTools, so callers that build tools afresh cannot grow it
+// without bound.
+type toolCache struct {
+	mu sync.Mutex
+	m  map[toolKey]json.RawMessage
+}
+
+type toolKey struct {
+	name, description string
+	params            *byte
+	n                 int
+}
+
+const maxCachedTools = 4096
+
+func (c *toolCache) encode(t policy.Tool) (json.RawMessage, error) {
+	key := toolKey{name: t.Name, description: t.Description, n: len(t.Parameters)}
+	if len(t.Parameters) > 0 {
+		key.params = &t.Parameters[0]
+	}
+	if c != nil {
+		c.mu.Lock()
+		b, ok := c.m[key]
+		c.mu.Unlock()
+		if ok {
+			return b, nil
+		}
+	}
+	params := t.Parameters
+	if len(bytes.TrimSpace(params)) == 0 {
+		params = emptyParameters
+	}
+	b, err := json.Marshal(wireTool{Type: "function", Function: wireToolFunction{
+		Name: t.Name, Description: t.Description, Parameters: params,
+	}})
+	if err != nil || c == nil {
+		return b, err
+	}
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= maxCachedTools {
+		c.m = map[toolKey]json.RawMessage{}
+	}
+	c.m[key] = b
+	c.mu.Unlock()
+	return b, nil
+}
+
+func encodeRequest(model string, req policy.Request, empty EmptyContent, tools *toolCache) ([]byte, error) {
 	wr := chatRequest{
 		Model:       model,
 		Messages:    make([]wireMessage, 0, len(req.Messages)),
@@ -106,13 +159,11 @@ func encodeRequest(model string, req policy.Request, empty EmptyContent) ([]byte
 		wr.Messages = append(wr.Messages, toWire(m, empty))
 	}
 	for _, t := range req.Tools {
-		params := t.Parameters
-		if len(bytes.TrimSpace(params)) == 0 {
-			params = emptyParameters
+		b, err := tools.encode(t)
+		if err != nil {
+			return nil, fmt.Errorf("tool %s: %w", t.Name, err)
 		}
-		wr.Tools = append(wr.Tools, wireTool{Type: "function", Function: wireToolFunction{
-			Name: t.Name, Description: t.Description, Parameters: params,
-		}})
+		wr.Tools = append(wr.Tools, b)
 	}
 	// OpenAI rejects tool_choice without tools.
 	if len(wr.Tools) > 0 {

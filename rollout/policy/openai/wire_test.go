@@ -180,7 +180,7 @@ func TestUnparseableArgumentsGoBackAsRawObject(t *testing.T) {
 		{Role: trajectory.RoleTool, ToolCallID: "a", Content: `{"error":"invalid arguments"}`},
 		{Role: trajectory.RoleTool, ToolCallID: "b", Content: `{"hits":[]}`},
 	}}
-	body, err := encodeRequest("m", req, ContentOmit)
+	body, err := encodeRequest("m", req, ContentOmit, nil)
 	require.NoError(t, err)
 	var wire struct {
 		Messages []struct {
@@ -196,4 +196,28 @@ func TestUnparseableArgumentsGoBackAsRawObject(t *testing.T) {
 	require.Len(t, calls, 2)
 	assert.JSONEq(t, `{"_raw":"{\"q\": \"dr"}`, calls[0].Function.Arguments, "a broken call goes back as a JSON object holding the text")
 	assert.Equal(t, `{"q":"ok"}`, calls[1].Function.Arguments, "a valid call goes back as the model wrote it")
+}
+
+func TestToolEncodingIsCachedAndExact(t *testing.T) {
+	params := json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}}}`)
+	tool := policy.Tool{Name: "search", Description: "Search.", Parameters: params}
+	req := policy.Request{Messages: []trajectory.Message{{Role: trajectory.RoleUser, Content: "x"}}, Tools: []policy.Tool{tool, {Name: "noargs"}}}
+	var cache toolCache
+	uncached, err := encodeRequest("m", req, ContentOmit, nil)
+	require.NoError(t, err)
+	first, err := encodeRequest("m", req, ContentOmit, &cache)
+	require.NoError(t, err)
+	second, err := encodeRequest("m", req, ContentOmit, &cache)
+	require.NoError(t, err)
+	assert.Equal(t, string(uncached), string(first), "the cache changes no byte of the request")
+	assert.Equal(t, string(first), string(second))
+	assert.Len(t, cache.m, 2)
+	assert.Contains(t, string(first), `{"type":"function","function":{"name":"noargs","parameters":{"type":"object","properties":{}}}}`)
+
+	// A tool with the same name but another description or schema is its own entry.
+	other := policy.Tool{Name: "search", Description: "Search the web.", Parameters: json.RawMessage(`{"type":"object"}`)}
+	third, err := encodeRequest("m", policy.Request{Messages: req.Messages, Tools: []policy.Tool{other}}, ContentOmit, &cache)
+	require.NoError(t, err)
+	assert.Contains(t, string(third), `"description":"Search the web.","parameters":{"type":"object"}`)
+	assert.Len(t, cache.m, 3)
 }
