@@ -107,9 +107,6 @@ type Result struct {
 	ToolTime     time.Duration
 }
 
-// ErrFatal wraps a policy error that must stop the whole run.
-var ErrFatal = policy.ErrFatal
-
 // RunNormal is the "normal" framework: the model sees every tool of the
 // scenario and calls them natively until it answers without a tool call or
 // a limit is reached.

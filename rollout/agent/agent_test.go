@@ -394,7 +394,7 @@ func TestPolicyErrors(t *testing.T) {
 			if tc.wantFatal {
 				require.Error(t, err)
 				assert.ErrorIs(t, err, policy.ErrFatal)
-				assert.ErrorIs(t, err, agent.ErrFatal)
+				assert.ErrorIs(t, err, policy.ErrFatal)
 				return
 			}
 			require.NoError(t, err)
