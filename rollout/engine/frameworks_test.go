@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -180,31 +179,10 @@ func checkRecordShape(t *testing.T, fw string, r *trajectory.Record) {
 }
 
 // normaliseIDs drops what may differ between the in-process and the HTTP
-// path: timings, and the "call_" prefix sim-server puts on tool-call ids.
+// path: the wall-clock timings. Tool-call ids are the policy's own on both.
 func normaliseIDs(r *trajectory.Record) trajectory.Record {
 	out := *r
 	out.Timings = trajectory.Timings{}
-	out.Messages = nil
-	for _, m := range r.Messages {
-		m.ToolCallID = strings.TrimPrefix(m.ToolCallID, "call_")
-		var tcs []trajectory.ToolCall
-		for _, tc := range m.ToolCalls {
-			tc.ID = strings.TrimPrefix(tc.ID, "call_")
-			tcs = append(tcs, tc)
-		}
-		m.ToolCalls = tcs
-		out.Messages = append(out.Messages, m)
-	}
-	out.Steps = nil
-	for _, st := range r.Steps {
-		var calls []trajectory.CallNote
-		for _, c := range st.Calls {
-			c.ID = strings.TrimPrefix(c.ID, "call_")
-			calls = append(calls, c)
-		}
-		st.Calls = calls
-		out.Steps = append(out.Steps, st)
-	}
 	return out
 }
 

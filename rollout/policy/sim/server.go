@@ -139,7 +139,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 	if len(resp.Message.ToolCalls) > 0 {
 		var calls []map[string]any
 		for _, tc := range resp.Message.ToolCalls {
-			calls = append(calls, map[string]any{"id": "call_" + tc.ID, "type": "function",
+			calls = append(calls, map[string]any{"id": tc.ID, "type": "function",
 				"function": map[string]any{"name": tc.Function.Name, "arguments": tc.Function.Arguments}})
 		}
 		msg["tool_calls"] = calls
