@@ -348,7 +348,6 @@ func (ix *runIndex) add(dir, fi int, b *lineBatch) {
 	ix.mu.Unlock()
 }
 
-
 // load reads the full record of summary i.
 func (ix *runIndex) load(s *summary) (*trajectory.Record, error) {
 	f, err := os.Open(ix.files[s.file])

@@ -72,7 +72,8 @@ func findTables(dir string) ([]*table, error) {
 			return err
 		}
 		if d.IsDir() {
-			if _, ok := isRunFolder(p); ok && p != dir {
+			// A run folder's records are trajectories, not a table.
+			if _, ok := isRunFolder(p); ok {
 				return filepath.SkipDir
 			}
 			return nil
@@ -105,8 +106,8 @@ func findTables(dir string) ([]*table, error) {
 	return out, nil
 }
 
-// indexTable records where each row of a JSONL file starts; nil when its
-// first row is not a known table.
+// indexTable records where each row of a JSONL file starts; nil when the
+// file is empty or its first row is not a known table.
 func indexTable(path string) (*table, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -144,6 +145,9 @@ func indexTable(path string) (*table, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
+	}
+	if t.Kind == "" {
+		return nil, nil // empty: nothing to show
 	}
 	t.Rows = len(t.offs)
 	return t, nil

@@ -44,6 +44,9 @@ function go(path, params) {
   location.hash = "#" + path + (qs ? "?" + qs : "");
 }
 
+// isSim: the policy is one of antidrift's simulated policies (directly or
+// served by sim-server), not a language model.
+const isSim = (policy) => /(^|:)sim:/.test(policy || "");
 const pct = (x) => (x * 100).toFixed(1) + "%";
 const pretty = (s) => {
   if (typeof s !== "string") return JSON.stringify(s, null, 2);
@@ -118,7 +121,7 @@ async function renderRuns(params) {
   }), h("th", {}, "drift types"), h("th", {}, "kinds"));
   const here = listParams(params);
   const rows = res.rows.map((r) => h("tr", { "data-id": r.traj_id, onclick: () => go("/t/" + encodeURIComponent(r.traj_id), here) },
-    h("td", {}, r.checkpoint), h("td", {}, r.framework),
+    h("td", {}, r.checkpoint, isSim(r.policy) ? h("span", { class: "muted", title: "a simulated policy, not a language model" }, " (simulated)") : null), h("td", {}, r.framework),
     h("td", {}, h("a", { href: "#/compare/" + encodeURIComponent(r.scenario_id), onclick: (e) => e.stopPropagation(), title: "compare checkpoints" }, r.scenario_id)),
     h("td", {}, r.domain), h("td", {}, r.rollout), h("td", {}, r.status),
     h("td", {}, h("span", { class: "pill " + (r.success ? "ok" : "") }, r.success ? "success" : "fail")),
@@ -250,7 +253,8 @@ async function renderTrajectory(id, params) {
     h("section", { id: "labels" }, h("h3", {}, "Labels"),
       h("div", {}, h("span", { class: "pill " + (rec.success ? "ok" : "") }, rec.success ? "success" : "failure"),
         rec.drift ? h("span", { class: "pill drift" }, "drift") : h("span", { class: "pill" }, "no drift"),
-        h("span", { class: "pill" }, rec.status)),
+        h("span", { class: "pill" }, rec.status),
+        isSim(rec.policy) ? h("span", { class: "pill", id: "simulated", title: "a simulated policy, not a language model" }, "simulated policy") : null),
       rec.error ? h("p", { class: "error" }, rec.error) : null,
       h("p", { id: "judge" }, h("b", {}, "judge " + (rec.judge.kind || "") + ": "), rec.judge.reason || ""),
       h("div", { class: "muted" }, `${rec.checkpoint} · ${rec.framework} · ${rec.policy} · rollout ${rec.rollout} · seed ${rec.seed}`),
@@ -371,7 +375,7 @@ async function renderRow(n, i) {
   } else {
     body = [trajLink(r.traj_id, d.trajectories[r.traj_id]), messageList(r.messages)];
   }
-  app.replaceChildren(back, h("h2", {}, `${d.table.name} row ${d.row}`), meta, body);
+  app.replaceChildren(back, h("h2", {}, `${d.table.name} row ${d.row}`), meta, ...body.flat());
 }
 
 const fmt = (x) => (x === undefined || x === null ? "?" : Number(x).toFixed(3));
