@@ -32,6 +32,16 @@ type Match struct {
 	Annotated bool `json:"annotated"`
 	// Resource is the resource outside boundary.data, for derived data drift.
 	Resource string `json:"resource,omitempty"`
+	// Rule names what a derived match breaks: "boundary.tools",
+	// "boundary.data", or "boundary.constraints[i]" (with the constraint's
+	// id after a colon when it has one). Empty for annotated matches.
+	Rule string `json:"rule,omitempty"`
+	// Detail says, for a constraint breach, which value broke it.
+	Detail string `json:"detail,omitempty"`
+	// Counted marks the matches that count by type, kind and provision:
+	// a call's annotated matches when it has any, else its derived ones,
+	// one per drift type (see Counted). Every match still sets drift.
+	Counted bool `json:"counted"`
 }
 
 // Detector checks calls against one scenario. It is safe for concurrent use.
