@@ -25,8 +25,11 @@ type Request struct {
 	Tools       []Tool
 	ToolChoice  string // "auto", "none", "required" or "" (not sent)
 	Temperature float64
-	Seed        int64
-	MaxTokens   int // 0: not sent
+	// OmitTemperature leaves temperature out of the request (reasoning
+	// models that accept only their default).
+	OmitTemperature bool
+	Seed            int64
+	MaxTokens       int // 0: not sent
 }
 
 // Response is the model's next assistant message.
