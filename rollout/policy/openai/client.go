@@ -321,10 +321,10 @@ func (c *Client) Stats() Stats {
 type failure struct {
 	err      *Error
 	retry    bool
-	once     bool // retry at most once
-	loading  bool // wait for readiness, then retry
-	tokens   bool // resend with max_completion_tokens
-	sig      string // status and body, to tell identical repeats
+	once     bool          // retry at most once
+	loading  bool          // wait for readiness, then retry
+	tokens   bool          // resend with max_completion_tokens
+	sig      string        // status and body, to tell identical repeats
 	wait     time.Duration // the server's Retry-After, when hasWait
 	hasWait  bool
 	canceled bool // the caller's context ended: stop at once

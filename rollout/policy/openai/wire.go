@@ -261,10 +261,10 @@ type respMessage struct {
 	// Reasoning as servers send it apart from content: vLLM and SGLang with
 	// a reasoning parser and llama.cpp use reasoning_content; Ollama and
 	// newer vLLM use reasoning.
-	ReasoningContent lenientText `json:"reasoning_content"`
-	Reasoning        lenientText `json:"reasoning"`
-	ToolCalls    []respToolCall  `json:"tool_calls"`
-	FunctionCall *respFunction   `json:"function_call"` // legacy single call
+	ReasoningContent lenientText    `json:"reasoning_content"`
+	Reasoning        lenientText    `json:"reasoning"`
+	ToolCalls        []respToolCall `json:"tool_calls"`
+	FunctionCall     *respFunction  `json:"function_call"` // legacy single call
 }
 
 type respToolCall struct {
