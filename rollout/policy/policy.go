@@ -62,3 +62,7 @@ var (
 	// status infra_error and retried when the run resumes.
 	ErrInfra = errors.New("infrastructure error")
 )
+
+// HTTPStatuser is implemented by errors that carry the HTTP status of the
+// endpoint's answer (openai.Error).
+type HTTPStatuser interface{ HTTPStatus() int }

@@ -49,6 +49,10 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
+// HTTPStatus is the HTTP status of the last attempt (0 when none arrived),
+// for callers that must not import this package to tell a refusal.
+func (e *Error) HTTPStatus() int { return e.StatusCode }
+
 // Unwrap exposes the class and the cause to errors.Is and errors.As.
 func (e *Error) Unwrap() []error {
 	if e.cause != nil {
