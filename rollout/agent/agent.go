@@ -20,10 +20,10 @@ import (
 
 // Limits bound an episode.
 type Limits struct {
-	MaxSteps      int           // assistant turns; 0: 20
-	MaxTokens     int           // total tokens over the episode; 0: no limit
-	WallTime      time.Duration // per episode; 0: no limit
-	Temperature   float64
+	MaxSteps    int           // assistant turns; 0: 20
+	MaxTokens   int           // total tokens over the episode; 0: no limit
+	WallTime    time.Duration // per episode; 0: no limit
+	Temperature float64
 	// OmitTemperature leaves temperature out of every request.
 	OmitTemperature bool
 	MaxTurnTokens   int // max_tokens per request; 0: not sent
@@ -111,7 +111,7 @@ type Result struct {
 	// engine's endpoint-wide refusal check); it is not recorded.
 	Cause     error
 	ModelTime time.Duration
-	ToolTime     time.Duration
+	ToolTime  time.Duration
 }
 
 // RunNormal is the "normal" framework: the model sees every tool of the

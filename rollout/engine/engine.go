@@ -296,7 +296,7 @@ func episode(ctx context.Context, cfg Config, runName string, sc *agent.Scenario
 		Rollout: p.Rollout, Seed: p.Seed,
 		Messages: res.Messages, Tools: res.Tools, Steps: res.Steps, Plan: res.Plan, FormatErrors: res.FormatErrors,
 		Repairs: res.Repairs,
-		Status: res.Status, Error: res.Error, Judge: res.Judge, Success: res.Judge.Score >= 1,
+		Status:  res.Status, Error: res.Error, Judge: res.Judge, Success: res.Judge.Score >= 1,
 		Matches: res.Matches, DriftSteps: drift.Steps(res.Matches), Usage: res.Usage,
 		Version: cfg.Version,
 		Timings: trajectory.Timings{
