@@ -46,7 +46,7 @@ type rolloutFlags struct {
 	maxSteps    int
 	maxTokens   int
 	turnTokens  int
-	temperature float64
+	temperature temperatureFlag
 	episodeTime time.Duration
 }
 
@@ -91,7 +91,8 @@ The API key comes from the environment variable named by --api-key-env
 	fl.IntVar(&f.maxSteps, "max-steps", 20, "assistant turns per episode")
 	fl.IntVar(&f.maxTokens, "max-tokens", 0, "total tokens per episode; 0: no limit")
 	fl.IntVar(&f.turnTokens, "max-turn-tokens", 0, "max_tokens sent with each request; 0: not sent")
-	fl.Float64Var(&f.temperature, "temperature", 0, "sampling temperature (0 is sent as 0)")
+	fl.Var(&f.temperature, "temperature", "sampling temperature (0 is sent as 0), or omit to leave it out (reasoning models that accept only their default)")
+	addEndpointExtras(fl, &f.endpoint)
 	fl.DurationVar(&f.episodeTime, "episode-timeout", 0, "wall time per episode; 0: no limit")
 	_ = cmd.MarkFlagRequired("policy")
 	_ = cmd.MarkFlagRequired("out")
@@ -116,8 +117,12 @@ func runRollout(cmd *cobra.Command, f rolloutFlags) error {
 	if f.limit > 0 && f.limit < len(ss) {
 		ss = ss[:f.limit]
 	}
+	f.endpoint.omitTemperature = f.temperature.omit
 	pol, client, err := buildPolicy(f.policy, f.endpoint, f.concurrency, ss)
 	if err != nil {
+		return err
+	}
+	if err := preflight(cmd.Context(), cmd.ErrOrStderr(), client, f.endpoint, f.framework != engine.FrameworkReAct); err != nil {
 		return err
 	}
 	kind, model, _ := policySpec(f.policy)
@@ -133,7 +138,7 @@ func runRollout(cmd *cobra.Command, f rolloutFlags) error {
 		ScenarioSource: strings.Join(f.scenarios, ","), ScenarioHash: scenario.Hash(ss), ScenarioIDs: ids,
 		Policy: f.policy, Checkpoint: checkpoint, Framework: f.framework, Rollouts: f.rollouts,
 		Seed: f.seed, Shard: shard.String(), MaxSteps: f.maxSteps, MaxTokens: f.maxTokens,
-		Temperature: f.temperature, MaxTurnTokens: f.turnTokens,
+		Temperature: f.temperature.value, OmitTemperature: f.temperature.omit, MaxTurnTokens: f.turnTokens,
 	}
 	if kind == "openai" {
 		plan.Model = model
@@ -144,7 +149,7 @@ func runRollout(cmd *cobra.Command, f rolloutFlags) error {
 	}
 	man := store.Manifest{
 		Version: Version, Run: runName, Created: time.Now().UTC().Format(time.RFC3339), Plan: plan,
-		Settings: store.Settings{BaseURL: f.endpoint.baseURL, Concurrency: f.concurrency, Command: commandLine()},
+		Settings: store.Settings{BaseURL: openai.Redact(f.endpoint.baseURL), Concurrency: f.concurrency, Command: commandLine()},
 	}
 	if kind == "openai" {
 		man.Settings.APIKeyEnv = f.endpoint.apiKeyEnv
@@ -164,8 +169,10 @@ func runRollout(cmd *cobra.Command, f rolloutFlags) error {
 		Scenarios: ss, Policy: pol, PolicyName: f.policy, Checkpoint: checkpoint, Framework: f.framework,
 		Rollouts: f.rollouts, Concurrency: f.concurrency, Seed: f.seed, Shard: shard, Version: Version,
 		Limits: agent.Limits{MaxSteps: f.maxSteps, MaxTokens: f.maxTokens, WallTime: f.episodeTime,
-			Temperature: f.temperature, MaxTurnTokens: f.turnTokens},
+			Temperature: f.temperature.value, OmitTemperature: f.temperature.omit, MaxTurnTokens: f.turnTokens},
 	}
+	stderr := cmd.ErrOrStderr()
+	cfg.Warn = func(msg string) { fmt.Fprintln(stderr, "antidrift: warning:", msg) }
 	total := len(engine.Plan(cfg, runName))
 	prog := newProgress(total, run.DoneCount(), client)
 	cfg.OnRecord = prog.record

@@ -10,6 +10,14 @@ import (
 	"strings"
 )
 
+// The prompts of Check's probes, exported so that simulated servers can
+// answer them.
+const (
+	CheckPlainPrompt = "Reply with the single word: ready"
+	CheckToolPrompt  = "What is the weather in Paris? Use the get_weather tool; do not answer in text."
+	CheckTool        = "get_weather"
+)
+
 // Capability states in a Report.
 const (
 	CapOK      = "ok"
@@ -91,7 +99,7 @@ func (c *Client) Check(ctx context.Context) (Report, error) {
 	refused := map[string]string{}
 	var plain chatProbe
 	for range 4 {
-		plain = c.probe(ctx, []any{map[string]any{"role": "user", "content": "Reply with the single word: ready"}}, nil, params)
+		plain = c.probe(ctx, []any{map[string]any{"role": "user", "content": CheckPlainPrompt}}, nil, params)
 		p, ok := unsupportedParam(plain.apiErr)
 		if plain.status < 400 || plain.status >= 500 || !ok {
 			if plain.status == http.StatusBadRequest && strings.Contains(strings.ToLower(plain.apiErr.Message), "seed") {
@@ -140,11 +148,11 @@ func (c *Client) Check(ctx context.Context) (Report, error) {
 
 	// 3. A tool request that asks for one call.
 	tool := map[string]any{"type": "function", "function": map[string]any{
-		"name": "get_weather", "description": "Get the current weather of a city.",
+		"name": CheckTool, "description": "Get the current weather of a city.",
 		"parameters": map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}, "required": []string{"city"}},
 	}}
 	params["max_"+strings.TrimPrefix(rep.TokenParam, "max_")] = 512
-	tc := c.probe(ctx, []any{map[string]any{"role": "user", "content": "What is the weather in Paris? Use the get_weather tool; do not answer in text."}},
+	tc := c.probe(ctx, []any{map[string]any{"role": "user", "content": CheckToolPrompt}},
 		[]any{tool}, params)
 	if tc.reasoning != "" {
 		rep.Reasoning = tc.reasoning
