@@ -69,6 +69,9 @@ func Table(ix *pairs.Index, cfg Config, opt TableOptions, emit func(*export.Rewa
 		groups := map[[2]string][]*trajectory.Record{}
 		var keys [][2]string
 		for _, r := range recs {
+			if !r.Status.Scored() {
+				continue // trajectory.Status.Scored: not the policy's behaviour
+			}
 			k := [2]string{r.Checkpoint, r.Framework}
 			if _, ok := groups[k]; !ok {
 				keys = append(keys, k)

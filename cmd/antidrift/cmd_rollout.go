@@ -229,6 +229,8 @@ type runSummary struct {
 	InfraErrors    int            `json:"infra_errors"`
 	Records        int            `json:"records"`
 	Statuses       map[string]int `json:"statuses"`
+	Scored         int            `json:"scored"` // records TSR, DR and CSR count (trajectory.Status.Scored)
+	Warnings       []string       `json:"warnings,omitempty"`
 	TSR            float64        `json:"tsr"`
 	DR             float64        `json:"dr"`
 	CSR            float64        `json:"csr"`
@@ -240,10 +242,18 @@ func summarizeRun(dir string) (runSummary, error) {
 	it := store.Records(dir)
 	defer it.Close()
 	var succ, drift, clean int
+	scored, modelErrors := 0, 0
 	for it.Next() {
 		r := it.At()
 		rs.Records++
 		rs.Statuses[string(r.Status)]++
+		if !r.Status.Scored() {
+			continue // trajectory.Status.Scored decides what TSR, DR and CSR count
+		}
+		scored++
+		if r.Status == trajectory.StatusModelError {
+			modelErrors++
+		}
 		if r.Success {
 			succ++
 		}
@@ -257,9 +267,13 @@ func summarizeRun(dir string) (runSummary, error) {
 	if err := it.Err(); err != nil {
 		return rs, err
 	}
-	if rs.Records > 0 {
-		n := float64(rs.Records)
+	if scored > 0 {
+		n := float64(scored)
 		rs.TSR, rs.DR, rs.CSR = float64(succ)/n, float64(drift)/n, float64(clean)/n
+	}
+	rs.Scored = scored
+	if w := trajectory.ModelErrorWarning(modelErrors, scored); w != "" {
+		rs.Warnings = append(rs.Warnings, w)
 	}
 	return rs, nil
 }
@@ -270,7 +284,7 @@ func (rs runSummary) print(w io.Writer) {
 	fmt.Fprintf(tw, "episodes\t%d planned, %d already done, %d run now, %d infrastructure errors\n", rs.Planned, rs.Skipped, rs.Ran, rs.InfraErrors)
 	fmt.Fprintf(tw, "records\t%d\n", rs.Records)
 	var sts []string
-	for _, s := range []trajectory.Status{trajectory.StatusCompleted, trajectory.StatusMaxSteps, trajectory.StatusContextLength, trajectory.StatusModelError} {
+	for _, s := range trajectory.Statuses {
 		if n := rs.Statuses[string(s)]; n > 0 {
 			sts = append(sts, fmt.Sprintf("%s %d", s, n))
 		}
@@ -280,6 +294,12 @@ func (rs runSummary) print(w io.Writer) {
 	fmt.Fprintf(tw, "DR\t%.3f\n", rs.DR)
 	fmt.Fprintf(tw, "CSR\t%.3f\n", rs.CSR)
 	fmt.Fprintf(tw, "elapsed\t%.1fs\n", rs.ElapsedSeconds)
+	if rs.Scored != rs.Records {
+		fmt.Fprintf(tw, "scored\t%d of %d records (the rest are not the policy's behaviour: see docs/servers.md)\n", rs.Scored, rs.Records)
+	}
+	for _, w := range rs.Warnings {
+		fmt.Fprintf(tw, "WARNING\t%s\n", w)
+	}
 	tw.Flush()
 }
 

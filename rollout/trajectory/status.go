@@ -117,3 +117,17 @@ func (s Status) Scored() bool {
 // FinalAnswer says whether the status means the episode ended in a real
 // final answer.
 func (s Status) FinalAnswer() bool { return s == StatusCompleted }
+
+// HighModelErrorShare is the share of model errors above which a run's
+// summary and `score` warn: at that level the metrics describe the
+// endpoint's failures more than the policy.
+const HighModelErrorShare = 0.10
+
+// ModelErrorWarning is the warning for n model errors among total scored
+// records, or "" when their share is not high.
+func ModelErrorWarning(n, total int) string {
+	if total == 0 || float64(n)/float64(total) <= HighModelErrorShare {
+		return ""
+	}
+	return fmt.Sprintf("%d of %d trajectories (%.0f%%) are model errors: they count as failures in TSR and CSR, so these metrics describe the endpoint's failures as much as the policy; look at the records' error field (antidrift endpoint check shows misconfigurations)", n, total, 100*float64(n)/float64(total))
+}
