@@ -1,7 +1,6 @@
 package trajectory
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 )
@@ -74,21 +73,6 @@ func ParseStatus(v string) (Status, error) {
 		return "", fmt.Errorf("unknown status %q (known: %s)", v, strings.Join(names, ", "))
 	}
 	return s, nil
-}
-
-// UnmarshalJSON refuses statuses outside the list, so that a hand-edited
-// or foreign record cannot slip an unknown status past the readers.
-func (s *Status) UnmarshalJSON(b []byte) error {
-	var v string
-	if err := json.Unmarshal(b, &v); err != nil {
-		return fmt.Errorf("status: %w", err)
-	}
-	p, err := ParseStatus(v)
-	if err != nil {
-		return err
-	}
-	*s = p
-	return nil
 }
 
 // Scored says whether an episode with this status counts in TSR, DR, CSR
