@@ -284,7 +284,6 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		s.serve(w, r, req, reply)
 		return
 	}
-	s.opts.Mode.truncate(req)
 
 	s.mu.Lock()
 	if s.opts.Capacity > 0 && s.inFlight >= s.opts.Capacity {

@@ -151,12 +151,12 @@ func (m *Mode) contextError(n int) Reply {
 	return ContextLengthOpenAI()
 }
 
-// truncate applies Ollama's num_ctx: drop the oldest messages after a
-// leading system message until the prompt fits (the last message is kept).
-func (m *Mode) truncate(req *Request) {
-	if m == nil || m.NumCtx <= 0 {
-		return
-	}
+// truncated applies Ollama's num_ctx: the oldest messages after a leading
+// system message are dropped until the prompt fits (the last message is
+// kept). The reply's usage reports the truncated prompt, as Ollama's does;
+// the handler still sees the whole conversation, so that a scripted brain
+// keeps answering.
+func (m *Mode) truncated(req *Request) []trajectory.Message {
 	msgs := req.Messages
 	first := 0
 	if len(msgs) > 0 && msgs[0].Role == trajectory.RoleSystem {
@@ -165,7 +165,7 @@ func (m *Mode) truncate(req *Request) {
 	for madeUpPrompt(msgs) > m.NumCtx && len(msgs) > first+1 {
 		msgs = append(append([]trajectory.Message(nil), msgs[:first]...), msgs[first+1:]...)
 	}
-	req.Messages = msgs
+	return msgs
 }
 
 // dress renders a reply the way the family sends it.
@@ -191,6 +191,11 @@ func (m *Mode) dress(req *Request, reply Reply) Reply {
 			reply.FinishReason = "tool_calls"
 		}
 		reply.ToolCalls = kept
+	}
+	if m.NumCtx > 0 {
+		cut := *req
+		cut.Messages = m.truncated(req)
+		reply.Usage = madeUpUsage(&cut, reply)
 	}
 	if m.Family == FamilyOllama {
 		// openai/openai.go marshals the arguments map: a call without
