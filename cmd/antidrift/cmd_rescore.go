@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/antidrift/antidrift/rollout/policy/openai"
 	"io"
 	"net/url"
 	"os"
@@ -301,7 +302,7 @@ func runRescore(cmd *cobra.Command, f rescoreFlags) error {
 		sub.SetOut(&summary)
 		sub.SetErr(stderr)
 		sub.SetContext(cmd.Context())
-		fmt.Fprintf(stderr, "rescore: %s (step %d, %s) -> %s\n", c.Name, c.Step, c.Endpoint, dir)
+		fmt.Fprintf(stderr, "rescore: %s (step %d, %s) -> %s\n", c.Name, c.Step, openai.Redact(c.Endpoint), dir)
 		err := runRollout(sub, rf)
 		var ee *exitError
 		if errors.As(err, &ee) && ee.code == 2 {
