@@ -346,3 +346,42 @@ func testMisconfigured(t *testing.T) {
 		assert.Zero(t, sum.Ran)
 	})
 }
+
+// A refusal found on resume stops the run and loses nothing written before.
+func TestRefusalOnResumeKeepsWhatWasWritten(t *testing.T) {
+	ss := builtin(t)[:4]
+	prof := sim.Profiles[0]
+	good := fakeserver.Start(t, fakeserver.Options{Handler: simHandler(sim.New(prof, ss))})
+	cfg := engine.Config{Scenarios: ss, PolicyName: "openai:m", Checkpoint: "openai:m", Framework: engine.FrameworkNormal, Rollouts: 2, Seed: 5, Concurrency: 1, Version: "test"}
+	ids := make([]string, len(ss))
+	for i, s := range ss {
+		ids[i] = s.ID
+	}
+	dir := t.TempDir()
+	man := store.Manifest{Run: "run-fw", Plan: store.Plan{ScenarioIDs: ids, Policy: cfg.PolicyName, Checkpoint: cfg.Checkpoint,
+		Framework: cfg.Framework, Rollouts: cfg.Rollouts, Seed: cfg.Seed, Shard: "0/1"}}
+	run, err := store.Open(dir, man, false)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	written := 0
+	cfg.OnRecord = func(*trajectory.Record) {
+		if written++; written == 3 {
+			cancel()
+		}
+	}
+	cfg.Policy = newClient(t, good, func(c *openai.Config) { c.Model = "sim:" + prof.Name })
+	_, err = engine.Run(ctx, cfg, run)
+	require.ErrorIs(t, err, context.Canceled)
+	before := trajectories(t, dir)
+	require.Len(t, before, 3)
+
+	bad := fakeserver.Start(t, fakeserver.Options{Mode: &fakeserver.Mode{Family: fakeserver.FamilyVLLM, NoToolParser: true}, Handler: simHandler(sim.New(prof, ss))})
+	cfg.OnRecord = nil
+	cfg.Policy = newClient(t, bad, func(c *openai.Config) { c.Model = "sim:" + prof.Name })
+	run, err = store.Open(dir, man, false)
+	require.NoError(t, err)
+	_, err = engine.Run(context.Background(), cfg, run)
+	require.ErrorIs(t, err, policy.ErrFatal)
+	after := trajectories(t, dir)
+	assert.Equal(t, before, after, "nothing already written is lost")
+}
