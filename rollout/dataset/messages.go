@@ -85,3 +85,12 @@ func Messages(ms []trajectory.Message) []json.RawMessage {
 	}
 	return out
 }
+
+// MessagesWith renders a slice of recorded messages with options.
+func MessagesWith(ms []trajectory.Message, o RenderOptions) []json.RawMessage {
+	out := make([]json.RawMessage, len(ms))
+	for i, m := range ms {
+		out[i] = MessageJSONWith(m, o)
+	}
+	return out
+}
