@@ -4,7 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-		"encoding/json"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"

@@ -7,10 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"strings"
 	"net/url"
+	"os"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/antidrift/antidrift/rollout/scenario"
@@ -78,11 +78,11 @@ type RunConfig struct {
 	// Scenarios are the plan's scenario files, in plan order, as loaded
 	// (their bytes: records quote raw values); parsed, their scenario.Hash
 	// is Manifest.Plan.ScenarioHash.
-	Scenarios      []ScenarioFile    `json:"scenarios"`
-	AckWaitMS      int64             `json:"ack_wait_ms"`
-	MaxDeliver     int               `json:"max_deliver"`
-	RequestTimeout string            `json:"request_timeout,omitempty"`
-	MaxRetries     int               `json:"max_retries"`
+	Scenarios      []ScenarioFile `json:"scenarios"`
+	AckWaitMS      int64          `json:"ack_wait_ms"`
+	MaxDeliver     int            `json:"max_deliver"`
+	RequestTimeout string         `json:"request_timeout,omitempty"`
+	MaxRetries     int            `json:"max_retries"`
 }
 
 func (rc *RunConfig) ackWait() time.Duration {
