@@ -3,6 +3,8 @@ package queue
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"context"
 	"encoding/json"
 	"errors"
@@ -108,7 +110,15 @@ func (c *Coordinator) Run(ctx context.Context) (sum engine.Summary, retErr error
 	if rc.Scenarios, err = scenarioFiles(cfg.Scenarios); err != nil {
 		return sum, err
 	}
-	work, results, err := c.setup(ctx, rc)
+	rcb, err := json.Marshal(rc)
+	if err != nil {
+		return sum, fmt.Errorf("queue: %w", err)
+	}
+	digest := sha256.Sum256(rcb)
+	for i := range todo {
+		todo[i].Config = hex.EncodeToString(digest[:])
+	}
+	work, results, err := c.setup(ctx, rc, rcb)
 	if err != nil {
 		return sum, err
 	}
@@ -263,7 +273,7 @@ func (c *Coordinator) Run(ctx context.Context) (sum engine.Summary, retErr error
 // setup creates (or updates) the run's streams, consumers and
 // configuration. A run name reused for another plan starts from empty
 // streams.
-func (c *Coordinator) setup(ctx context.Context, rc RunConfig) (work, results jetstream.Stream, err error) {
+func (c *Coordinator) setup(ctx context.Context, rc RunConfig, b []byte) (work, results jetstream.Stream, err error) {
 	js := c.JS
 	obs, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: configBucket, Storage: jetstream.FileStorage,
 		Description: "antidrift run configurations (never a secret)"})
@@ -279,10 +289,6 @@ func (c *Coordinator) setup(ctx context.Context, rc RunConfig) (work, results je
 				}
 			}
 		}
-	}
-	b, err := json.Marshal(rc)
-	if err != nil {
-		return nil, nil, fmt.Errorf("queue: %w", err)
 	}
 	if _, err := obs.PutBytes(ctx, rc.RunID, b); err != nil {
 		return nil, nil, fmt.Errorf("queue: publishing the run configuration: %w", err)
@@ -311,7 +317,8 @@ func (c *Coordinator) setup(ctx context.Context, rc RunConfig) (work, results je
 	}
 	if _, err := results.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
 		Durable: collectConsumer, AckPolicy: jetstream.AckExplicitPolicy,
-		AckWait: time.Minute, MaxAckPending: 1 << 20,
+		// Results fetched but lost in a server restart come back after this.
+		AckWait: min(max(c.AckWait, 2*time.Second), 30*time.Second), MaxAckPending: 1 << 20,
 	}); err != nil {
 		return nil, nil, fmt.Errorf("queue: results consumer: %w", err)
 	}

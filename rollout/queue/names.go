@@ -41,13 +41,14 @@ const (
 	// result published again with the same message id inside it is
 	// dropped by the server.
 	dupWindow = 24 * time.Hour
-	// leaseTTL is how long a per-endpoint lease outlives a worker that
-	// stopped refreshing it (killed).
-	leaseTTL = 30 * time.Second
-
 	hdrTraj     = "Antidrift-Traj"
 	hdrEncoding = "Antidrift-Encoding"
 )
+
+// leaseTTL is how long a per-endpoint lease outlives a worker that stopped
+// refreshing it (killed): its slots come back after it. A variable for the
+// tests.
+var leaseTTL = 15 * time.Second
 
 var tokenRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,48}$`)
 
@@ -83,6 +84,8 @@ type RunConfig struct {
 	MaxDeliver     int            `json:"max_deliver"`
 	RequestTimeout string         `json:"request_timeout,omitempty"`
 	MaxRetries     int            `json:"max_retries"`
+
+	digest string // of the published bytes, to notice a republished configuration
 }
 
 func (rc *RunConfig) ackWait() time.Duration {
@@ -110,6 +113,9 @@ type item struct {
 	Scenario string `json:"scenario_id"`
 	Rollout  int    `json:"rollout"`
 	Seed     int64  `json:"seed"`
+	// Config is the digest of the run configuration the item was queued
+	// under: a worker holding another reloads it first.
+	Config string `json:"config"`
 	// Attempt counts the infrastructure errors already recorded for the
 	// episode in the run folder: a resumed retry is a new work item.
 	Attempt int `json:"attempt"`

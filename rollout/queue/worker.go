@@ -3,6 +3,8 @@ package queue
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -206,7 +208,14 @@ func (w *Worker) serveRun(ctx context.Context, id string) {
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	checked := time.Now()
 	for ctx.Err() == nil && !r.stop.Load() {
+		if time.Since(checked) > 2*time.Second { // a resumed run may change its settings (base URL, timeouts)
+			checked = time.Now()
+			if digest, err := w.configDigest(ctx, id); err == nil && digest != rc.digest {
+				return
+			}
+		}
 		select { // at least one free slot, then as many as are free
 		case w.slots <- struct{}{}:
 		case <-ctx.Done():
@@ -234,7 +243,17 @@ func (w *Worker) serveRun(ctx context.Context, id string) {
 					<-w.slots
 					continue
 				}
-				if it.PlanKey != rc.PlanKey {
+				if it.Config != rc.digest && !reload {
+					// Queued under another configuration: a resumed run's
+					// new settings, or an older item under the current one.
+					if cur, err := w.configDigest(ctx, id); err == nil && cur != rc.digest {
+						_ = m.Nak()
+						reload = true
+						<-w.slots
+						continue
+					}
+				}
+				if reload || it.PlanKey != rc.PlanKey {
 					_ = m.Nak() // a new plan under this run name: reload its configuration
 					reload = true
 					<-w.slots
@@ -277,7 +296,22 @@ func (w *Worker) loadConfig(ctx context.Context, id string) (*RunConfig, error) 
 	if err := json.Unmarshal(b, &rc); err != nil {
 		return nil, fmt.Errorf("queue: run %s: configuration: %w", id, err)
 	}
+	sum := sha256.Sum256(b)
+	rc.digest = hex.EncodeToString(sum[:])
 	return &rc, nil
+}
+
+func (w *Worker) configDigest(ctx context.Context, id string) (string, error) {
+	obs, err := w.JS.ObjectStore(ctx, configBucket)
+	if err != nil {
+		return "", err
+	}
+	b, err := obs.GetBytes(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
 }
 
 // prepare checks that this worker may run the run's items and builds its
@@ -466,7 +500,7 @@ func (w *Worker) handle(ctx context.Context, r *runner, m jetstream.Msg, it item
 	msgID := it.TrajID
 	if rec.Status == trajectory.StatusInfraError {
 		if md != nil && int(md.NumDelivered) < rc.MaxDeliver {
-			nak(min(time.Second<<md.NumDelivered, 30*time.Second)) // another delivery, maybe another worker
+			nak(min(ackWait/4<<(md.NumDelivered-1), 30*time.Second)) // another delivery, maybe another worker
 			return
 		}
 		msgID = fmt.Sprintf("%s#infra-%d", it.TrajID, it.Attempt)
