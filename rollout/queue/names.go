@@ -40,7 +40,7 @@ const (
 	// dupWindow is the streams' de-duplication window: a work item or a
 	// result published again with the same message id inside it is
 	// dropped by the server.
-	dupWindow = 24 * time.Hour
+	dupWindow   = 24 * time.Hour
 	hdrTraj     = "Antidrift-Traj"
 	hdrEncoding = "Antidrift-Encoding"
 )
