@@ -184,6 +184,7 @@ func (c *Coordinator) Run(ctx context.Context) (sum engine.Summary, retErr error
 	}
 	defer advSub.Unsubscribe()
 
+	_ = c.NC.Publish(announceSubject, []byte(id))
 	var bg sync.WaitGroup
 	bg.Add(2)
 	go func() { defer bg.Done(); c.publish(ctx, id, todo) }()
@@ -196,7 +197,7 @@ func (c *Coordinator) Run(ctx context.Context) (sum engine.Summary, retErr error
 		return sum, fmt.Errorf("queue: results consumer: %w", err)
 	}
 	for len(outstanding) > 0 && ctx.Err() == nil {
-		batch, ferr := rcons.Fetch(512, jetstream.FetchMaxWait(500*time.Millisecond))
+		batch, ferr := rcons.Fetch(512, jetstream.FetchMaxWait(100*time.Millisecond))
 		if ferr != nil {
 			sleep(ctx, 200*time.Millisecond) // disconnected: the connection reconnects
 			continue

@@ -27,10 +27,26 @@ type leaser struct {
 
 	mu   sync.Mutex
 	held map[string]uint64 // key -> revision
+	// idle holds slots this worker holds but does not use right now, per
+	// lease name, with when each fell idle: the next episode against the
+	// endpoint takes one without a round trip; slots idle for longer than
+	// leaseIdle go back to the bucket.
+	idle map[string][]idleSlot
+	// next is where the next probe of a lease starts: after the last slot
+	// won, so that a worker fills a run of slots in one probe each.
+	next map[string]int
 }
 
+type idleSlot struct {
+	key   string
+	since time.Time
+}
+
+// leaseIdle is how long a worker keeps a slot it does not use.
+const leaseIdle = time.Second
+
 func newLeaser(js jetstream.JetStream, holder string) *leaser {
-	return &leaser{js: js, holder: holder, held: map[string]uint64{}}
+	return &leaser{js: js, holder: holder, held: map[string]uint64{}, idle: map[string][]idleSlot{}, next: map[string]int{}}
 }
 
 // leaseName is the bucket-key prefix of an endpoint's cap.
@@ -62,6 +78,14 @@ func (l *leaser) acquire(ctx context.Context, name string, cap int) (string, err
 	if cap < 1 {
 		cap = 1
 	}
+	l.mu.Lock()
+	if n := len(l.idle[name]); n > 0 {
+		key := l.idle[name][n-1].key
+		l.idle[name] = l.idle[name][:n-1]
+		l.mu.Unlock()
+		return key, nil
+	}
+	l.mu.Unlock()
 	backoff := 5 * time.Millisecond
 	for {
 		if err := ctx.Err(); err != nil {
@@ -69,13 +93,20 @@ func (l *leaser) acquire(ctx context.Context, name string, cap int) (string, err
 		}
 		kv, err := l.bucket(ctx)
 		if err == nil {
-			start := rand.IntN(cap)
+			l.mu.Lock()
+			start, ok := l.next[name]
+			if !ok {
+				start = rand.IntN(cap)
+			}
+			l.mu.Unlock()
 			for i := 0; i < min(cap, 64); i++ {
-				key := fmt.Sprintf("%s.%d", name, (start+i)%cap)
+				slot := (start + i) % cap
+				key := fmt.Sprintf("%s.%d", name, slot)
 				rev, cerr := kv.Create(ctx, key, []byte(l.holder))
 				if cerr == nil {
 					l.mu.Lock()
 					l.held[key] = rev
+					l.next[name] = slot + 1
 					l.mu.Unlock()
 					return key, nil
 				}
@@ -84,13 +115,48 @@ func (l *leaser) acquire(ctx context.Context, name string, cap int) (string, err
 				}
 			}
 		}
+		l.mu.Lock()
+		l.next[name] = rand.IntN(cap) // full here: look elsewhere next time
+		l.mu.Unlock()
 		sleep(ctx, backoff/2+time.Duration(rand.Int64N(int64(backoff))))
 		backoff = min(backoff*2, 200*time.Millisecond)
 	}
 }
 
-// release gives a slot back.
-func (l *leaser) release(key string) {
+// release puts a slot aside for the next episode against the same
+// endpoint; expire gives it back to the bucket after leaseIdle.
+func (l *leaser) release(name, key string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.held[key]; ok {
+		l.idle[name] = append(l.idle[name], idleSlot{key, time.Now()})
+	}
+}
+
+// expire gives back the slots idle for longer than leaseIdle (all with
+// all set, when the worker stops).
+func (l *leaser) expire(all bool) {
+	l.mu.Lock()
+	var drop []string
+	for name, slots := range l.idle {
+		keep := slots[:0]
+		for _, s := range slots {
+			if all || time.Since(s.since) > leaseIdle {
+				drop = append(drop, s.key)
+			} else {
+				keep = append(keep, s)
+			}
+		}
+		l.idle[name] = keep
+	}
+	l.mu.Unlock()
+	for _, key := range drop {
+		l.giveBack(key)
+	}
+}
+
+// giveBack deletes a held slot from the bucket.
+func (l *leaser) giveBack(key string) {
 	l.mu.Lock()
 	rev, ok := l.held[key]
 	delete(l.held, key)
@@ -108,10 +174,16 @@ func (l *leaser) release(key string) {
 func (l *leaser) refresh(ctx context.Context) {
 	t := time.NewTicker(leaseTTL / 3)
 	defer t.Stop()
+	e := time.NewTicker(leaseIdle / 2)
+	defer e.Stop()
+	defer l.expire(true)
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-e.C:
+			l.expire(false)
+			continue
 		case <-t.C:
 		}
 		l.mu.Lock()

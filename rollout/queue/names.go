@@ -68,6 +68,10 @@ func workSubject(id string) string    { return "antidrift.work." + id }
 func resultsSubject(id string) string { return "antidrift.results." + id }
 func eventsSubject(id string) string  { return "antidrift.events." + id }
 
+// announceSubject is where a coordinator says a run has work, so that
+// idle workers look at once instead of at their next poll.
+const announceSubject = "antidrift.announce"
+
 // RunConfig is what a worker needs to run a run's items: published by the
 // coordinator under the run id in the ANTIDRIFT_RUNS object store. It never
 // holds a secret: API keys come from each worker's environment.
@@ -183,19 +187,14 @@ func scenarioFiles(ss []*scenario.Scenario) ([]ScenarioFile, error) {
 func parseScenarios(files []ScenarioFile) ([]*scenario.Scenario, error) {
 	out := make([]*scenario.Scenario, 0, len(files))
 	for _, f := range files {
-		if f.Name == "" {
-			var s scenario.Scenario
-			if err := json.Unmarshal(f.Data, &s); err != nil {
-				return nil, err
-			}
-			out = append(out, &s)
-			continue
+		// The coordinator validated them; decoding keeps every raw value's
+		// bytes, and the caller checks the hash.
+		var s scenario.Scenario
+		if err := json.Unmarshal(f.Data, &s); err != nil {
+			return nil, fmt.Errorf("%s: %w", f.Name, err)
 		}
-		s, ps := scenario.Parse(f.Name, f.Data, nil)
-		if err := ps.Err(); err != nil {
-			return nil, err
-		}
-		out = append(out, s)
+		s.File = f.Name
+		out = append(out, &s)
 	}
 	return out, nil
 }

@@ -126,9 +126,20 @@ func (w *Worker) Serve(ctx context.Context) error {
 	w.lastWork.Store(time.Now().UnixNano())
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go w.leases.refresh(ctx)
+	leasesDone := make(chan struct{})
+	go func() { defer close(leasesDone); w.leases.refresh(ctx) }()
+	defer func() { cancel(); <-leasesDone }() // idle slots go back to the bucket
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	poke := make(chan struct{}, 1)
+	if sub, err := w.NC.Subscribe(announceSubject, func(*nats.Msg) {
+		select {
+		case poke <- struct{}{}:
+		default:
+		}
+	}); err == nil {
+		defer sub.Unsubscribe()
+	}
 	only := ""
 	if w.Run != "" {
 		only = workStream(RunID(w.Run))
@@ -160,7 +171,11 @@ func (w *Worker) Serve(ctx context.Context) error {
 			cancel()
 			break
 		}
-		sleep(ctx, time.Second)
+		select { // poll, or look at once when a coordinator announces work
+		case <-ctx.Done():
+		case <-poke:
+		case <-time.After(2 * time.Second):
+		}
 	}
 	return nil
 }
@@ -479,7 +494,7 @@ func (w *Worker) handle(ctx context.Context, r *runner, m jetstream.Msg, it item
 			nak(0)
 			return
 		}
-		defer w.leases.release(key)
+		defer w.leases.release(r.lease, key)
 	}
 	p := engine.Planned{Scenario: s, Rollout: it.Rollout, Seed: it.Seed, TrajID: it.TrajID}
 	rec, err := engine.RunOne(ctx, r.cfg, rc.Manifest.Run, sc, p)
