@@ -21,6 +21,7 @@ func check(s *Scenario, cat *provisions.Catalogue) Problems {
 	v.success()
 	v.goal()
 	v.skills()
+	v.probes()
 	return v.ps
 }
 
