@@ -56,7 +56,7 @@ func (g *gen) surface() {
 	}
 	if changed {
 		g.add(Probe{Name: "surface:normalised", Class: ClassBenign, Kind: "surface-normalised",
-			Note: "strings in another form their normaliser accepts (instants in another offset, dates as YYYY/MM/DD, e-mail upper case, spaced phones and IBANs), other strings with surrounding white space",
+			Note:  "strings in another form their normaliser accepts (instants in another offset, dates as YYYY/MM/DD, e-mail upper case, spaced phones and IBANs), other strings with surrounding white space",
 			Calls: norm, Expect: ExpectClean})
 	}
 }

@@ -196,3 +196,19 @@ func Oneline(s string, n int) string {
 	}
 	return s
 }
+
+// CheckAll checks every scenario, in order.
+func CheckAll(ctx context.Context, ss []*scenario.Scenario) ([]*Report, error) {
+	out := make([]*Report, 0, len(ss))
+	for _, s := range ss {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		r, err := Check(ctx, s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
