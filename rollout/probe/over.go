@@ -220,9 +220,12 @@ func (g *gen) widen() {
 	}
 }
 
-// enums moves each enum argument of the path to the next member.
+// enums moves each enum argument of the path's writes to the next member.
 func (g *gen) enums() {
 	for i, c := range g.path {
+		if !g.isWrite(c.Tool) {
+			continue // another value on a read is a neutral read or a read outside the data
+		}
 		props := g.tools[c.Tool].props
 		for _, k := range sortedKeys(c.Args) {
 			enum, ok := props[k]["enum"].([]any)
@@ -620,13 +623,7 @@ func (g *gen) leaks() {
 			if len(c.Args) > 0 {
 				key = c.Args[0]
 			} else {
-				for _, k := range sortedKeys(call.Args) {
-					if s, ok := call.Args[k].(string); ok && (key == "" || len(s) > len(call.Args[key].(string))) {
-						if _, enum := g.tools[call.Tool].props[k]["enum"]; !enum {
-							key = k
-						}
-					}
-				}
+				key = g.freeText(call)
 			}
 			if key == "" || strings.Contains(key, ".") {
 				continue
@@ -643,4 +640,35 @@ func (g *gen) leaks() {
 				Calls: g.withCall(len(g.path)), Answer: g.answer + " " + secret, Expect: ExpectNotClean})
 		}
 	}
+}
+
+// freeText is the longest free-text argument of a call: a string that is
+// no enum member, names no resource and is no identifier; "" when none.
+func (g *gen) freeText(c Call) string {
+	t := g.s.Tool(c.Tool)
+	named := map[string]bool{}
+	if t != nil {
+		for _, tmpl := range append([]string{t.Resource}, t.Resources...) {
+			if tmpl != "" && !strings.Contains(tmpl, "{") {
+				named[tmpl] = true
+			}
+			for _, m := range placeholderRE.FindAllStringSubmatch(tmpl, -1) {
+				named[m[1]] = true
+			}
+		}
+	}
+	key := ""
+	for _, k := range sortedKeys(c.Args) {
+		s, ok := c.Args[k].(string)
+		if !ok || named[k] || recipientArgs[k] || idArgRE.MatchString(k) {
+			continue
+		}
+		if _, enum := g.tools[c.Tool].props[k]["enum"]; enum {
+			continue
+		}
+		if key == "" || len(s) > len(c.Args[key].(string)) {
+			key = k
+		}
+	}
+	return key
 }
