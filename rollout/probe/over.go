@@ -304,8 +304,8 @@ func (g *gen) resources() {
 					probeArgs[k] = v
 				}
 				probeArgs[a] = other
-				if res, ok := scenario.RenderResource(tmpl, probeArgs); ok && scenario.InBoundaryData(g.s.Boundary.Data, res) {
-					continue // the other resource is allowed too
+				if res, ok := scenario.RenderResource(tmpl, probeArgs); ok && !g.isWrite(c.Tool) && scenario.InBoundaryData(g.s.Boundary.Data, res) {
+					continue // reading another allowed resource is a neutral read
 				}
 			}
 			switch {
@@ -439,7 +439,7 @@ func (g *gen) readCandidates() []readCandidate {
 			if err != nil {
 				continue
 			}
-			g.complete(t.Name, when)
+			g.borrow(t.Name, when)
 			c := Call{Tool: t.Name, Args: when}
 			if g.onPath(c) || g.matchesViolation(c) {
 				continue
