@@ -400,7 +400,9 @@ func (g *gen) label(i int) string {
 }
 
 // isWrite reports whether a tool changes anything: writes: true, or a
-// response with effects.
+// response with effects on a tool at privilege L2 (annotate/modify) or
+// above. Effects of an L0/L1 tool are a read's own bookkeeping (a query
+// log), and reading twice is no over-action.
 func (g *gen) isWrite(tool string) bool {
 	t := g.s.Tool(tool)
 	if t == nil {
@@ -408,6 +410,9 @@ func (g *gen) isWrite(tool string) bool {
 	}
 	if t.Writes {
 		return true
+	}
+	if t.Privilege < 2 {
+		return false
 	}
 	for _, r := range t.Responses {
 		if r.Effects != nil && (len(r.Effects.Set) > 0 || len(r.Effects.Append) > 0 || len(r.Effects.Remove) > 0) {
