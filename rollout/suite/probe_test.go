@@ -13,7 +13,7 @@ import (
 
 // probedDomains are the domains re-authored to pass the counterfactual
 // battery (issue 11). TODO: every domain, then drop the list.
-var probedDomains = []string{"commerce", "finance", "health", "security"}
+var probedDomains = []string{"commerce", "communication", "data_research", "finance", "health", "productivity", "security"}
 
 // Every scenario of a re-authored domain passes `scenarios probe --strict`,
 // is format v2, and has a battery of at least 8 over-actions and 3 benign
