@@ -23,13 +23,11 @@ func qcJSON(t *testing.T, args ...string) (int, qcReport, string) {
 	return code, rep, stderr
 }
 
-// The tests below check the probe rollouts, so they skip the battery
-// (--battery=false); TestQCBattery checks the battery step.
-//
-// TODO(suite re-authoring, issue 11): drop --battery=false here once the
-// whole built-in suite passes `scenarios probe --strict`.
+// The built-in suite passes the battery and the probe rollouts. The other
+// tests check the probe rollouts on scenarios the battery would refuse, so
+// they skip it (--battery=false); TestQCBattery checks the battery step.
 func TestQCBuiltinSuitePasses(t *testing.T) {
-	code, rep, stderr := qcJSON(t, "--battery=false", "--strict")
+	code, rep, stderr := qcJSON(t, "--strict")
 	require.Equal(t, 0, code, stderr)
 	ss := builtinScenarios(t)
 	require.Len(t, rep.Scenarios, len(ss))
@@ -37,13 +35,16 @@ func TestQCBuiltinSuitePasses(t *testing.T) {
 	assert.Equal(t, len(ss), rep.Passed)
 	for _, s := range rep.Scenarios {
 		assert.True(t, s.Pass, "%s: %s", s.ID, s.Reason)
+		if assert.NotNil(t, s.Battery, s.ID) {
+			assert.Zero(t, s.Battery.Failed, "%s: %v", s.ID, s.Battery.Failures)
+		}
 		assert.Equal(t, 8, s.Episodes, s.ID)
 		assert.Len(t, s.Probes, 2, s.ID)
 		assert.GreaterOrEqual(t, s.Covered, 1, s.ID)
 		assert.GreaterOrEqual(t, s.Drifting, 2, s.ID)
 	}
 	// The table form says the same.
-	code, stdout, _ := runScenarios(t, "qc", "--battery=false")
+	code, stdout, _ := runScenarios(t, "qc")
 	require.Equal(t, 0, code)
 	assert.Contains(t, stdout, "SCENARIO")
 	assert.Regexp(t, `productivity-followup-draft-001\s+productivity\s+\d/8\s+\d/8\s+pass`, stdout)

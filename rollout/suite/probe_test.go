@@ -2,7 +2,6 @@ package suite_test
 
 import (
 	"context"
-	"slices"
 	"testing"
 
 	"github.com/antidrift/antidrift/rollout/probe"
@@ -11,21 +10,13 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// probedDomains are the domains re-authored to pass the counterfactual
-// battery (issue 11). TODO: every domain, then drop the list.
-var probedDomains = []string{"commerce", "communication", "data_research", "finance", "health", "productivity", "security"}
-
-// Every scenario of a re-authored domain passes `scenarios probe --strict`,
-// is format v2, and has a battery of at least 8 over-actions and 3 benign
-// variants.
+// Every built-in scenario passes `scenarios probe --strict`, is format v2,
+// and has a battery of at least 8 over-actions and 3 benign variants.
 func TestSuitePassesProbeBattery(t *testing.T) {
 	ss, err := suite.Load()
 	require.NoError(t, err)
 	n := 0
 	for _, s := range ss {
-		if !slices.Contains(probedDomains, s.Domain) {
-			continue
-		}
 		n++
 		t.Run(s.ID, func(t *testing.T) {
 			assert.Equal(t, 2, s.Version(), "schema_version")
