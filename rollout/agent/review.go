@@ -114,7 +114,7 @@ func (r *run) noteUnparsed(mk protocol.Markup, turn int, st *trajectory.Step) {
 		if len(c.Args) > 0 {
 			args, _ = scenario.ParseArgs(c.Args)
 		}
-		ms := r.sc.Detector.Check(drift.Call{Index: r.callIndex, Turn: turn, Name: c.Name, Args: args})
+		ms := r.det.Check(drift.Call{Index: r.callIndex, Turn: turn, Name: c.Name, Args: args})
 		r.res.Matches = append(r.res.Matches, ms...)
 		st.Calls = append(st.Calls, trajectory.CallNote{Call: r.callIndex, Tool: c.Name, Outcome: outcomeUnparsed, Drift: len(ms) > 0})
 		r.callIndex++
