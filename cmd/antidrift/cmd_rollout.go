@@ -48,6 +48,7 @@ type rolloutFlags struct {
 	turnTokens  int
 	temperature temperatureFlag
 	episodeTime time.Duration
+	queue       queueFlags // cmd_rollout_queue.go
 }
 
 func init() { register(newRolloutCmd) }
@@ -94,6 +95,7 @@ The API key comes from the environment variable named by --api-key-env
 	fl.Var(&f.temperature, "temperature", "sampling temperature (0 is sent as 0), or omit to leave it out (reasoning models that accept only their default)")
 	addEndpointExtras(fl, &f.endpoint)
 	fl.DurationVar(&f.episodeTime, "episode-timeout", 0, "wall time per episode; 0: no limit")
+	addQueueFlags(fl, &f.queue)
 	_ = cmd.MarkFlagRequired("policy")
 	_ = cmd.MarkFlagRequired("out")
 	return cmd
@@ -110,6 +112,11 @@ func runRollout(cmd *cobra.Command, f rolloutFlags) error {
 	if err != nil {
 		return err
 	}
+	q, err := dialQueue(cmd.Context(), f.queue) // before anything is written: an unreachable server fails fast
+	if err != nil {
+		return err
+	}
+	defer q.close()
 	ss, err := loadScenarios(f.scenarios, "")
 	if err != nil {
 		return err
@@ -174,12 +181,21 @@ func runRollout(cmd *cobra.Command, f rolloutFlags) error {
 	stderr := cmd.ErrOrStderr()
 	cfg.Warn = func(msg string) { fmt.Fprintln(stderr, "antidrift: warning:", msg) }
 	total := len(engine.Plan(cfg, runName))
+	if q != nil {
+		client = nil // the workers' clients, not this one, talk to the endpoint
+	}
 	prog := newProgress(total, run.DoneCount(), client)
 	cfg.OnRecord = prog.record
 
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	sum, runErr := engine.Run(ctx, cfg, run)
+	var sum engine.Summary
+	var runErr error
+	if q != nil {
+		sum, runErr = q.run(ctx, f, cfg, run)
+	} else {
+		sum, runErr = engine.Run(ctx, cfg, run)
+	}
 	prog.finish()
 	if runErr != nil {
 		if errors.Is(runErr, context.Canceled) {
