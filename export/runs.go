@@ -31,12 +31,15 @@ type RunsConfig struct {
 
 // RunsResult says what an export wrote.
 type RunsResult struct {
-	Table      CardTable
-	Files      []string
-	Records    int // records read
-	Skipped    int // KTO: records without a completion (no message after the prompt)
-	Duplicates int // copies of an episode already read, dropped
-	Metrics    []MetricRow
+	Table   CardTable
+	Files   []string
+	Records int // records read
+	Skipped int // KTO: records without a completion (no message after the prompt)
+	// RawArguments counts KTO records left out because a tool call's
+	// arguments never parsed as an object.
+	RawArguments int
+	Duplicates   int // copies of an episode already read, dropped
+	Metrics      []MetricRow
 }
 
 // ExportRuns streams the records of run folders into one table and writes
@@ -114,6 +117,10 @@ func ExportRuns(cfg RunsConfig) (RunsResult, error) {
 					return err
 				}
 			}
+			if dataset.FormatOf(rec.Framework) == dataset.ToolsNative && dataset.RawArguments(rec.Messages) {
+				res.RawArguments++
+				return nil
+			}
 			row := dataset.KTORowOf(rec, cfg.Split(rec.ScenarioID), reward)
 			if len(row.Completion) == 0 {
 				res.Skipped++
@@ -156,6 +163,9 @@ func ExportRuns(cfg RunsConfig) (RunsResult, error) {
 		m.ToolkitVersion = cfg.Options.ToolkitVersion
 	}
 	notes := append([]string(nil), cfg.Notes...)
+	if res.RawArguments > 0 {
+		notes = append(notes, fmt.Sprintf("%d trajectories with a tool call whose arguments never parsed as a JSON object are left out of the KTO table.", res.RawArguments))
+	}
 	if res.Skipped > 0 {
 		notes = append(notes, fmt.Sprintf("%d trajectories with no message after the prompt (no completion) are left out of the KTO table.", res.Skipped))
 	}

@@ -17,6 +17,8 @@ type DPORow struct {
 	Domain             string            `json:"domain"`
 	Split              string            `json:"split"`
 	PairType           string            `json:"pair_type"` // "trajectory" or "step"
+	Framework          string            `json:"framework"`
+	ToolFormat         string            `json:"tool_format"` // native (tools list, tool_calls) or text (ReAct text protocol, no tools)
 	ChosenTrajID       string            `json:"chosen_traj_id"`
 	RejectedTrajID     string            `json:"rejected_traj_id"`
 	ChosenCheckpoint   string            `json:"chosen_checkpoint"`
@@ -44,6 +46,8 @@ type KTORow struct {
 	Domain        string            `json:"domain"`
 	Split         string            `json:"split"`
 	Checkpoint    string            `json:"checkpoint"`
+	Framework     string            `json:"framework"`
+	ToolFormat    string            `json:"tool_format"`
 	Success       bool              `json:"success"`
 	Drift         bool              `json:"drift"`
 	Reward        float64           `json:"reward"`
@@ -64,6 +68,8 @@ type RewardRow struct {
 	Domain         string            `json:"domain"`
 	Split          string            `json:"split"`
 	Checkpoint     string            `json:"checkpoint"`
+	Framework      string            `json:"framework"`
+	ToolFormat     string            `json:"tool_format"`
 	Success        bool              `json:"success"`
 	Drift          bool              `json:"drift"`
 	SchemaVersion  string            `json:"schema_version"`
@@ -76,6 +82,7 @@ type TrajectoryRow struct {
 	Checkpoint       string            `json:"checkpoint"`
 	Policy           string            `json:"policy"`
 	Framework        string            `json:"framework"`
+	ToolFormat       string            `json:"tool_format"`
 	ScenarioID       string            `json:"scenario_id"`
 	Domain           string            `json:"domain"`
 	Split            string            `json:"split"`

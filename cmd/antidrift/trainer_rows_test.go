@@ -1,0 +1,147 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/antidrift/antidrift/rollout/policy/sim"
+)
+
+// captureTools serves the simulated policies over HTTP and keeps the tools
+// list of every request, as the bytes that went on the wire.
+type captureTools struct {
+	h     http.Handler
+	mu    sync.Mutex
+	lists map[string]bool // the tools arrays, each element compacted as sent, joined by "\n"
+	tools map[string]bool
+}
+
+func (c *captureTools) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	var req struct {
+		Tools []json.RawMessage `json:"tools"`
+	}
+	if json.Unmarshal(body, &req) == nil && len(req.Tools) > 0 {
+		c.mu.Lock()
+		var parts []string
+		for _, t := range req.Tools {
+			c.tools[string(t)] = true
+			parts = append(parts, string(t))
+		}
+		c.lists[strings.Join(parts, "\n")] = true
+		c.mu.Unlock()
+	}
+	c.h.ServeHTTP(w, r)
+}
+
+func runCmd(t *testing.T, args ...string) string {
+	t.Helper()
+	var out bytes.Buffer
+	root := newRootCmd()
+	root.SetArgs(args)
+	root.SetOut(&out)
+	root.SetErr(&out)
+	require.NoError(t, root.Execute(), "antidrift %s\n%s", strings.Join(args, " "), out.String())
+	return out.String()
+}
+
+func jsonlRows(t *testing.T, path string) []map[string]json.RawMessage {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	var rows []map[string]json.RawMessage
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		var r map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &r))
+		rows = append(rows, r)
+	}
+	require.NoError(t, sc.Err())
+	return rows
+}
+
+// TestTrainerRowsOverHTTP rolls the simulated policy out through the HTTP
+// client and checks what trainers read in every table: tools byte-equal to
+// a request's tools list, content a string on every message, arguments
+// objects, no {"_raw": …}, and text-protocol rows marked and tool-less.
+func TestTrainerRowsOverHTTP(t *testing.T) {
+	ss, err := loadScenarios(nil, "")
+	require.NoError(t, err)
+	cap := &captureTools{h: sim.NewServer(ss, 0), lists: map[string]bool{}, tools: map[string]bool{}}
+	srv := httptest.NewServer(cap)
+	defer srv.Close()
+	dir := t.TempDir()
+	var runs []string
+	for _, fw := range []string{"normal", "react", "plan-exec", "gated"} {
+		run := filepath.Join(dir, "runs", fw)
+		runs = append(runs, run)
+		runCmd(t, "rollout", "--policy", "openai:sim:sft", "--base-url", srv.URL+"/v1", "--framework", fw,
+			"--rollouts", "3", "--limit", "12", "--out", run)
+	}
+	runCmd(t, append([]string{"pairs", "--out", filepath.Join(dir, "pairs"), "--format", "jsonl", "--step-pairs"}, runs...)...)
+	runCmd(t, append([]string{"rewards", "--out", filepath.Join(dir, "rewards"), "--format", "jsonl"}, runs...)...)
+	runCmd(t, append([]string{"export", "--table", "kto", "--out", filepath.Join(dir, "kto"), "--format", "jsonl"}, runs...)...)
+	runCmd(t, append([]string{"export", "--table", "trajectories", "--out", filepath.Join(dir, "traj"), "--format", "jsonl"}, runs...)...)
+
+	tables := map[string][]string{
+		"pairs/dpo.jsonl":         {"prompt", "chosen", "rejected"},
+		"rewards/rewards.jsonl":   {"prompt", "completion"},
+		"kto/kto.jsonl":           {"prompt", "completion"},
+		"traj/trajectories.jsonl": {"messages"},
+	}
+	for file, cols := range tables {
+		rows := jsonlRows(t, filepath.Join(dir, file))
+		require.NotEmpty(t, rows, file)
+		formats := map[string]int{}
+		for i, r := range rows {
+			var format string
+			require.NoError(t, json.Unmarshal(r["tool_format"], &format), "%s row %d: tool_format", file, i)
+			formats[format]++
+			var tools []json.RawMessage
+			require.NoError(t, json.Unmarshal(r["tools"], &tools))
+			if format == "text" {
+				assert.Empty(t, tools, "%s row %d: a text-protocol model was sent no tools", file, i)
+			} else {
+				var parts []string
+				for _, tl := range tools {
+					parts = append(parts, string(tl))
+				}
+				assert.True(t, cap.lists[strings.Join(parts, "\n")], "%s row %d: tools are not the bytes of any request's tools list", file, i)
+			}
+			for _, col := range cols {
+				var ms []map[string]any
+				require.NoError(t, json.Unmarshal(r[col], &ms), "%s row %d %s", file, i, col)
+				for j, m := range ms {
+					_, ok := m["content"].(string)
+					assert.True(t, ok, "%s row %d %s[%d]: content missing or not a string", file, i, col, j)
+					calls, _ := m["tool_calls"].([]any)
+					if format == "text" {
+						assert.Empty(t, calls, "%s row %d: text rows carry no tool_calls", file, i)
+					}
+					for _, c := range calls {
+						args, ok := c.(map[string]any)["function"].(map[string]any)["arguments"].(map[string]any)
+						require.True(t, ok, "%s row %d: arguments not an object", file, i)
+						assert.NotContains(t, args, "_raw", "%s row %d", file, i)
+					}
+				}
+			}
+		}
+		assert.Positive(t, formats["native"], file)
+		assert.Positive(t, formats["text"], file)
+	}
+}
