@@ -17,12 +17,16 @@ import (
 // CardTable is one table of an export as the dataset card lists it.
 // Writer.CardTable fills it.
 type CardTable struct {
-	Name    string           `json:"name"`              // title in the card, e.g. "dpo" or "dpo_step"
-	Kind    string           `json:"kind"`              // dpo, kto, rewards or trajectories (from Name when empty)
-	Rows    int64            `json:"rows"`              //
-	Splits  map[string]int64 `json:"splits"`            // rows per split
-	Files   []string         `json:"files"`             // file names, relative to the card's folder
-	Columns []string         `json:"columns,omitempty"` // in file order
+	Name   string           `json:"name"`   // title in the card, e.g. "dpo" or "dpo_step"
+	Kind   string           `json:"kind"`   // dpo, kto, rewards or trajectories (from Name when empty)
+	Rows   int64            `json:"rows"`   //
+	Splits map[string]int64 `json:"splits"` // rows per split
+	Files  []string         `json:"files"`  // file names, relative to the card's folder
+	// DataFiles are the Parquet files by split (split-file layout only),
+	// named in the card's YAML front matter so that load_dataset(folder)
+	// returns the splits.
+	DataFiles map[string]string `json:"data_files,omitempty"`
+	Columns   []string          `json:"columns,omitempty"` // in file order
 }
 
 // MetricRow is the metric summary of one checkpoint (× framework), filled
@@ -139,7 +143,7 @@ func WriteCard(dir string, c Card) error {
 		t.Kind = kindOf(t)
 		mt := manifestTable{CardTable: t}
 		for _, f := range t.Files {
-			fi, err := hashFile(filepath.Join(dir, f))
+			fi, err := hashFile(filepath.Join(dir, filepath.FromSlash(f)), f)
 			if err != nil {
 				return fmt.Errorf("export: card: %w", err)
 			}
@@ -157,7 +161,7 @@ func WriteCard(dir string, c Card) error {
 	return writeFileAtomic(filepath.Join(dir, "README.md"), []byte(renderCard(c, mf)))
 }
 
-func hashFile(path string) (FileInfo, error) {
+func hashFile(path, name string) (FileInfo, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return FileInfo{}, err
@@ -168,7 +172,7 @@ func hashFile(path string) (FileInfo, error) {
 	if err != nil {
 		return FileInfo{}, fmt.Errorf("%s: %w", path, err)
 	}
-	return FileInfo{Name: filepath.Base(path), Bytes: n, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
+	return FileInfo{Name: name, Bytes: n, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
 }
 
 func writeFileAtomic(path string, data []byte) error {
@@ -249,6 +253,7 @@ func renderCard(c Card, mf manifestFile) string {
 	if title == "" {
 		title = "antidrift export"
 	}
+	b.WriteString(frontMatter(c, mf))
 	fmt.Fprintf(&b, "# %s\n\n", title)
 	if c.Description != "" {
 		fmt.Fprintf(&b, "%s\n\n", strings.TrimSpace(c.Description))
@@ -299,18 +304,30 @@ func renderCard(c Card, mf manifestFile) string {
 		fmt.Fprintf(&b, "%s\n\n", strings.TrimSpace(n))
 	}
 
-	b.WriteString("## Loading\n\nFrom this folder. Every table is one file per format; filter on `split` for train/validation/test.\n\n")
+	if frontMatter(c, mf) != "" {
+		b.WriteString("## Loading\n\nFrom this folder: each split is its own Parquet file under `data/`, named in this card's YAML front matter, so `load_dataset` on the folder returns train, validation and test (and the Hub viewer shows them). Arrow IPC files are under `arrow/`, the JSONL (every split, for reading) under `jsonl/`, provenance in `manifest.json`.\n\n")
+	} else {
+		b.WriteString("## Loading\n\nFrom this folder. Every table is one file per format; filter on `split` for train/validation/test.\n\n")
+	}
 	for _, t := range mf.Tables {
 		pq := firstWithExt(t.Files, ".parquet")
 		if pq == "" {
 			continue
 		}
 		fmt.Fprintf(&b, "### `%s` (%s)\n\n", t.Name, t.Kind)
-		b.WriteString(loadSnippet(t.Kind, pq))
+		if len(t.DataFiles) > 0 {
+			b.WriteString(loadSnippetSplits(t.Kind, t.Name))
+		} else {
+			b.WriteString(loadSnippet(t.Kind, pq))
+		}
 	}
 	b.WriteString("### DuckDB and Spark\n\n")
 	if pq := anyParquet(mf.Tables); pq != "" {
-		fmt.Fprintf(&b, "```sql\n-- DuckDB: counts per split, and the first message of a row as JSON\nSELECT split, count(*) FROM '%s' GROUP BY split ORDER BY split;\nSELECT %s[1] ->> '$.content' FROM '%s' LIMIT 1;\n```\n\n", pq, firstMessageColumn(mf.Tables, pq), pq)
+		col := firstMessageColumn(mf.Tables, pq)
+		if i := strings.LastIndex(pq, "-"); strings.HasPrefix(pq, "data/") && i > 0 {
+			pq = pq[:i] + "-*.parquet" // every split
+		}
+		fmt.Fprintf(&b, "```sql\n-- DuckDB: counts per split, and the first message of a row as JSON\nSELECT split, count(*) FROM '%s' GROUP BY split ORDER BY split;\nSELECT %s[1] ->> '$.content' FROM '%s' LIMIT 1;\n```\n\n", pq, col, pq)
 		fmt.Fprintf(&b, "```python\n# Spark\nspark.read.parquet(\"%s\").groupBy(\"split\").count().show()\n```\n\n", pq)
 	}
 	b.WriteString("Arrow IPC files (`.arrow`, the random-access file format, buffers zstd-compressed) open with `pyarrow.ipc.open_file(...).read_all()` or `polars.read_ipc`; for a `datasets.Dataset`, load the Parquet file (the `arrow` loader of `datasets` expects the IPC stream format). JSONL files hold one row per line with messages as arrays of objects.\n\n")
@@ -371,15 +388,28 @@ func firstMessageColumn(ts []manifestTable, file string) string {
 	return "prompt"
 }
 
+// loadSnippetSplits loads a split-file table by its config.
+func loadSnippetSplits(kind, config string) string {
+	head := fmt.Sprintf("```python\nfrom datasets import load_dataset\n\nds = load_dataset(\"path/to/this/folder\", \"%s\")  # DatasetDict: train, validation, test\ntrain, valid = ds[\"train\"], ds[\"validation\"]\n", config)
+	return recipe(kind, head)
+}
+
 func loadSnippet(kind, file string) string {
+	head := fmt.Sprintf("```python\nfrom datasets import load_dataset\n\nds = load_dataset(\"parquet\", data_files=\"%s\", split=\"train\")  # the whole file\ntrain = ds.filter(lambda r: r[\"split\"] == \"train\")\nvalid = ds.filter(lambda r: r[\"split\"] == \"validation\")\n", file)
+	return recipe(kind, head)
+}
+
+// recipe is a table's trainer recipe after its loading lines. The tools
+// column stays: TRL renders it into the prompt through the chat template.
+func recipe(kind, head string) string {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "```python\nfrom datasets import load_dataset\n\nds = load_dataset(\"parquet\", data_files=\"%s\", split=\"train\")  # the whole file\ntrain = ds.filter(lambda r: r[\"split\"] == \"train\")\nvalid = ds.filter(lambda r: r[\"split\"] == \"validation\")\n", file)
+	b.WriteString(head)
 	switch kind {
 	case TableDPO:
 		b.WriteString(`
 # Conversational preference data: prompt / chosen / rejected are lists of messages.
 from trl import DPOConfig, DPOTrainer
-cols = ["prompt", "chosen", "rejected"]
+cols = ["prompt", "chosen", "rejected", "tools"]  # keep tools: the schemas the model was prompted with
 trainer = DPOTrainer(
     model=model,                      # e.g. AutoModelForCausalLM.from_pretrained(...)
     args=DPOConfig(output_dir="dpo-out"),
@@ -395,7 +425,7 @@ trainer.train()
 		b.WriteString(`
 # Unpaired preference data: prompt / completion (lists of messages) and a boolean label.
 from trl import KTOConfig, KTOTrainer
-cols = ["prompt", "completion", "label"]
+cols = ["prompt", "completion", "label", "tools"]
 trainer = KTOTrainer(
     model=model,
     args=KTOConfig(output_dir="kto-out"),
@@ -441,4 +471,84 @@ func sortedInt64(vs []int64) []int64 {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
+}
+
+// taskOf is a table's Hugging Face task category.
+var taskOf = map[string]string{
+	TableDPO: "reinforcement-learning", TableKTO: "reinforcement-learning",
+	TableRewards: "reinforcement-learning", TableTrajectories: "text-generation",
+}
+
+// sizeCategory is the Hub's size category of n rows.
+func sizeCategory(n int64) string {
+	switch {
+	case n < 1_000:
+		return "n<1K"
+	case n < 10_000:
+		return "1K<n<10K"
+	case n < 100_000:
+		return "10K<n<100K"
+	case n < 1_000_000:
+		return "100K<n<1M"
+	}
+	return "1M<n<10M"
+}
+
+// frontMatter is the card's YAML front matter: one config per table whose
+// data_files name its split files (split-file layout), so that
+// load_dataset(folder) and the Hub viewer see train, validation and test;
+// license, task categories, tags and size category. Empty when no table
+// has split files.
+func frontMatter(c Card, mf manifestFile) string {
+	var b strings.Builder
+	var rows int64
+	tasks, tags := map[string]bool{}, map[string]bool{"antidrift": true, "authorization-drift": true, "tool-use": true, "agents": true}
+	configs := 0
+	for _, t := range mf.Tables {
+		rows += t.Rows
+		tasks[taskOf[kindOf(t.CardTable)]] = true
+		tags[kindOf(t.CardTable)] = true
+		if len(t.DataFiles) > 0 {
+			configs++
+		}
+	}
+	if configs == 0 {
+		return ""
+	}
+	for _, r := range mf.Runs {
+		if strings.HasPrefix(r.Policy, "sim:") || strings.HasPrefix(r.Checkpoint, "sim:") || strings.Contains(r.Policy, ":sim:") {
+			tags["simulated"] = true
+		}
+	}
+	delete(tasks, "")
+	b.WriteString("---\nlicense: other\n")
+	b.WriteString("task_categories:\n")
+	for _, k := range sortedKeys(tasks) {
+		fmt.Fprintf(&b, "- %s\n", k)
+	}
+	b.WriteString("tags:\n")
+	for _, k := range sortedKeys(tags) {
+		fmt.Fprintf(&b, "- %s\n", k)
+	}
+	fmt.Fprintf(&b, "size_categories:\n- %s\n", sizeCategory(rows))
+	b.WriteString("configs:\n")
+	first := true
+	for _, t := range mf.Tables {
+		if len(t.DataFiles) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "- config_name: %s\n", t.Name)
+		if first {
+			b.WriteString("  default: true\n")
+			first = false
+		}
+		b.WriteString("  data_files:\n")
+		for _, sp := range Splits {
+			if f, ok := t.DataFiles[sp]; ok {
+				fmt.Fprintf(&b, "  - split: %s\n    path: %s\n", sp, f)
+			}
+		}
+	}
+	b.WriteString("---\n\n")
+	return b.String()
 }

@@ -3,6 +3,7 @@ package export
 import (
 	"fmt"
 	"github.com/antidrift/antidrift/rollout/dataset"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -62,7 +63,7 @@ func ExportRuns(cfg RunsConfig) (RunsResult, error) {
 	}
 	defer idx.Close()
 	res.Duplicates = idx.Duplicates
-	runs := manifestRuns(idx)
+	runs := manifestRuns(idx, cfg.Out)
 	counts := map[[2]string]*[4]int64{} // n, success, drift, clean per checkpoint × framework
 	count := func(rec *trajectory.Record) {
 		k := [2]string{rec.Checkpoint, rec.Framework}
@@ -183,10 +184,10 @@ func ExportRuns(cfg RunsConfig) (RunsResult, error) {
 
 // manifestRuns describes the runs of an index; Records counts every record
 // read from a run, copies of an episode included.
-func manifestRuns(idx *dataset.Records) []ManifestRun {
+func manifestRuns(idx *dataset.Records, out string) []ManifestRun {
 	var runs []ManifestRun
 	for i, m := range idx.Manifests {
-		runs = append(runs, ManifestRun{Path: idx.Dirs[i], Run: m.Run, Checkpoint: m.Plan.Checkpoint, Policy: m.Plan.Policy,
+		runs = append(runs, ManifestRun{Path: RelPath(out, idx.Dirs[i]), Run: m.Run, Checkpoint: m.Plan.Checkpoint, Policy: m.Plan.Policy,
 			Framework: m.Plan.Framework, Seed: m.Plan.Seed, ScenarioHash: m.Plan.ScenarioHash, Records: int64(idx.Scanned[i])})
 	}
 	return runs
@@ -222,4 +223,20 @@ func describe(table string, runs []ManifestRun) string {
 		what += " Some runs come from simulated policies (`sim:*`): scripted stand-ins for models, for testing the pipeline, not model behaviour."
 	}
 	return what
+}
+
+// RelPath is dir relative to the output folder out, slash-separated, so
+// that cards and manifests hold no absolute path (dir as given when it has
+// no relative form).
+func RelPath(out, dir string) string {
+	ao, err1 := filepath.Abs(out)
+	ad, err2 := filepath.Abs(dir)
+	if err1 != nil || err2 != nil {
+		return filepath.ToSlash(dir)
+	}
+	rel, err := filepath.Rel(ao, ad)
+	if err != nil {
+		return filepath.ToSlash(dir)
+	}
+	return filepath.ToSlash(rel)
 }

@@ -80,7 +80,7 @@ func runExport(cmd *cobra.Command, dirs []string, f exportFlags) error {
 	var notes []string
 	cfg := export.RunsConfig{
 		Dirs: dirs, Table: f.table, Out: f.out, Formats: formats,
-		Options: export.Options{RowGroupRows: f.rowGroupRows, ToolkitVersion: Version},
+		Options: export.Options{RowGroupRows: f.rowGroupRows, ToolkitVersion: Version, SplitFiles: true},
 		Split:   func(id string) string { return dataset.SplitOf(id, ratios, f.seed) },
 	}
 	if f.table == export.TableKTO {

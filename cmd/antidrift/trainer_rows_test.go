@@ -99,10 +99,10 @@ func TestTrainerRowsOverHTTP(t *testing.T) {
 	runCmd(t, append([]string{"export", "--table", "trajectories", "--out", filepath.Join(dir, "traj"), "--format", "jsonl"}, runs...)...)
 
 	tables := map[string][]string{
-		"pairs/dpo.jsonl":         {"prompt", "chosen", "rejected"},
-		"rewards/rewards.jsonl":   {"prompt", "completion"},
-		"kto/kto.jsonl":           {"prompt", "completion"},
-		"traj/trajectories.jsonl": {"messages"},
+		"pairs/jsonl/dpo.jsonl":         {"prompt", "chosen", "rejected"},
+		"rewards/jsonl/rewards.jsonl":   {"prompt", "completion"},
+		"kto/jsonl/kto.jsonl":           {"prompt", "completion"},
+		"traj/jsonl/trajectories.jsonl": {"messages"},
 	}
 	for file, cols := range tables {
 		rows := jsonlRows(t, filepath.Join(dir, file))
