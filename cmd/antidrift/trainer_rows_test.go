@@ -13,9 +13,12 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/parquet-go/parquet-go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
 
+	"github.com/antidrift/antidrift/rollout/dataset"
 	"github.com/antidrift/antidrift/rollout/policy/sim"
 )
 
@@ -143,5 +146,78 @@ func TestTrainerRowsOverHTTP(t *testing.T) {
 		}
 		assert.Positive(t, formats["native"], file)
 		assert.Positive(t, formats["text"], file)
+	}
+}
+
+// TestHuggingFaceLayout: every card's YAML front matter parses, names a
+// config per table whose data_files exist, and each split file holds only
+// rows of its split, all rows of the JSONL between them.
+func TestHuggingFaceLayout(t *testing.T) {
+	dir := t.TempDir()
+	runs := []string{filepath.Join(dir, "runs", "base"), filepath.Join(dir, "runs", "dpo-1")}
+	runCmd(t, "rollout", "--policy", "sim:base", "--rollouts", "3", "--out", runs[0])
+	runCmd(t, "rollout", "--policy", "sim:dpo-1", "--rollouts", "3", "--out", runs[1])
+	runCmd(t, append([]string{"pairs", "--out", filepath.Join(dir, "pairs"), "--step-pairs"}, runs...)...)
+	runCmd(t, append([]string{"rewards", "--out", filepath.Join(dir, "rewards")}, runs...)...)
+	runCmd(t, append([]string{"export", "--table", "kto", "--out", filepath.Join(dir, "kto")}, runs...)...)
+	runCmd(t, append([]string{"export", "--table", "trajectories", "--out", filepath.Join(dir, "trajectories")}, runs...)...)
+	for folder, table := range map[string]string{"pairs": "dpo", "rewards": "rewards", "kto": "kto", "trajectories": "trajectories"} {
+		base := filepath.Join(dir, folder)
+		card, err := os.ReadFile(filepath.Join(base, "README.md"))
+		require.NoError(t, err)
+		front, ok := strings.CutPrefix(string(card), "---\n")
+		require.True(t, ok, "%s: the card starts with YAML front matter", folder)
+		front, _, ok = strings.Cut(front, "\n---\n")
+		require.True(t, ok, folder)
+		var meta struct {
+			License        string   `yaml:"license"`
+			TaskCategories []string `yaml:"task_categories"`
+			Tags           []string `yaml:"tags"`
+			SizeCategories []string `yaml:"size_categories"`
+			Configs        []struct {
+				Name      string `yaml:"config_name"`
+				Default   bool   `yaml:"default"`
+				DataFiles []struct {
+					Split string `yaml:"split"`
+					Path  string `yaml:"path"`
+				} `yaml:"data_files"`
+			} `yaml:"configs"`
+		}
+		require.NoError(t, yaml.Unmarshal([]byte(front), &meta), folder)
+		assert.NotEmpty(t, meta.License, folder)
+		assert.NotEmpty(t, meta.TaskCategories, folder)
+		assert.Contains(t, meta.Tags, "simulated", folder)
+		assert.Len(t, meta.SizeCategories, 1, folder)
+		require.Len(t, meta.Configs, 1, folder)
+		c := meta.Configs[0]
+		assert.Equal(t, table, c.Name)
+		assert.True(t, c.Default)
+		require.Len(t, c.DataFiles, 3, folder)
+		total := 0
+		for i, df := range c.DataFiles {
+			assert.Equal(t, dataset.Splits[i], df.Split)
+			assert.Equal(t, "data/"+table+"-"+df.Split+".parquet", df.Path)
+			rows, err := parquet.ReadFile[struct {
+				Split string `parquet:"split"`
+			}](filepath.Join(base, filepath.FromSlash(df.Path)))
+			require.NoError(t, err, df.Path)
+			for _, r := range rows {
+				require.Equal(t, df.Split, r.Split, "%s/%s holds only its split", folder, df.Path)
+			}
+			total += len(rows)
+		}
+		assert.Len(t, jsonlRows(t, filepath.Join(base, "jsonl", table+".jsonl")), total, "%s: the split files hold every row", folder)
+		// The folder loader must not be tempted by other files: no
+		// data file outside data/, arrow/ and jsonl/ but the provenance.
+		es, err := os.ReadDir(base)
+		require.NoError(t, err)
+		for _, e := range es {
+			if !e.IsDir() {
+				assert.Contains(t, []string{"README.md", "manifest.json", "pairs_stats.json"}, e.Name(), folder)
+			}
+		}
+		man, err := os.ReadFile(filepath.Join(base, "manifest.json"))
+		require.NoError(t, err)
+		assert.NotContains(t, string(man), `"path": "/`, "%s: manifest paths are relative", folder)
 	}
 }
