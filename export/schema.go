@@ -103,6 +103,9 @@ func dpoColumns(margin bool) []column[dataset.DPORow] {
 		cStrs("drift_types", func(r *R) []string { return r.DriftTypes }),
 		cStrs("violation_kinds", func(r *R) []string { return r.ViolationKinds }),
 		cStrs("provisions", func(r *R) []string { return r.Provisions }),
+		cInt("prompt_tokens_est", func(r *R) int64 { return r.PromptTokensEst }),
+		cInt("chosen_tokens_est", func(r *R) int64 { return r.ChosenTokensEst }),
+		cInt("rejected_tokens_est", func(r *R) int64 { return r.RejectedTokensEst }),
 		cDict("schema_version", func(r *R) string { return r.SchemaVersion }),
 	}
 	if margin {
@@ -128,6 +131,8 @@ func ktoColumns() []column[dataset.KTORow] {
 		cBool("success", func(r *R) bool { return r.Success }),
 		cBool("drift", func(r *R) bool { return r.Drift }),
 		cFloat("reward", func(r *R) float64 { return r.Reward }),
+		cInt("prompt_tokens_est", func(r *R) int64 { return r.PromptTokensEst }),
+		cInt("completion_tokens_est", func(r *R) int64 { return r.CompletionTokensEst }),
 		cDict("schema_version", func(r *R) string { return r.SchemaVersion }),
 	}
 }
@@ -151,6 +156,8 @@ func rewardColumns() []column[dataset.RewardRow] {
 		cDict("tool_format", func(r *R) string { return r.ToolFormat }),
 		cBool("success", func(r *R) bool { return r.Success }),
 		cBool("drift", func(r *R) bool { return r.Drift }),
+		cInt("prompt_tokens_est", func(r *R) int64 { return r.PromptTokensEst }),
+		cInt("completion_tokens_est", func(r *R) int64 { return r.CompletionTokensEst }),
 		cDict("schema_version", func(r *R) string { return r.SchemaVersion }),
 	}
 }

@@ -106,6 +106,8 @@ type Writer[R Row] struct {
 	files   []string
 	rows    int64
 	splits  map[string]int64
+	promptL []int64 // token-length estimates per row, for the card
+	totalL  []int64
 	err     error
 	closed  bool
 	scratch bytes.Buffer
@@ -228,6 +230,9 @@ func (w *Writer[R]) Write(r *R) error {
 	}
 	w.rows++
 	w.splits[split]++
+	if p, t, ok := lengthsOf(r); ok {
+		w.promptL, w.totalL = append(w.promptL, p), append(w.totalL, t)
+	}
 	return nil
 }
 
@@ -295,7 +300,7 @@ func (w *Writer[R]) CardTable(name string) CardTable {
 		}
 	}
 	return CardTable{Name: name, Kind: w.table, Rows: w.rows, Splits: w.Splits(), Files: files, DataFiles: dataFiles,
-		Columns: ColumnNames[R](w.opts.Margin)}
+		Columns: ColumnNames[R](w.opts.Margin), Lengths: summariseLengths(w.promptL, w.totalL)}
 }
 
 // Close completes every file and renames it to its final name. After an

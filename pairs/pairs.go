@@ -426,6 +426,8 @@ func (b *builder) candidate(c, r *item, typ, split string) (*dataset.DPORow, str
 		DriftTypes: set(types), ViolationKinds: set(kinds), Provisions: set(provs),
 		SchemaVersion: dataset.SchemaVersion,
 	}
+	row.PromptTokensEst = dataset.EstimatePromptTokens(prompt, tools)
+	row.ChosenTokensEst, row.RejectedTokensEst = dataset.EstimateTokens(ch), dataset.EstimateTokens(rj)
 	if b.opt.Margin {
 		g := gap
 		row.Margin = &g

@@ -123,6 +123,8 @@ func Table(ix *dataset.Index, cfg Config, opt TableOptions, emit func(*dataset.R
 					Drift:          r.Drift,
 					SchemaVersion:  dataset.SchemaVersion,
 				}
+				row.PromptTokensEst = dataset.EstimatePromptTokens(row.Prompt, row.Tools)
+				row.CompletionTokensEst = dataset.EstimateTokens(row.Completion)
 				sum.Splits[split]++
 				if err := emit(row); err != nil {
 					return nil, err

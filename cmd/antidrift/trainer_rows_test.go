@@ -216,6 +216,15 @@ func TestHuggingFaceLayout(t *testing.T) {
 				assert.Contains(t, []string{"README.md", "manifest.json", "pairs_stats.json"}, e.Name(), folder)
 			}
 		}
+		if table != "trajectories" {
+			assert.Contains(t, string(card), "## Lengths", folder)
+			assert.Regexp(t, `max_prompt_length=\d+`, string(card), folder)
+			for i, r := range jsonlRows(t, filepath.Join(base, "jsonl", table+".jsonl")) {
+				var p int64
+				require.NoError(t, json.Unmarshal(r["prompt_tokens_est"], &p), "%s row %d", folder, i)
+				assert.Positive(t, p, "%s row %d", folder, i)
+			}
+		}
 		man, err := os.ReadFile(filepath.Join(base, "manifest.json"))
 		require.NoError(t, err)
 		assert.NotContains(t, string(man), `"path": "/`, "%s: manifest paths are relative", folder)

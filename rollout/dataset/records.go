@@ -69,11 +69,13 @@ func TrajectoryRowOf(rec *trajectory.Record, split string) TrajectoryRow {
 // cuts them, label = clean (success and no drift).
 func KTORowOf(rec *trajectory.Record, split string, reward float64) KTORow {
 	p, c := SplitPrompt(rec.Messages)
-	return KTORow{
+	row := KTORow{
 		Prompt: Render(rec, p), Completion: Render(rec, c), Label: rec.Clean(), Tools: Tools(rec),
 		TrajID: rec.TrajID, ScenarioID: rec.ScenarioID, Domain: rec.Domain, Split: split, Checkpoint: rec.Checkpoint,
 		Framework: rec.Framework, ToolFormat: FormatOf(rec.Framework).String(), Success: rec.Success, Drift: rec.Drift, Reward: reward, SchemaVersion: SchemaVersion,
 	}
+	row.PromptTokensEst, row.CompletionTokensEst = EstimatePromptTokens(row.Prompt, row.Tools), EstimateTokens(row.Completion)
+	return row
 }
 
 // sortedKeys returns a map's keys in order.
