@@ -26,6 +26,9 @@ type RunsConfig struct {
 	// given; the rest of the manifest is filled from the runs.
 	Manifest Manifest
 	Notes    []string
+	// ShuffleSeed orders the KTO table's rows by a seeded shuffle
+	// (dataset.Records.EachShuffled), recorded in the manifest.
+	ShuffleSeed int64
 	// NoCard skips README.md and manifest.json.
 	NoCard bool
 }
@@ -36,6 +39,8 @@ type RunsResult struct {
 	Files   []string
 	Records int // records read
 	Skipped int // KTO: records without a completion (no message after the prompt)
+	// Desirable and Undesirable count the KTO rows by label.
+	Desirable, Undesirable int
 	// RawArguments counts KTO records left out because a tool call's
 	// arguments never parsed as an object.
 	RawArguments int
@@ -108,7 +113,7 @@ func ExportRuns(cfg RunsConfig) (RunsResult, error) {
 		if err != nil {
 			return res, err
 		}
-		err = idx.Each(func(rec *trajectory.Record) error {
+		err = idx.EachShuffled(cfg.ShuffleSeed, func(rec *trajectory.Record) error {
 			res.Records++
 			count(rec)
 			reward := 0.0
@@ -126,6 +131,11 @@ func ExportRuns(cfg RunsConfig) (RunsResult, error) {
 			if len(row.Completion) == 0 {
 				res.Skipped++
 				return nil
+			}
+			if row.Label {
+				res.Desirable++
+			} else {
+				res.Undesirable++
 			}
 			return w.Write(&row)
 		})
@@ -164,6 +174,11 @@ func ExportRuns(cfg RunsConfig) (RunsResult, error) {
 		m.ToolkitVersion = cfg.Options.ToolkitVersion
 	}
 	notes := append([]string(nil), cfg.Notes...)
+	if cfg.Table == TableKTO && res.Desirable > 0 && res.Undesirable > 0 {
+		d, u := float64(res.Desirable), float64(res.Undesirable)
+		lo, hi := u/d, 4.0/3.0*u/d
+		notes = append(notes, fmt.Sprintf("Class balance: %d desirable (label true), %d undesirable rows. TRL recommends desirable_weight × desirable / (undesirable_weight × undesirable) between 1 and 4/3: with undesirable_weight=1, set `desirable_weight` between %.2f and %.2f. Rows are in a seeded shuffled order (the seed is in the manifest's record_order), since KTOTrainer pairs neighbours for its KL estimate and trains in file order.", res.Desirable, res.Undesirable, lo, hi))
+	}
 	if res.RawArguments > 0 {
 		notes = append(notes, fmt.Sprintf("%d trajectories with a tool call whose arguments never parsed as a JSON object are left out of the KTO table.", res.RawArguments))
 	}
