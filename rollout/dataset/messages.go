@@ -26,6 +26,7 @@ type wireFunction struct {
 type wireMessage struct {
 	Role       string         `json:"role"`
 	Content    string         `json:"content"`
+	Reasoning  string         `json:"reasoning_content,omitempty"` // only with RenderOptions.Reasoning
 	ToolCalls  []wireToolCall `json:"tool_calls,omitempty"`
 	ToolCallID string         `json:"tool_call_id,omitempty"`
 	Name       string         `json:"name,omitempty"`
@@ -37,8 +38,27 @@ type wireMessage struct {
 // record's private fields (reasoning stays in the record). Arguments that
 // never parsed as an object are exported as {"_raw": "<the text>"}, so the
 // column keeps one shape; training tables drop such rows (RawArguments).
+//
+// The model's reasoning (Message.Reasoning) is left out: trainers would
+// otherwise learn from text the policy never showed as its answer. Use
+// MessageJSONWith to include it.
 func MessageJSON(m trajectory.Message) json.RawMessage {
+	return MessageJSONWith(m, RenderOptions{})
+}
+
+// RenderOptions choose what a rendered message carries beyond the answer.
+type RenderOptions struct {
+	// Reasoning adds the model's reasoning as "reasoning_content" (the key
+	// Qwen3 and DeepSeek-R1 chat templates read) on assistant messages.
+	Reasoning bool
+}
+
+// MessageJSONWith is MessageJSON with options.
+func MessageJSONWith(m trajectory.Message, o RenderOptions) json.RawMessage {
 	w := wireMessage{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, Name: m.Name}
+	if o.Reasoning && m.Role == trajectory.RoleAssistant {
+		w.Reasoning = m.Reasoning
+	}
 	for _, tc := range m.ToolCalls {
 		args := json.RawMessage(tc.Function.Parsed)
 		if !isObject(args) {
@@ -202,4 +222,13 @@ func wireOrder(t json.RawMessage) json.RawMessage {
 		return t
 	}
 	return b
+}
+
+// MessagesWith renders a slice of recorded messages with options.
+func MessagesWith(ms []trajectory.Message, o RenderOptions) []json.RawMessage {
+	out := make([]json.RawMessage, len(ms))
+	for i, m := range ms {
+		out[i] = MessageJSONWith(m, o)
+	}
+	return out
 }
