@@ -10,7 +10,9 @@ import (
 // the way scenario files do: file plus JSON path, or line and column.
 
 // SyntaxProblem locates a JSON syntax or type error in data by line and column.
-func SyntaxProblem(name string, data []byte, err error) Problem { return syntaxProblem(name, data, err) }
+func SyntaxProblem(name string, data []byte, err error) Problem {
+	return syntaxProblem(name, data, err)
+}
 
 // SchemaProblems turns a JSON Schema validation error on doc into problems
 // with paths in the style tools[2].name; any other error becomes one problem.
