@@ -276,7 +276,6 @@ func (s selectSummary) print(w io.Writer) {
 	tw.Flush()
 }
 
-
 // selectProgress shows a bar on stderr only when it is a terminal.
 type selectProgress struct {
 	mu      sync.Mutex
