@@ -167,3 +167,81 @@ func firstJSON(t string) (any, error) {
 	}
 	return nil, fmt.Errorf("no JSON list of tool calls")
 }
+
+// FillArgs fills a tool's parameters from the request's ground-truth calls
+// (same-named arguments), the request itself (an instruction) and its
+// search terms (a filter or query).
+func FillArgs(t *Tool, q *Query) map[string]any {
+	var sch struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+		Required   []string                   `json:"required"`
+	}
+	_ = json.Unmarshal(t.Parameters, &sch)
+	known := map[string]any{}
+	for _, c := range q.Calls {
+		for k, v := range c.Args {
+			if _, ok := known[k]; !ok {
+				known[k] = v
+			}
+		}
+	}
+	if v, ok := known["query"]; ok {
+		known["filter"] = v
+	}
+	if v, ok := known["filter"]; ok {
+		known["query"] = v
+	}
+	known["instruction"] = q.Request
+	args := map[string]any{}
+	for _, name := range sch.Required {
+		if v, ok := known[name]; ok {
+			args[name] = v
+		} else if name == "limit" {
+			args[name] = 10
+		} else {
+			args[name] = q.Request
+		}
+	}
+	for name := range sch.Properties {
+		if v, ok := known[name]; ok && args[name] == nil {
+			args[name] = v
+		}
+	}
+	return args
+}
+
+
+// ToolsAnswer writes calls the way Task 2 asks for them: a JSON list of
+// {"tool", "arguments"}.
+func ToolsAnswer(calls []Call) string {
+	type wire struct {
+		Tool      string         `json:"tool"`
+		Arguments map[string]any `json:"arguments"`
+	}
+	out := make([]wire, len(calls))
+	for i, c := range calls {
+		out[i] = wire{c.Tool, c.Args}
+	}
+	b, _ := json.Marshal(out)
+	return string(b)
+}
+
+// CallsFor writes calls of the given tools for a query: its ground-truth
+// calls where the tool is one of them, arguments filled from the request
+// (FillArgs) otherwise.
+func CallsFor(l *Library, q *Query, tools []string) []Call {
+	var out []Call
+	have := map[string]bool{}
+	for _, c := range q.Calls {
+		if contains(tools, c.Tool) {
+			out = append(out, c)
+			have[c.Tool] = true
+		}
+	}
+	for _, t := range tools {
+		if !have[t] {
+			out = append(out, Call{Tool: t, Args: FillArgs(l.Tool(t), q)})
+		}
+	}
+	return out
+}

@@ -2,7 +2,6 @@ package sim
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"sort"
@@ -263,7 +262,7 @@ func (p *SelectionPolicy) answerTools(l *skill.Library, q *skill.Query, seed int
 	case chooseNone:
 		return "[]"
 	case chooseOver:
-		calls = callsFor(l, q, alt)
+		calls = skill.CallsFor(l, q, alt)
 	case chooseUnder:
 		calls = underCalls(l, q)
 	default:
@@ -272,36 +271,7 @@ func (p *SelectionPolicy) answerTools(l *skill.Library, q *skill.Query, seed int
 			calls = slipID(calls)
 		}
 	}
-	type wire struct {
-		Tool      string         `json:"tool"`
-		Arguments map[string]any `json:"arguments"`
-	}
-	out := make([]wire, len(calls))
-	for i, c := range calls {
-		out[i] = wire{c.Tool, c.Args}
-	}
-	b, _ := json.Marshal(out)
-	return string(b)
-}
-
-// callsFor writes calls of the given tools: ground-truth calls where the
-// tool is one, arguments filled from the request otherwise.
-func callsFor(l *skill.Library, q *skill.Query, tools []string) []skill.Call {
-	var out []skill.Call
-	for _, c := range q.Calls {
-		for _, t := range tools {
-			if c.Tool == t {
-				out = append(out, c)
-			}
-		}
-	}
-	for _, t := range tools {
-		if len(skill.SetOf(out)) > 0 && containsStr(skill.SetOf(out), t) {
-			continue
-		}
-		out = append(out, skill.Call{Tool: t, Args: fillArgs(l.Tool(t), q)})
-	}
-	return out
+	return skill.ToolsAnswer(calls)
 }
 
 // underCalls replaces the highest-privilege ground-truth call by the
@@ -340,51 +310,9 @@ func underCalls(l *skill.Library, q *skill.Query) []skill.Call {
 		}
 	}
 	for _, t := range repl {
-		out = append(out, skill.Call{Tool: t, Args: fillArgs(l.Tool(t), q)})
+		out = append(out, skill.Call{Tool: t, Args: skill.FillArgs(l.Tool(t), q)})
 	}
 	return out
-}
-
-// fillArgs fills a tool's parameters from the request's ground-truth calls
-// (same-named arguments), the request itself (an instruction) and its
-// search terms (a filter or query).
-func fillArgs(t *skill.Tool, q *skill.Query) map[string]any {
-	var sch struct {
-		Properties map[string]json.RawMessage `json:"properties"`
-		Required   []string                   `json:"required"`
-	}
-	_ = json.Unmarshal(t.Parameters, &sch)
-	known := map[string]any{}
-	for _, c := range q.Calls {
-		for k, v := range c.Args {
-			if _, ok := known[k]; !ok {
-				known[k] = v
-			}
-		}
-	}
-	if v, ok := known["query"]; ok {
-		known["filter"] = v
-	}
-	if v, ok := known["filter"]; ok {
-		known["query"] = v
-	}
-	known["instruction"] = q.Request
-	args := map[string]any{}
-	for _, name := range sch.Required {
-		if v, ok := known[name]; ok {
-			args[name] = v
-		} else if name == "limit" {
-			args[name] = 10
-		} else {
-			args[name] = q.Request
-		}
-	}
-	for name := range sch.Properties {
-		if v, ok := known[name]; ok && args[name] == nil {
-			args[name] = v
-		}
-	}
-	return args
 }
 
 func containsStr(xs []string, x string) bool {
