@@ -210,7 +210,6 @@ func FillArgs(t *Tool, q *Query) map[string]any {
 	return args
 }
 
-
 // ToolsAnswer writes calls the way Task 2 asks for them: a JSON list of
 // {"tool", "arguments"}.
 func ToolsAnswer(calls []Call) string {
