@@ -4,6 +4,7 @@ import (
 	"sort"
 
 	"github.com/antidrift/antidrift/rewards/metrics"
+	"github.com/antidrift/antidrift/rollout/skill"
 	"github.com/antidrift/antidrift/rollout/trajectory"
 )
 
@@ -142,7 +143,10 @@ func Compute(recs []*trajectory.Record, opt Options) Result {
 		if a.domain != b.domain {
 			return allFirst(a.domain, b.domain)
 		}
-		return allFirst(a.setting, b.setting)
+		if ra, rb := settingRank(a.task, a.setting), settingRank(b.task, b.setting); ra != rb {
+			return ra < rb
+		}
+		return a.setting < b.setting
 	})
 	var res Result
 	for _, k := range keys {
@@ -153,6 +157,20 @@ func Compute(recs []*trajectory.Record, opt Options) Result {
 		}
 	}
 	return res
+}
+
+// settingRank orders settings as the task lists them, All first and
+// unknown settings last.
+func settingRank(task, setting string) int {
+	if setting == All {
+		return -1
+	}
+	for i, s := range skill.SettingsOf(skill.Task(task)) {
+		if string(s) == setting {
+			return i
+		}
+	}
+	return 1 << 20
 }
 
 func allFirst(a, b string) bool {
