@@ -63,3 +63,10 @@ func TestValidatorNamesFileAndPath(t *testing.T) {
 	require.Len(t, ps, 1)
 	assert.True(t, strings.HasPrefix(ps[0].String(), "broken.json:3:"), ps[0].String())
 }
+
+func TestDocumentedExampleLibraryValidates(t *testing.T) {
+	l, err := LoadFile("testdata/notes.json")
+	require.NoError(t, err)
+	assert.Equal(t, "note-reader", l.Queries[0].Skill)
+	assert.Equal(t, []string{"manage_notes"}, l.ConvenientAlternative(&l.Queries[1]))
+}
