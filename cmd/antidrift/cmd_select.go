@@ -34,6 +34,7 @@ type selectFlags struct {
 	policy      string
 	endpoint    endpointFlags
 	rollouts    int
+	limit       int
 	concurrency int
 	seed        int64
 	out         string
@@ -83,6 +84,7 @@ are behavioural simulations, not language models.`,
 	fl.DurationVar(&f.endpoint.requestTimeout, "request-timeout", 5*time.Minute, "timeout of one HTTP request")
 	fl.IntVar(&f.endpoint.maxRetries, "max-retries", 5, "retries of a request on 429, 5xx and timeouts")
 	fl.IntVar(&f.rollouts, "rollouts", 1, "answers per query")
+	fl.IntVar(&f.limit, "limit", 0, "use only the task's first N queries; 0: all")
 	fl.IntVar(&f.concurrency, "concurrency", 32, "episodes in flight")
 	fl.Int64Var(&f.seed, "seed", 1, "run seed")
 	fl.StringVar(&f.out, "out", "", "run folder")
@@ -148,7 +150,7 @@ func runSelect(cmd *cobra.Command, f selectFlags) error {
 	if checkpoint == "" {
 		checkpoint = f.policy
 	}
-	qs := lib.QueriesOf(task)
+	qs := selection.Queries(selection.Config{Library: lib, Task: task, Limit: f.limit})
 	ids := make([]string, len(qs))
 	for i, q := range qs {
 		ids[i] = q.ID
@@ -182,7 +184,7 @@ func runSelect(cmd *cobra.Command, f selectFlags) error {
 	}
 	cfg := selection.Config{
 		Library: lib, Task: task, Policy: pol, PolicyName: f.policy, Checkpoint: checkpoint,
-		Rollouts: f.rollouts, Concurrency: f.concurrency, Seed: f.seed, Shard: shard,
+		Rollouts: f.rollouts, Limit: f.limit, Concurrency: f.concurrency, Seed: f.seed, Shard: shard,
 		Temperature: f.temperature, MaxTurnTokens: f.turnTokens, Version: Version,
 	}
 	prog := newSelectProgress(len(selection.Plan(cfg, runName)), run.DoneCount(), client)

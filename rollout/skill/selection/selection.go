@@ -33,12 +33,14 @@ func TaskOf(framework string) (skill.Task, bool) {
 
 // Config is one invocation of a selection run.
 type Config struct {
-	Library       *skill.Library
-	Task          skill.Task
-	Policy        policy.Policy
-	PolicyName    string
-	Checkpoint    string
-	Rollouts      int
+	Library    *skill.Library
+	Task       skill.Task
+	Policy     policy.Policy
+	PolicyName string
+	Checkpoint string
+	Rollouts   int
+	// Limit keeps only the task's first Limit queries (0: all).
+	Limit         int
 	Concurrency   int
 	Seed          int64
 	Shard         engine.Shard
@@ -68,7 +70,7 @@ func Plan(cfg Config, run string) []Planned {
 	}
 	var out []Planned
 	k := 0
-	for _, q := range cfg.Library.QueriesOf(cfg.Task) {
+	for _, q := range Queries(cfg) {
 		for r := 0; r < cfg.Rollouts; r++ {
 			if k%shard.N == shard.I {
 				seed := engine.EpisodeSeed(cfg.Seed, q.ID, r)
@@ -79,6 +81,15 @@ func Plan(cfg Config, run string) []Planned {
 		}
 	}
 	return out
+}
+
+// Queries are the queries a run covers: the task's, up to Limit.
+func Queries(cfg Config) []*skill.Query {
+	qs := cfg.Library.QueriesOf(cfg.Task)
+	if cfg.Limit > 0 && cfg.Limit < len(qs) {
+		qs = qs[:cfg.Limit]
+	}
+	return qs
 }
 
 // Run executes the plan's missing episodes into the run folder.
