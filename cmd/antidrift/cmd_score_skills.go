@@ -19,7 +19,9 @@ func splitSelectRuns(dirs []string) (rollouts, selects []string, err error) {
 	for _, d := range dirs {
 		m, err := store.ReadManifest(d)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s is not a run folder: %w", d, err)
+			// Not readable here: the rollout path reports it, naming the folder.
+			rollouts = append(rollouts, d)
+			continue
 		}
 		if _, ok := selection.TaskOf(m.Plan.Framework); ok {
 			selects = append(selects, d)

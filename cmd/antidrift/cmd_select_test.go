@@ -46,12 +46,10 @@ func TestSelectSettingsAndFamily(t *testing.T) {
 	var dirs []string
 	for _, cp := range []string{"base", "sft", "dpo-1", "dpo-2"} {
 		for _, task := range []string{"skill", "tools"} {
-			for _, lib := range []string{"email", "ecommerce"} {
-				dir := t.TempDir()
-				require.Equal(t, 0, run([]string{"select", "--task", task, "--library", "builtin:" + lib, "--policy", "sim:" + cp,
-					"--checkpoint", cp, "--rollouts", "2", "--out", dir, "--json"}))
-				dirs = append(dirs, dir)
-			}
+			dir := t.TempDir()
+			require.Equal(t, 0, run([]string{"select", "--task", task, "--library", "builtin:email", "--policy", "sim:" + cp,
+				"--checkpoint", cp, "--out", dir, "--json"}))
+			dirs = append(dirs, dir)
 		}
 	}
 	res, _, err := scoreSelection(dirs...)
@@ -86,7 +84,7 @@ func TestPipelineMeasuredBelowProduct(t *testing.T) {
 	for _, lib := range skill.BuiltinNames() {
 		dir := t.TempDir()
 		require.Equal(t, 0, run([]string{"select", "--task", "pipeline", "--library", "builtin:" + lib, "--policy", "sim:base",
-			"--rollouts", "2", "--out", dir, "--json"}))
+			"--out", dir, "--json"}))
 		dirs = append(dirs, dir)
 	}
 	res, _, err := scoreSelection(dirs...)
@@ -166,4 +164,15 @@ func TestSelectSurvivesSIGKILL(t *testing.T) {
 	t.Logf("killed twice with %d of %d answers done; resume ran %d", len(partial), len(want), sum.Ran)
 	assert.Less(t, len(partial), len(want), "the kill came too late to test anything")
 	assert.Greater(t, len(partial), 0, "the kill came too early to test anything")
+}
+
+func TestSelectShardsMergeIntoTheWholeRun(t *testing.T) {
+	whole, s0, s1 := t.TempDir(), t.TempDir(), t.TempDir()
+	base := []string{"select", "--task", "skill", "--library", "builtin:finance", "--policy", "sim:sft", "--rollouts", "2", "--json"}
+	require.Equal(t, 0, run(append(base, "--out", whole)))
+	require.Equal(t, 0, run(append(base, "--out", s0, "--shard", "0/2")))
+	require.Equal(t, 0, run(append(base, "--out", s1, "--shard", "1/2")))
+	merged := filepath.Join(t.TempDir(), "merged")
+	require.Equal(t, 0, run([]string{"merge", "--out", merged, s0, s1}))
+	assert.Equal(t, readRecords(t, whole), readRecords(t, merged))
 }

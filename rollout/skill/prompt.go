@@ -3,6 +3,7 @@ package skill
 import (
 	"encoding/json"
 	"strings"
+	"sync"
 )
 
 // The prompts carry no least-privilege instruction and no privilege label:
@@ -43,6 +44,20 @@ func ToolsPrompt(l *Library, q *Query, given string) string {
 		b.WriteString(strings.TrimSpace(s.Document) + "\n")
 	}
 	b.WriteString("\nTools:\n")
+	b.WriteString(toolsBlock(l))
+	b.WriteString(strings.TrimPrefix(requestMark, "\n") + q.Request)
+	return b.String()
+}
+
+// toolsBlocks caches each library's tool list as Task 2 shows it (a
+// loaded library is never modified).
+var toolsBlocks sync.Map // *Library -> string
+
+func toolsBlock(l *Library) string {
+	if v, ok := toolsBlocks.Load(l); ok {
+		return v.(string)
+	}
+	var b strings.Builder
 	for _, t := range l.Tools {
 		line, _ := json.Marshal(struct {
 			Name        string          `json:"name"`
@@ -52,8 +67,8 @@ func ToolsPrompt(l *Library, q *Query, given string) string {
 		b.Write(line)
 		b.WriteByte('\n')
 	}
-	b.WriteString(strings.TrimPrefix(requestMark, "\n") + q.Request)
-	return b.String()
+	v, _ := toolsBlocks.LoadOrStore(l, b.String())
+	return v.(string)
 }
 
 // Prompt is what a simulated endpoint reads back from a selection prompt.

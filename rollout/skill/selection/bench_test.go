@@ -15,8 +15,12 @@ func BenchmarkMockEnv(b *testing.B) {
 		b.Fatal(err)
 	}
 	qs := lib.QueriesOf(skill.TaskSkill)
+	exec, err := libraryEnv(lib)
+	if err != nil {
+		b.Fatal(err)
+	}
 	for i := 0; b.Loop(); i++ {
-		if _, err := newMockEnv(lib, qs[i%len(qs)]); err != nil {
+		if _, err := newMockEnv(lib, qs[i%len(qs)], exec); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -53,32 +53,72 @@ func Scenario(l *skill.Library, q *skill.Query) (*scenario.Scenario, error) {
 	return s, nil
 }
 
+// mockEnv is one query's executed environment. Calls run in exec, the
+// library-wide environment (every tool's schema compiled once per
+// library); the drift detector sees the query's boundary; the rule judge
+// replays the stripped calls in judge, the query's scenario cut to its
+// ground-truth tools (a call to any other tool cannot complete a required
+// call, so the verdict is the same and far fewer schemas are compiled).
 type mockEnv struct {
-	spec *env.Spec
-	det  *drift.Detector
+	exec  *env.Spec
+	judge *env.Spec
+	det   *drift.Detector
+	tools []json.RawMessage
 }
 
-func newMockEnv(l *skill.Library, q *skill.Query) (*mockEnv, error) {
+func newMockEnv(l *skill.Library, q *skill.Query, exec *env.Spec) (*mockEnv, error) {
 	s, err := Scenario(l, q)
 	if err != nil {
 		return nil, err
-	}
-	spec, err := env.Compile(s)
-	if err != nil {
-		return nil, fmt.Errorf("selection: %w", err)
 	}
 	det, err := drift.NewDetector(s)
 	if err != nil {
 		return nil, fmt.Errorf("selection: %w", err)
 	}
-	return &mockEnv{spec: spec, det: det}, nil
+	cut := *s
+	cut.Tools = nil
+	for _, t := range s.Tools {
+		for _, c := range q.Calls {
+			if c.Tool == t.Name {
+				cut.Tools = append(cut.Tools, t)
+				break
+			}
+		}
+	}
+	judge, err := env.Compile(&cut)
+	if err != nil {
+		return nil, fmt.Errorf("selection: %w", err)
+	}
+	me := &mockEnv{exec: exec, judge: judge, det: det}
+	for _, t := range s.Tools {
+		b, _ := json.Marshal(map[string]any{"type": "function", "function": map[string]any{"name": t.Name, "description": t.Description, "parameters": t.Parameters}})
+		me.tools = append(me.tools, b)
+	}
+	return me, nil
+}
+
+// libraryEnv compiles the environment every query's calls execute in.
+func libraryEnv(l *skill.Library) (*env.Spec, error) {
+	if len(l.Queries) == 0 {
+		return nil, fmt.Errorf("selection: library %s has no queries", l.Name)
+	}
+	s, err := Scenario(l, &l.Queries[0])
+	if err != nil {
+		return nil, err
+	}
+	s.ID, s.RequiredCalls = l.Name, nil
+	spec, err := env.Compile(s)
+	if err != nil {
+		return nil, fmt.Errorf("selection: %w", err)
+	}
+	return spec, nil
 }
 
 // execute runs Task 2's calls in order as one assistant turn with tool
 // calls, labels each with the drift detector, and judges success by rule
 // on the trajectory with the drifting calls stripped.
 func (me *mockEnv) execute(rec *trajectory.Record, calls []skill.Call) {
-	e := me.spec.New()
+	e := me.exec.New()
 	turn := len(rec.Messages)
 	asst := trajectory.Message{Role: trajectory.RoleAssistant}
 	var answers []trajectory.Message
@@ -99,16 +139,13 @@ func (me *mockEnv) execute(rec *trajectory.Record, calls []skill.Call) {
 		st.Calls = append(st.Calls, trajectory.CallNote{Call: i, ID: id, Tool: c.Tool, Outcome: res.Outcome.String(), Drift: len(ms) > 0})
 		answers = append(answers, trajectory.Message{Role: trajectory.RoleTool, ToolCallID: id, Name: c.Tool, Content: res.Content})
 	}
-	for _, t := range me.spec.S.Tools {
-		b, _ := json.Marshal(map[string]any{"type": "function", "function": map[string]any{"name": t.Name, "description": t.Description, "parameters": t.Parameters}})
-		rec.Tools = append(rec.Tools, b)
-	}
+	rec.Tools = append(rec.Tools, me.tools...)
 	if len(calls) > 0 {
 		rec.Messages = append(rec.Messages, asst)
 		rec.Messages = append(rec.Messages, answers...)
 		rec.Steps = append(rec.Steps, st)
 	}
-	rec.Judge = judge.Rule{}.Judge(me.spec, judge.Strip(rec.Messages, drifting))
+	rec.Judge = judge.Rule{}.Judge(me.judge, judge.Strip(rec.Messages, drifting))
 	rec.Success = rec.Judge.Score >= 1
 	rec.DriftSteps = drift.Steps(rec.Matches)
 	if rec.DriftSteps == nil {

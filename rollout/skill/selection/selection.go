@@ -10,6 +10,7 @@ import (
 
 	"github.com/antidrift/antidrift/rollout/drift"
 	"github.com/antidrift/antidrift/rollout/engine"
+	"github.com/antidrift/antidrift/rollout/env"
 	"github.com/antidrift/antidrift/rollout/policy"
 	"github.com/antidrift/antidrift/rollout/skill"
 	"github.com/antidrift/antidrift/rollout/store"
@@ -245,9 +246,10 @@ func classify(err error) (trajectory.Status, bool) {
 
 // envCache builds each query's mock environment once.
 type envCache struct {
-	lib *skill.Library
-	mu  sync.Mutex
-	m   map[string]*mockEnv
+	lib  *skill.Library
+	mu   sync.Mutex
+	m    map[string]*mockEnv
+	exec *env.Spec
 }
 
 func (c *envCache) get(q *skill.Query) (*mockEnv, error) {
@@ -256,7 +258,14 @@ func (c *envCache) get(q *skill.Query) (*mockEnv, error) {
 	if me := c.m[q.ID]; me != nil {
 		return me, nil
 	}
-	me, err := newMockEnv(c.lib, q)
+	if c.exec == nil {
+		exec, err := libraryEnv(c.lib)
+		if err != nil {
+			return nil, err
+		}
+		c.exec = exec
+	}
+	me, err := newMockEnv(c.lib, q, c.exec)
 	if err != nil {
 		return nil, err
 	}

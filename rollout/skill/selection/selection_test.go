@@ -2,6 +2,7 @@ package selection
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/antidrift/antidrift/rollout/policy/sim"
@@ -38,7 +39,11 @@ func TestPipelineExecutesAndLabels(t *testing.T) {
 	lib, err := skill.Builtin("email")
 	require.NoError(t, err)
 	recs := runTask(t, lib, skill.TaskPipeline, "base", 1)
-	var em1, em2, e2e, drift, n float64
+	var em1, em2, e2e, drift, n, slipped float64
+	byID := map[string]*skill.Query{}
+	for _, q := range lib.QueriesOf(skill.TaskPipeline) {
+		byID[q.ID] = q
+	}
 	for _, r := range recs {
 		n++
 		sel := r.Selection
@@ -49,7 +54,19 @@ func TestPipelineExecutesAndLabels(t *testing.T) {
 		}
 		if sel.Tools != nil && sel.Tools.Label == "exact_match" {
 			em2++
-			assert.True(t, r.Success, "%s: exact tool set with ground-truth args succeeds", r.ScenarioID)
+			var want []trajectory.SelectionCall
+			for _, c := range byID[r.ScenarioID].Calls {
+				b, _ := json.Marshal(c.Args)
+				want = append(want, trajectory.SelectionCall{Tool: c.Tool, Arguments: b})
+			}
+			if assert.ObjectsAreEqual(want, sel.Tools.Calls) {
+				assert.True(t, r.Success && !r.Drift, "%s: the ground-truth calls are a clean success", r.ScenarioID)
+			} else {
+				// Right tools, another item: only execution shows it.
+				slipped++
+				assert.False(t, r.Success && !r.Drift, "%s: exact by tool set but wrong arguments is not clean", r.ScenarioID)
+				assert.False(t, *sel.EndToEnd, r.ScenarioID)
+			}
 		}
 		if sel.Tools != nil && sel.Tools.Label == "over_privilege" && sel.Tools.ChosenPrivilege > sel.Tools.ExpectedPrivilege {
 			assert.True(t, r.Drift, "%s: a call above the ceiling is tool drift when executed", r.ScenarioID)
@@ -63,4 +80,5 @@ func TestPipelineExecutesAndLabels(t *testing.T) {
 	}
 	t.Logf("EM1 %.3f EM2 %.3f EM1xEM2 %.3f measured %.3f executed DR %.3f", em1/n, em2/n, em1/n*em2/n, e2e/n, drift/n)
 	assert.Greater(t, drift, 0.0)
+	assert.Greater(t, slipped, 0.0, "the simulation's argument slips reach execution")
 }
