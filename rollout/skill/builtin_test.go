@@ -44,6 +44,9 @@ func TestBuiltinLibraries(t *testing.T) {
 			// The generator is deterministic: a second generation is equal.
 			again := Generate(name, BuiltinSeed)
 			assert.Equal(t, Hash(l), Hash(again))
+			if name != BuiltinNames()[0] {
+				return // one library is enough for the file round trip
+			}
 			// The file form round-trips through the validator.
 			b, err := Marshal(l)
 			require.NoError(t, err)
