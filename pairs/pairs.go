@@ -138,6 +138,9 @@ func (b *builder) scenario(ix *dataset.Index, sid string, recs []*trajectory.Rec
 	b.stats.Scenarios++
 	items := make([]*item, 0, len(recs))
 	for _, r := range recs {
+		if !r.Status.Scored() {
+			continue // trajectory.Status.Scored: not the policy's behaviour
+		}
 		it := &item{rec: r, promptEnd: promptEnd(r.Messages)}
 		switch {
 		case r.Clean():
@@ -399,7 +402,7 @@ func (b *builder) candidate(c, r *item, typ, split string) (*dataset.DPORow, str
 	b.seen[key] = true
 
 	types, kinds, provs := map[string]bool{}, map[string]bool{}, map[string]bool{}
-	for _, m := range r.rec.Matches {
+	for _, m := range r.rec.CountedMatches() { // each drifting call once by type
 		if m.Turn < start || m.Turn >= rEnd {
 			continue
 		}

@@ -45,7 +45,7 @@ type selectFlags struct {
 	force       bool
 	asJSON      bool
 	turnTokens  int
-	temperature float64
+	temperature temperatureFlag
 }
 
 func init() { register(newSelectCmd) }
@@ -95,7 +95,8 @@ are behavioural simulations, not language models.`,
 	fl.BoolVar(&f.force, "force", false, "start over in a folder holding another plan (old records are moved aside)")
 	fl.BoolVar(&f.asJSON, "json", false, "print the summary as JSON on stdout")
 	fl.IntVar(&f.turnTokens, "max-turn-tokens", 0, "max_tokens sent with each request; 0: not sent")
-	fl.Float64Var(&f.temperature, "temperature", 0, "sampling temperature (0 is sent as 0)")
+	fl.Var(&f.temperature, "temperature", "sampling temperature (0 is sent as 0), or omit to leave it out (reasoning models that accept only their default)")
+	addEndpointExtras(fl, &f.endpoint)
 	_ = cmd.MarkFlagRequired("policy")
 	_ = cmd.MarkFlagRequired("out")
 	return cmd
@@ -141,8 +142,13 @@ func runSelect(cmd *cobra.Command, f selectFlags) error {
 	if err != nil {
 		return err
 	}
+	f.endpoint.omitTemperature = f.temperature.omit
 	pol, client, err := selectPolicy(f.policy, f.endpoint, f.concurrency, lib)
 	if err != nil {
+		return err
+	}
+	// The selection tasks answer in text: the endpoint need not call tools.
+	if err := preflight(cmd.Context(), cmd.ErrOrStderr(), client, f.endpoint, false); err != nil {
 		return err
 	}
 	kind, model, _ := policySpec(f.policy)
@@ -158,7 +164,7 @@ func runSelect(cmd *cobra.Command, f selectFlags) error {
 	plan := store.Plan{
 		ScenarioSource: f.library, ScenarioHash: skill.Hash(lib), ScenarioIDs: ids,
 		Policy: f.policy, Checkpoint: checkpoint, Framework: selection.Framework(task), Rollouts: f.rollouts,
-		Seed: f.seed, Shard: shard.String(), Temperature: f.temperature, MaxTurnTokens: f.turnTokens,
+		Seed: f.seed, Shard: shard.String(), Temperature: f.temperature.value, OmitTemperature: f.temperature.omit, MaxTurnTokens: f.turnTokens,
 	}
 	if kind == "openai" {
 		plan.Model = model
@@ -185,7 +191,7 @@ func runSelect(cmd *cobra.Command, f selectFlags) error {
 	cfg := selection.Config{
 		Library: lib, Task: task, Policy: pol, PolicyName: f.policy, Checkpoint: checkpoint,
 		Rollouts: f.rollouts, Limit: f.limit, Concurrency: f.concurrency, Seed: f.seed, Shard: shard,
-		Temperature: f.temperature, MaxTurnTokens: f.turnTokens, Version: Version,
+		Temperature: f.temperature.value, OmitTemperature: f.temperature.omit, MaxTurnTokens: f.turnTokens, Version: Version,
 	}
 	prog := newSelectProgress(len(selection.Plan(cfg, runName)), run.DoneCount(), client)
 	cfg.OnRecord = prog.record

@@ -124,6 +124,7 @@ func (me *mockEnv) execute(rec *trajectory.Record, calls []skill.Call) {
 	var answers []trajectory.Message
 	st := trajectory.Step{Turn: turn, Visible: []string{}}
 	drifting := map[string]bool{}
+	det := me.det.Episode()
 	for i, c := range calls {
 		id := fmt.Sprintf("call_%d", i)
 		b, _ := json.Marshal(c.Args)
@@ -131,7 +132,7 @@ func (me *mockEnv) execute(rec *trajectory.Record, calls []skill.Call) {
 			Function: trajectory.FunctionCall{Name: c.Tool, Arguments: string(b), Parsed: b}})
 		args, _ := scenario.ParseArgs(b)
 		res := e.Call(c.Tool, args)
-		ms := me.det.Check(drift.Call{Index: i, Turn: turn, Name: c.Tool, Args: args})
+		ms := det.Check(drift.Call{Index: i, Turn: turn, Name: c.Tool, Args: args})
 		rec.Matches = append(rec.Matches, ms...)
 		if len(ms) > 0 {
 			drifting[id] = true

@@ -41,13 +41,15 @@ type Config struct {
 	Checkpoint string
 	Rollouts   int
 	// Limit keeps only the task's first Limit queries (0: all).
-	Limit         int
-	Concurrency   int
-	Seed          int64
-	Shard         engine.Shard
-	Temperature   float64
-	MaxTurnTokens int
-	Version       string
+	Limit       int
+	Concurrency int
+	Seed        int64
+	Shard       engine.Shard
+	Temperature float64
+	// OmitTemperature leaves temperature out of every request.
+	OmitTemperature bool
+	MaxTurnTokens   int
+	Version         string
 	// OnRecord, when set, sees every record as it is written; it is called
 	// from many goroutines.
 	OnRecord func(*trajectory.Record)
@@ -129,7 +131,7 @@ func episode(ctx context.Context, cfg Config, runName string, envs *envCache, p 
 		rec.Messages = append(rec.Messages,
 			trajectory.Message{Role: trajectory.RoleSystem, Content: system},
 			trajectory.Message{Role: trajectory.RoleUser, Content: user})
-		req := policy.Request{Messages: rec.Messages[len(rec.Messages)-2:], Temperature: cfg.Temperature, Seed: p.Seed, MaxTokens: cfg.MaxTurnTokens}
+		req := policy.Request{Messages: rec.Messages[len(rec.Messages)-2:], Temperature: cfg.Temperature, OmitTemperature: cfg.OmitTemperature, Seed: p.Seed, MaxTokens: cfg.MaxTurnTokens}
 		t := time.Now()
 		resp, err := cfg.Policy.Complete(ctx, req)
 		modelTime += time.Since(t)
