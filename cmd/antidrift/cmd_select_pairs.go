@@ -152,7 +152,7 @@ func runSelectPairs(cmd *cobra.Command, dirs []string, f selectPairsFlags) error
 		Tables:      []export.CardTable{dpo.CardTable(export.TableDPO), kto.CardTable(export.TableKTO)},
 		Metrics:     metricsRows,
 		MetricsNote: "Per checkpoint and task: TSR and CSR are the exact-match rate EM, DR the over-privilege rate OPR.",
-		Manifest:    exportManifest(ix, settings),
+		Manifest:    exportManifest(ix, f.out, settings),
 		Notes: []string{fmt.Sprintf("## Pairing\n\n%d queries, %d answers: %d pairs from answers, %d with a constructed rejected side, %d with a constructed chosen side; %d KTO rows.",
 			st.Queries, st.Answers, st.FromRollouts, st.ConstructedRejects, st.ConstructedChosen, st.KTO)},
 	}
