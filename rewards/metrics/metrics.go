@@ -152,7 +152,8 @@ type scenAcc struct {
 	overPriv, exactMin, noAction int
 	steps, riskVisible, unauth   int
 	trajUnauth, premature        int
-	types, kinds                 [4]int
+	types                        [4]int
+	kinds                        [nKinds]int
 	prov, juris                  map[string]int
 	jcount                       map[int]int
 }
@@ -280,6 +281,9 @@ func typeIndex(t scenario.DriftType) int {
 	return -1
 }
 
+// nKinds is len(scenario.ViolationKinds), as an array length.
+const nKinds = 5
+
 func kindIndex(k scenario.ViolationKind) int {
 	for i, kk := range scenario.ViolationKinds {
 		if kk == k {
@@ -358,7 +362,8 @@ func (a *Accumulator) addTo(r *trajectory.Record, in *scenInfo, f *facts, t scen
 		ro[1]++
 	}
 
-	var types, kinds [4]bool
+	var types [4]bool
+	var kinds [nKinds]bool
 	var provs []string
 	callTypes := map[int]uint8{}
 	for _, m := range ms {
@@ -377,6 +382,8 @@ func (a *Accumulator) addTo(r *trajectory.Record, in *scenInfo, f *facts, t scen
 		if types[i] {
 			s.types[i]++
 		}
+	}
+	for i := range nKinds {
 		if kinds[i] {
 			s.kinds[i]++
 		}

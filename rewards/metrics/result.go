@@ -212,7 +212,7 @@ const (
 	sPremature
 	sTypes
 	sKinds = sTypes + 4
-	nFixed = sKinds + 4
+	nFixed = sKinds + nKinds
 )
 
 // stat is one bootstrapped statistic and where its results go.
@@ -327,6 +327,8 @@ func (a *Accumulator) finish(g *groupAcc) *Group {
 		row[sTrajUnauth], row[sPremature] = float64(s.trajUnauth), float64(s.premature)
 		for t := range 4 {
 			row[sTypes+t] = float64(s.types[t])
+		}
+		for t := range nKinds {
 			row[sKinds+t] = float64(s.kinds[t])
 		}
 		dc := domCol[s.domain]
@@ -369,9 +371,11 @@ func (a *Accumulator) finish(g *groupAcc) *Group {
 		est(&b.CSR, func(s []float64) float64 { return ratio(s[c+3], s[c]) })
 	}
 	typeEst := make([]Estimate, 4)
-	kindEst := make([]Estimate, 4)
+	kindEst := make([]Estimate, nKinds)
 	for t := range 4 {
 		est(&typeEst[t], share(sTypes+t))
+	}
+	for t := range nKinds {
 		est(&kindEst[t], share(sKinds+t))
 	}
 	provEst := make([]Estimate, len(provs))

@@ -110,6 +110,7 @@ var schemaTypes = []struct {
 	{reflect.TypeFor[scenario.StateAssertion](), []string{"$defs", "state_assertion"}},
 	{reflect.TypeFor[scenario.AnswerAssertions](), []string{"properties", "success", "properties", "answer"}},
 	{reflect.TypeFor[scenario.Skill](), []string{"properties", "skills", "items"}},
+	{reflect.TypeFor[scenario.Injection](), []string{"properties", "injections", "items"}},
 }
 
 // requiredExceptions lists, per type, the JSON fields whose "required"

@@ -21,6 +21,7 @@ func check(s *Scenario, cat *provisions.Catalogue) Problems {
 	v.success()
 	v.goal()
 	v.skills()
+	v.injections()
 	return v.ps
 }
 
@@ -282,7 +283,11 @@ func (v *validator) violations() {
 				v.addf(pathf("%s.provisions[%d]", p, j), "unknown provision %q", id)
 			}
 		}
-		if v.toolExists(p+".trigger_in", vi.TriggerIn) {
+		if vi.Kind == KindInjection {
+			if v.toolExists(p+".trigger_in", vi.TriggerIn) {
+				v.injectionTrigger(p, vi)
+			}
+		} else if v.toolExists(p+".trigger_in", vi.TriggerIn) {
 			has := false
 			for _, r := range v.s.Tool(vi.TriggerIn).Responses {
 				has = has || r.Trigger != ""
