@@ -127,6 +127,7 @@ type run struct {
 	e         *env.Env
 	res       Result
 	callIndex int
+	filter    Filter // the exposure filter of a filtered loop; nil: the gate
 }
 
 // begin starts an episode: a fresh environment, and the episode's wall-time
@@ -213,9 +214,10 @@ func (r *run) execute(tc trajectory.ToolCall, turn int, hidden func(string) bool
 	return note, trajectory.Message{Role: trajectory.RoleTool, ToolCallID: tc.ID, Name: tc.Function.Name, Content: out.Content}
 }
 
-// native is the native tool-calling loop shared by normal, gated and the
-// plan-exec executor: system is the system prompt ("" for none); gated
-// offers, at each step, only the tools the scenario's gate exposes.
+// native is the native tool-calling loop shared by normal, the exposure
+// filters (gated among them) and the plan-exec executor: system is the
+// system prompt ("" for none); gated offers, at each step, only the tools
+// the run's filter (by default the scenario's gate) exposes.
 func (r *run) native(system string, gated bool) (Result, error) {
 	sc := r.sc
 	res := &r.res
@@ -238,10 +240,15 @@ func (r *run) native(system string, gated bool) (Result, error) {
 		visible, tools := all, sc.tools
 		var hidden func(string) bool
 		if gated {
+			filter := r.filter
+			if filter == nil {
+				filter = sc.gate
+			}
+			offer := filter.Offer(r.e, res.Messages)
 			visible, tools = []string{}, []policy.Tool{}
 			shown := map[string]bool{}
 			for i, t := range sc.tools {
-				if sc.gate.Visible(t.Name, r.e) {
+				if offer[i] {
 					visible = append(visible, t.Name)
 					tools = append(tools, t)
 					offered[i] = true

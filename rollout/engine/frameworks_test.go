@@ -102,7 +102,7 @@ func measureRates(recs []*trajectory.Record) rates {
 // TestFrameworksRunTheSuite runs every framework over the whole built-in
 // suite with every simulated profile and checks the records' shape.
 func TestFrameworksRunTheSuite(t *testing.T) {
-	assert.Equal(t, []string{"normal", "react", "plan-exec", "gated"}, engine.Frameworks)
+	assert.Equal(t, []string{"normal", "react", "plan-exec", "gated", "relevance", "state-aware", "causal"}, engine.Frameworks)
 	table := map[string]map[string]rates{}
 	for _, fw := range engine.Frameworks {
 		table[fw] = map[string]rates{}
