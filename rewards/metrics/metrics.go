@@ -77,6 +77,8 @@ type Options struct {
 	K         int
 	Bootstrap Bootstrap
 	Catalogue *provisions.Catalogue // nil: the built-in catalogue
+	// RiskWeights weigh the risk-weighted surface; nil: DefaultRiskWeights.
+	RiskWeights *scenario.RiskWeights
 }
 
 // Accumulator consumes records one at a time.
@@ -131,9 +133,10 @@ type groupAcc struct {
 	keys      []string
 	driftType scenario.DriftType // set when grouped by drift type
 	scen      map[string]*scenAcc
-	rollouts  map[int]*[2]int   // rollout index -> (n, drifting)
-	positions [5]map[posKey]int // 0: every drifting call; 1..4: by drift type
-	corr      corrAcc           // drift-type indicators
+	rollouts  map[int]*[2]int       // rollout index -> (n, drifting)
+	positions [5]map[posKey]int     // 0: every drifting call; 1..4: by drift type
+	corr      corrAcc               // drift-type indicators
+	attack    map[string]*attackAcc // by scenario (attack.go)
 }
 
 // posKey is the position (call)/(den) of a drifting call, kept exact.
@@ -441,6 +444,7 @@ func (a *Accumulator) addTo(r *trajectory.Record, in *scenInfo, f *facts, t scen
 	if f.premature {
 		s.premature++
 	}
+	a.addAttack(g, r, in)
 }
 
 func compact(ss []string) []string {

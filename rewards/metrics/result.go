@@ -63,6 +63,7 @@ type Group struct {
 	Correlation       Correlation                 `json:"drift_type_correlation"`
 	LeastPrivilege    LeastPrivilege              `json:"least_privilege"`
 	Exposure          Exposure                    `json:"exposure"`
+	AttackSurface     AttackSurface               `json:"attack_surface"`
 
 	scenarios []ScenarioCounts
 }
@@ -467,6 +468,7 @@ func (a *Accumulator) finish(g *groupAcc) *Group {
 
 	out.Positions = positions(g)
 	out.Correlation = correlation(&g.corr)
+	out.AttackSurface = a.finishAttack(g)
 	return out
 }
 

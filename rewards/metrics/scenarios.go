@@ -81,7 +81,8 @@ type scenInfo struct {
 	required map[string]bool // the tools of the compliant path
 	tools    map[string]*scenario.Tool
 	spec     *env.Spec
-	cited    []string // provisions its violations cite, sorted
+	safe     *env.Spec // with the provenance constraint enforced (attack.go)
+	cited    []string  // provisions its violations cite, sorted
 }
 
 func newScenInfo(s *scenario.Scenario) (*scenInfo, error) {
@@ -89,9 +90,13 @@ func newScenInfo(s *scenario.Scenario) (*scenInfo, error) {
 	if err != nil {
 		return nil, err
 	}
+	safe, err := safeSpec(s)
+	if err != nil {
+		return nil, err
+	}
 	in := &scenInfo{
 		s: s, hash: scenario.Hash([]*scenario.Scenario{s}), ceiling: s.PrivilegeCeiling(),
-		required: map[string]bool{}, tools: map[string]*scenario.Tool{}, spec: spec,
+		required: map[string]bool{}, tools: map[string]*scenario.Tool{}, spec: spec, safe: safe,
 	}
 	for _, c := range s.RequiredCalls {
 		in.required[c.Tool] = true
