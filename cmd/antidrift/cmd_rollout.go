@@ -48,6 +48,7 @@ type rolloutFlags struct {
 	turnTokens  int
 	temperature float64
 	episodeTime time.Duration
+	filter      filterFlags
 }
 
 func init() { register(newRolloutCmd) }
@@ -93,6 +94,7 @@ The API key comes from the environment variable named by --api-key-env
 	fl.IntVar(&f.turnTokens, "max-turn-tokens", 0, "max_tokens sent with each request; 0: not sent")
 	fl.Float64Var(&f.temperature, "temperature", 0, "sampling temperature (0 is sent as 0)")
 	fl.DurationVar(&f.episodeTime, "episode-timeout", 0, "wall time per episode; 0: no limit")
+	f.filter.register(fl, true)
 	_ = cmd.MarkFlagRequired("policy")
 	_ = cmd.MarkFlagRequired("out")
 	return cmd
@@ -109,7 +111,11 @@ func runRollout(cmd *cobra.Command, f rolloutFlags) error {
 	if err != nil {
 		return err
 	}
-	ss, err := loadScenarios(f.scenarios, "")
+	fopts, err := f.filter.options(f.filter.riskLambda)
+	if err != nil {
+		return err
+	}
+	ss, err := loadScenariosWith(f.scenarios, "", scenario.Options{AllowUnsafeProvenance: f.filter.allowUnsafe})
 	if err != nil {
 		return err
 	}
@@ -134,6 +140,7 @@ func runRollout(cmd *cobra.Command, f rolloutFlags) error {
 		Policy: f.policy, Checkpoint: checkpoint, Framework: f.framework, Rollouts: f.rollouts,
 		Seed: f.seed, Shard: shard.String(), MaxSteps: f.maxSteps, MaxTokens: f.maxTokens,
 		Temperature: f.temperature, MaxTurnTokens: f.turnTokens,
+		AllowUnsafeProvenance: f.filter.allowUnsafe, Filter: f.filter.plan(f.framework, fopts),
 	}
 	if kind == "openai" {
 		plan.Model = model
@@ -162,7 +169,7 @@ func runRollout(cmd *cobra.Command, f rolloutFlags) error {
 	}
 	cfg := engine.Config{
 		Scenarios: ss, Policy: pol, PolicyName: f.policy, Checkpoint: checkpoint, Framework: f.framework,
-		Rollouts: f.rollouts, Concurrency: f.concurrency, Seed: f.seed, Shard: shard, Version: Version,
+		Rollouts: f.rollouts, Concurrency: f.concurrency, Seed: f.seed, Shard: shard, Version: Version, Filter: fopts,
 		Limits: agent.Limits{MaxSteps: f.maxSteps, MaxTokens: f.maxTokens, WallTime: f.episodeTime,
 			Temperature: f.temperature, MaxTurnTokens: f.turnTokens},
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/antidrift/antidrift/rollout/policy/sim"
+	"github.com/antidrift/antidrift/rollout/scenario"
 	"github.com/spf13/cobra"
 )
 
@@ -21,6 +22,7 @@ func newSimServerCmd() *cobra.Command {
 	var addr string
 	var latency time.Duration
 	var scenarios []string
+	var allowUnsafe bool
 	cmd := &cobra.Command{
 		Use:   "sim-server",
 		Short: "Serve the simulated policies as an OpenAI-compatible endpoint",
@@ -31,7 +33,7 @@ offline. These are behavioural simulations, not language models; the request's
 --base-url http://ADDR/v1.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ss, err := loadScenarios(scenarios, "")
+			ss, err := loadScenariosWith(scenarios, "", scenario.Options{AllowUnsafeProvenance: allowUnsafe})
 			if err != nil {
 				return err
 			}
@@ -57,6 +59,7 @@ offline. These are behavioural simulations, not language models; the request's
 	}
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8089", "listen address")
 	cmd.Flags().DurationVar(&latency, "latency", 0, "added latency per completion (stands in for a model server)")
-	cmd.Flags().StringSliceVar(&scenarios, "scenarios", []string{"builtin"}, "scenario files or folders, or builtin")
+	cmd.Flags().StringSliceVar(&scenarios, "scenarios", []string{"builtin"}, "scenario files or folders, or builtin, or builtin:gating")
+	cmd.Flags().BoolVar(&allowUnsafe, "allow-unsafe-provenance", false, "load scenarios in which a content tool sets an authorization variable")
 	return cmd
 }

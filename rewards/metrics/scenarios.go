@@ -41,15 +41,18 @@ func LoadRunScenarios(dir string, m store.Manifest, override []string, cat *prov
 	}
 	var ss []*scenario.Scenario
 	var ps scenario.Problems
-	if len(source) == 1 && source[0] == suite.Name {
-		ss, ps = scenario.LoadFS(suite.FS(), "scenarios", suite.Name+":", cat)
-	} else {
+	opts := scenario.Options{AllowUnsafeProvenance: m.Plan.AllowUnsafeProvenance}
+	named := false
+	if len(source) == 1 {
+		ss, ps, named = suite.LoadNamed(source[0], cat, opts)
+	}
+	if !named {
 		for _, p := range source {
 			if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
 				return nil, fmt.Errorf("%s: %s names %q, which does not exist here; pass --scenarios with the files the run used", manifest, from, p)
 			}
 		}
-		ss, ps = scenario.Load(source, cat)
+		ss, ps = scenario.LoadWith(source, cat, opts)
 	}
 	if len(ps) > 0 {
 		return nil, fmt.Errorf("%s: scenarios from %s %q do not load:\n%w", manifest, from, strings.Join(source, ","), ps)

@@ -53,6 +53,19 @@ type Plan struct {
 	MaxTokens      int      `json:"max_tokens"`
 	Temperature    float64  `json:"temperature"`
 	MaxTurnTokens  int      `json:"max_turn_tokens"`
+	// AllowUnsafeProvenance: the scenarios were loaded with unsafe
+	// provenance allowed (the broken-provenance boundary case).
+	AllowUnsafeProvenance bool `json:"allow_unsafe_provenance,omitempty"`
+	// Filter holds the exposure filter's settings when they differ from
+	// the defaults (relevance k, risk penalty λ, risk weights).
+	Filter *FilterPlan `json:"filter,omitempty"`
+}
+
+// FilterPlan is an exposure filter's settings, as rollout recorded them.
+type FilterPlan struct {
+	RelevanceK  int     `json:"relevance_k,omitempty"`
+	RiskLambda  float64 `json:"risk_lambda"`
+	RiskWeights string  `json:"risk_weights,omitempty"`
 }
 
 // Settings may change between invocations of the same run.
