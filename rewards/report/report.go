@@ -36,6 +36,9 @@ type Report struct {
 	// Positions holds, per checkpoint, the drift-position densities.
 	Positions []PositionDensity `json:"drift_positions"`
 	Files     []string          `json:"files"`
+	// Gating is the gating section (filters side by side, the λ front),
+	// when the report was given one (gating.go).
+	Gating *Gating `json:"gating,omitempty"`
 }
 
 // BootstrapInfo says how the intervals were made.
