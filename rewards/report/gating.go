@@ -117,7 +117,9 @@ func NewLambdaFront(lambdas []float64, groups []*metrics.Group) (*Gating, error)
 	return g, nil
 }
 
-func trimFloat(x float64) string { return strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.4f", x), "0"), ".") }
+func trimFloat(x float64) string {
+	return strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.4f", x), "0"), ".")
+}
 
 // SortFilters orders filter rows as the frameworks are listed in order.
 func SortFilters(rows []FilterRow, order []string) {

@@ -124,7 +124,11 @@ func (p *Policy) isInjected(tc trajectory.ToolCall) bool {
 		if err != nil {
 			continue
 		}
-		args, err := scenario.ParseArgs(tc.Function.Parsed)
+		raw := []byte(tc.Function.Parsed)
+		if len(raw) == 0 { // behind sim-server the call comes back as text
+			raw = []byte(tc.Function.Arguments)
+		}
+		args, err := scenario.ParseArgs(raw)
 		if err == nil && args != nil && m.Match(args) {
 			return true
 		}
