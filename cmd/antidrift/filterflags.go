@@ -16,10 +16,11 @@ type filterFlags struct {
 	riskLambda    float64
 	riskWeights   string
 	allowUnsafe   bool
-	lambdaDefined bool // sweep takes a list instead of --risk-lambda
+	kSet          bool // --relevance-k registered
 }
 
 func (f *filterFlags) register(fl *pflag.FlagSet, withLambda bool) {
+	f.kSet = true
 	fl.IntVar(&f.relevanceK, "relevance-k", agent.DefaultRelevanceK, "relevance framework: tools offered per step (top k by BM25)")
 	if withLambda {
 		fl.Float64Var(&f.riskLambda, "risk-lambda", 0, "gated framework: risk penalty λ ≥ 0 of the causal path search (path cost + λ·Σ risk weights)")
@@ -34,8 +35,12 @@ func (f *filterFlags) options(lambda float64) (agent.FilterOptions, error) {
 	if err != nil {
 		return agent.FilterOptions{}, fmt.Errorf("--risk-weights: %w", err)
 	}
-	o := agent.FilterOptions{RelevanceK: f.relevanceK, RiskLambda: lambda, RiskWeights: &w}
-	if f.relevanceK < 1 {
+	k := f.relevanceK
+	if k == 0 && !f.kSet {
+		k = agent.DefaultRelevanceK // flags not registered (rescore builds rollout flags itself)
+	}
+	o := agent.FilterOptions{RelevanceK: k, RiskLambda: lambda, RiskWeights: &w}
+	if k < 1 {
 		return o, fmt.Errorf("--relevance-k must be at least 1, got %d", f.relevanceK)
 	}
 	if err := o.Check(); err != nil {
