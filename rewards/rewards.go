@@ -1,12 +1,3 @@
-// Package rewards scores trajectories for RL: a CCSR-shaped outcome reward
-// minus weighted drift penalties, per-turn process rewards that sum to it,
-// and group-relative advantages computed as TRL's GRPO computes them.
-//
-//	R(τ) = α·S·(1 − D) − λ·Σ_v w(v)
-//
-// S is the judge's success (1 or 0, or the judge's score in [0,1] on
-// request), D the drift indicator, v ranges over the distinct drifting tool
-// calls and w(v) is the sum of the weights of the selected schemes.
 package rewards
 
 import (
@@ -268,10 +259,9 @@ func (c Config) Score(r *trajectory.Record) (Result, error) {
 			}
 		}
 		if sc != nil {
-			risk, priv := scenario.RiskHigh, 4
-			if t := sc.Tool(v.Tool); t != nil {
-				risk, priv = t.Risk, t.Privilege
-			}
+			// One definition with the over-privilege metric: an undefined
+			// tool has privilege 4 and risk high.
+			risk, priv := sc.ToolRisk(v.Tool), sc.ToolPrivilege(v.Tool)
 			if c.Has(Risk) {
 				v.Risk = riskWeight[risk]
 			}
