@@ -12,11 +12,11 @@ import (
 // filterFlags are the exposure filters' settings and the provenance
 // switch, shared by rollout and sweep.
 type filterFlags struct {
-	relevanceK    int
-	riskLambda    float64
-	riskWeights   string
-	allowUnsafe   bool
-	kSet          bool // --relevance-k registered
+	relevanceK  int
+	riskLambda  float64
+	riskWeights string
+	allowUnsafe bool
+	kSet        bool // --relevance-k registered
 }
 
 func (f *filterFlags) register(fl *pflag.FlagSet, withLambda bool) {
