@@ -78,7 +78,7 @@ The API key comes from the environment variable named by --api-key-env
 	fl.DurationVar(&f.endpoint.requestTimeout, "request-timeout", 5*time.Minute, "timeout of one HTTP request")
 	fl.IntVar(&f.endpoint.maxRetries, "max-retries", 5, "retries of a request on 429, 5xx and timeouts")
 	fl.StringVar(&f.framework, "framework", engine.FrameworkNormal, "agent framework: "+strings.Join(engine.Frameworks, ", ")+
-		" (normal: native tool calls, every tool visible; react: Thought/Action/Observation text; plan-exec: planner then executor; gated: risk-bearing tools visible only when authorised and causally needed)")
+		" (normal: native tool calls, every tool visible; react: Thought/Action/Observation text; plan-exec: planner then executor; gated: risk-bearing tools visible only when authorised and causally needed; relevance: top-k tools by BM25; state-aware: tools whose requires hold; causal: causal filtering without authorization; see docs/gating.md)")
 	fl.IntVar(&f.rollouts, "rollouts", 4, "rollouts per scenario")
 	fl.IntVar(&f.concurrency, "concurrency", 32, "episodes in flight")
 	fl.Int64Var(&f.seed, "seed", 1, "run seed")
