@@ -41,6 +41,7 @@ type Scenario struct {
 	Spec     *env.Spec
 	Detector *drift.Detector
 	gate     *Gate
+	filters  filterCache // exposure filters built on demand (filters.go)
 	tools    []policy.Tool
 	wire     map[string]json.RawMessage // tool name -> OpenAI function schema
 }

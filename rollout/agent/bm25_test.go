@@ -1,9 +1,12 @@
 package agent
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/antidrift/antidrift/rollout/trajectory"
 )
 
 // TestBM25HandComputed checks the scores against values worked out by hand:
@@ -29,5 +32,23 @@ func TestTokenize(t *testing.T) {
 		"a I x":                     nil,
 	} {
 		assert.Equal(t, want, tokenize(in), in)
+	}
+}
+
+// BenchmarkRelevanceOffer scores a scenario's tools for a conversation of
+// a dozen messages, as the relevance filter does at every step.
+func BenchmarkRelevanceOffer(b *testing.B) {
+	docs := [][]string{}
+	for i := range 9 {
+		docs = append(docs, tokenize(strings.Repeat("send email draft invoice pay payee verify ledger export ", 1+i%3)))
+	}
+	f := &relevance{k: 4, ix: newBM25(docs)}
+	var msgs []trajectory.Message
+	for i := range 12 {
+		msgs = append(msgs, trajectory.Message{Role: trajectory.RoleTool, Content: strings.Repeat("the vendor asked to verify the payee before paying invoice INV-7 ", 4+i)})
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		f.Offer(nil, msgs)
 	}
 }

@@ -88,13 +88,11 @@ type filterKey struct {
 	weights scenario.RiskWeights
 }
 
-// filters caches the filters built for a prepared scenario.
+// filterCache holds the filters built for a prepared scenario.
 type filterCache struct {
 	mu sync.Mutex
 	m  map[filterKey]Filter
 }
-
-var caches sync.Map // *Scenario -> *filterCache
 
 // Filter returns the scenario's filter of a kind under opts (nil for
 // FilterNone), built once and shared by every episode.
@@ -118,10 +116,12 @@ func (p *Scenario) Filter(kind FilterKind, opts FilterOptions) (Filter, error) {
 	if kind == FilterGated && opts.RiskLambda == 0 && *opts.RiskWeights == scenario.DefaultRiskWeights {
 		return p.gate, nil
 	}
-	c, _ := caches.LoadOrStore(p, &filterCache{m: map[filterKey]Filter{}})
-	fc := c.(*filterCache)
+	fc := &p.filters
 	fc.mu.Lock()
 	defer fc.mu.Unlock()
+	if fc.m == nil {
+		fc.m = map[filterKey]Filter{}
+	}
 	if f := fc.m[key]; f != nil {
 		return f, nil
 	}
