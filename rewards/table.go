@@ -68,6 +68,9 @@ func Table(ix *dataset.Index, cfg Config, opt TableOptions, emit func(*dataset.R
 		groups := map[[2]string][]*trajectory.Record{}
 		var keys [][2]string
 		for _, r := range recs {
+			if !r.Status.Scored() {
+				continue // trajectory.Status.Scored: not the policy's behaviour
+			}
 			k := [2]string{r.Checkpoint, r.Framework}
 			if _, ok := groups[k]; !ok {
 				keys = append(keys, k)

@@ -186,7 +186,7 @@ func TestJudgeLLMAgainstFakeServer(t *testing.T) {
 	needsFix, hopeless := sorted[1], sorted[3]
 	srv := llmJudgeServer(t, key, instr[needsFix], instr[hopeless])
 
-	args := []string{"judge", dir, "--judge", "openai:judge-m", "--base-url", srv.URL(), "--api-key-env", "ANTIDRIFT_JUDGE_KEY", "--concurrency", "4", "--max-retries", "-1"}
+	args := []string{"judge", dir, "--judge", "openai:judge-m", "--skip-endpoint-check", "--base-url", srv.URL(), "--api-key-env", "ANTIDRIFT_JUDGE_KEY", "--concurrency", "4", "--max-retries", "-1"}
 	code, stdout, stderr := runScenarios(t, append(args, "--json")...)
 	require.Equal(t, 0, code, "unparseable verdicts are data, not an endpoint failure: %s", stderr)
 	var sum judgeSummary
@@ -312,7 +312,7 @@ func TestJudgeLLMCustomCacheAndFatalErrors(t *testing.T) {
 
 	// A wrong key stops the command: nothing written, the key not shown.
 	t.Setenv("ANTIDRIFT_JUDGE_KEY", "sk-wrong-77aa11")
-	code, stdout, stderr := runScenarios(t, "judge", dir, "--judge", "openai:judge-m", "--base-url", srv.URL(), "--api-key-env", "ANTIDRIFT_JUDGE_KEY")
+	code, stdout, stderr := runScenarios(t, "judge", dir, "--judge", "openai:judge-m", "--skip-endpoint-check", "--base-url", srv.URL(), "--api-key-env", "ANTIDRIFT_JUDGE_KEY")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr, "authentication failed")
 	assert.NotContains(t, stdout+stderr, "sk-wrong-77aa11")
@@ -321,7 +321,7 @@ func TestJudgeLLMCustomCacheAndFatalErrors(t *testing.T) {
 	// A cache folder of one's own, shared between runs.
 	t.Setenv("ANTIDRIFT_JUDGE_KEY", "sk-right")
 	cache := filepath.Join(t.TempDir(), "shared-cache")
-	code, _, stderr = runScenarios(t, "judge", dir, "--judge", "openai:judge-m", "--base-url", srv.URL(), "--api-key-env", "ANTIDRIFT_JUDGE_KEY", "--cache", cache, "--name", "mine")
+	code, _, stderr = runScenarios(t, "judge", dir, "--judge", "openai:judge-m", "--skip-endpoint-check", "--base-url", srv.URL(), "--api-key-env", "ANTIDRIFT_JUDGE_KEY", "--cache", cache, "--name", "mine")
 	require.Equal(t, 0, code, stderr)
 	assert.True(t, labels.Exists(dir, "mine"))
 	entries, _ := filepath.Glob(filepath.Join(dir, ".judge-cache", "*", "*.json"))
@@ -331,7 +331,7 @@ func TestJudgeLLMCustomCacheAndFatalErrors(t *testing.T) {
 
 	// An endpoint that fails (500, retries off) leaves errors in the labels and exits 2.
 	down := fakeserver.Start(t, fakeserver.Options{Fallback: &fakeserver.Reply{Status: 500, ErrMessage: "boom"}})
-	code, _, stderr = runScenarios(t, "judge", dir, "--judge", "openai:judge-m", "--base-url", down.URL(), "--max-retries", "-1", "--no-cache", "--name", "down")
+	code, _, stderr = runScenarios(t, "judge", dir, "--judge", "openai:judge-m", "--skip-endpoint-check", "--base-url", down.URL(), "--max-retries", "-1", "--no-cache", "--name", "down")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr, "rerun with --force")
 	ls, err := labels.Read(dir, "down")

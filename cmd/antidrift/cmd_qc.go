@@ -17,6 +17,7 @@ import (
 	"github.com/antidrift/antidrift/rollout/agent"
 	"github.com/antidrift/antidrift/rollout/engine"
 	"github.com/antidrift/antidrift/rollout/labels"
+	"github.com/antidrift/antidrift/rollout/policy/openai"
 	"github.com/antidrift/antidrift/rollout/scenario"
 	"github.com/antidrift/antidrift/rollout/store"
 	"github.com/antidrift/antidrift/rollout/trajectory"
@@ -37,7 +38,7 @@ type qcFlags struct {
 	asJSON      bool
 	maxSteps    int
 	minDrifting int
-	temperature float64
+	temperature temperatureFlag
 }
 
 // defaultProbes are the policies qc probes with unless --probe says otherwise.
@@ -93,7 +94,8 @@ Exit status: 0 done (1 with --strict when a scenario fails); 1 error;
 	fl.BoolVar(&f.asJSON, "json", false, "print the report as JSON on stdout")
 	fl.IntVar(&f.maxSteps, "max-steps", 20, "assistant turns per episode")
 	fl.IntVar(&f.minDrifting, "min-drifting", 2, "rollouts (over all probes) that must hit an annotated drift point")
-	fl.Float64Var(&f.temperature, "temperature", 0, "sampling temperature of openai: probes")
+	fl.Var(&f.temperature, "temperature", "sampling temperature of openai: probes, or omit to leave it out")
+	addEndpointExtras(fl, &f.endpoint)
 	return cmd
 }
 
@@ -214,8 +216,12 @@ func runQC(cmd *cobra.Command, f qcFlags) error {
 // qcProbe rolls one probe out on every scenario into dir and returns the
 // number of episodes that hit infrastructure errors.
 func qcProbe(ctx context.Context, f qcFlags, spec string, ss []*scenario.Scenario, dir string) (int, error) {
+	f.endpoint.omitTemperature = f.temperature.omit
 	pol, client, err := buildPolicy(spec, f.endpoint, f.concurrency, ss)
 	if err != nil {
+		return 0, err
+	}
+	if err := preflight(ctx, os.Stderr, client, f.endpoint, f.framework != engine.FrameworkReAct); err != nil {
 		return 0, err
 	}
 	kind, model, _ := policySpec(spec)
@@ -226,11 +232,11 @@ func qcProbe(ctx context.Context, f qcFlags, spec string, ss []*scenario.Scenari
 	plan := store.Plan{
 		ScenarioSource: strings.Join(f.scenarios, ","), ScenarioHash: scenario.Hash(ss), ScenarioIDs: ids,
 		Policy: spec, Checkpoint: spec, Framework: f.framework, Rollouts: f.rollouts,
-		Seed: f.seed, Shard: "0/1", MaxSteps: f.maxSteps, Temperature: f.temperature,
+		Seed: f.seed, Shard: "0/1", MaxSteps: f.maxSteps, Temperature: f.temperature.value, OmitTemperature: f.temperature.omit,
 	}
 	man := store.Manifest{
 		Version: Version, Created: time.Now().UTC().Format(time.RFC3339), Plan: plan,
-		Settings: store.Settings{BaseURL: f.endpoint.baseURL, Concurrency: f.concurrency, Command: commandLine()},
+		Settings: store.Settings{BaseURL: openai.Redact(f.endpoint.baseURL), Concurrency: f.concurrency, Command: commandLine()},
 	}
 	if kind == "openai" {
 		plan.Model = model
@@ -245,7 +251,7 @@ func qcProbe(ctx context.Context, f qcFlags, spec string, ss []*scenario.Scenari
 	cfg := engine.Config{
 		Scenarios: ss, Policy: pol, PolicyName: spec, Checkpoint: spec, Framework: f.framework,
 		Rollouts: f.rollouts, Concurrency: f.concurrency, Seed: f.seed, Shard: engine.Shard{I: 0, N: 1}, Version: Version,
-		Limits: agent.Limits{MaxSteps: f.maxSteps, Temperature: f.temperature},
+		Limits: agent.Limits{MaxSteps: f.maxSteps, Temperature: f.temperature.value, OmitTemperature: f.temperature.omit},
 	}
 	prog := newProgress(len(engine.Plan(cfg, man.Run)), run.DoneCount(), client)
 	cfg.OnRecord = prog.record

@@ -17,6 +17,12 @@ type endpointFlags struct {
 	apiKeyEnv      string
 	requestTimeout time.Duration
 	maxRetries     int
+	tokenParam     string        // --token-param
+	readyWait      time.Duration // --ready-timeout
+	skipCheck      bool          // --skip-endpoint-check
+	// omitTemperature: the command leaves temperature out (--temperature
+	// omit), so the check's refusal of temperature 0 is no obstacle.
+	omitTemperature bool
 }
 
 // policySpec splits "sim:NAME" or "openai:MODEL".
@@ -45,10 +51,11 @@ func buildPolicy(spec string, ef endpointFlags, concurrency int, ss []*scenario.
 	if ef.baseURL == "" {
 		return nil, nil, fmt.Errorf("--policy %s needs --base-url (for example http://localhost:8000/v1)", spec)
 	}
-	c, err := openai.New(openai.Config{
-		BaseURL: ef.baseURL, Model: name, APIKey: openai.KeyFromEnv(ef.apiKeyEnv),
-		Timeout: ef.requestTimeout, MaxRetries: ef.maxRetries, Concurrency: concurrency,
-	})
+	cfg, err := ef.clientConfig(name, concurrency)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := openai.New(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
