@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/antidrift/antidrift/rollout/drift"
@@ -244,6 +245,7 @@ func (r *run) native(system string, gated bool) (Result, error) {
 	for i, t := range sc.tools {
 		all[i] = t.Name
 	}
+	var prevVisible []string               // filtered: the tools offered at the previous step
 	offered := make([]bool, len(sc.tools)) // gated: offered at some step
 	if !gated {
 		for _, t := range sc.tools {
@@ -271,6 +273,12 @@ func (r *run) native(system string, gated bool) (Result, error) {
 				}
 			}
 			hidden = func(name string) bool { return !shown[name] }
+			if !slices.Equal(visible, prevVisible) {
+				// Other tools, another prompt size: a fall in prompt tokens
+				// is no sign of a cut conversation across this step.
+				r.prevPrompt = 0
+			}
+			prevVisible = visible
 		}
 		resp, ok, fatal := r.ask(r.request(res.Messages, tools))
 		if fatal != nil {
