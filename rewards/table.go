@@ -1,7 +1,6 @@
 package rewards
 
 import (
-	"encoding/json"
 	"fmt"
 	"github.com/antidrift/antidrift/rollout/dataset"
 	"sort"
@@ -35,7 +34,10 @@ type Summary struct {
 	ZeroStdGroups  int                 `json:"zero_std_groups"`  // groups of equal rewards: no learning signal
 	Checkpoints    []CheckpointSummary `json:"checkpoints"`
 	Splits         map[string]int      `json:"splits"`
-	byCheckpoint   map[string]*CheckpointSummary
+	// RawArguments counts trajectories left out because a tool call's
+	// arguments never parsed as an object (no {"_raw": …} in a training row).
+	RawArguments int `json:"unparsed_arguments"`
+	byCheckpoint map[string]*CheckpointSummary
 }
 
 // CheckpointSummary holds one checkpoint's figures.
@@ -101,10 +103,14 @@ func Table(ix *dataset.Index, cfg Config, opt TableOptions, emit func(*dataset.R
 			sum.add(ck, g, rs)
 			for i, r := range g {
 				prompt, completion := dataset.SplitPrompt(r.Messages)
+				if dataset.FormatOf(r.Framework) == dataset.ToolsNative && dataset.RawArguments(r.Messages) {
+					sum.RawArguments++
+					continue
+				}
 				row := &dataset.RewardRow{
-					Prompt:         dataset.Messages(prompt),
-					Completion:     dataset.Messages(completion),
-					Tools:          tools(r.Tools),
+					Prompt:         dataset.Render(r, prompt),
+					Completion:     dataset.Render(r, completion),
+					Tools:          dataset.Tools(r),
 					GroupID:        GroupID(sid, ck, k[1]),
 					Reward:         rs[i],
 					Advantage:      adv[i],
@@ -114,10 +120,14 @@ func Table(ix *dataset.Index, cfg Config, opt TableOptions, emit func(*dataset.R
 					Domain:         r.Domain,
 					Split:          split,
 					Checkpoint:     ck,
+					Framework:      r.Framework,
+					ToolFormat:     dataset.FormatOf(r.Framework).String(),
 					Success:        r.Success,
 					Drift:          r.Drift,
 					SchemaVersion:  dataset.SchemaVersion,
 				}
+				row.PromptTokensEst = dataset.EstimatePromptTokens(row.Prompt, row.Tools)
+				row.CompletionTokensEst = dataset.EstimateTokens(row.Completion)
 				sum.Splits[split]++
 				if err := emit(row); err != nil {
 					return nil, err
@@ -180,9 +190,3 @@ func (s *Summary) add(ck string, g []*trajectory.Record, rs []float64) {
 
 // tools returns the record's tool schemas, never nil (an empty list, not a
 // null, in the exports).
-func tools(ts []json.RawMessage) []json.RawMessage {
-	if ts == nil {
-		return []json.RawMessage{}
-	}
-	return ts
-}

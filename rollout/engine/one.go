@@ -23,7 +23,8 @@ func RunOne(ctx context.Context, cfg Config, runName string, sc *agent.Scenario,
 	if err := CheckFramework(cfg.Framework); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	// The endpoint-wide refusal gate of Run is not applied to a single episode.
+	// An endpoint-wide refusal is judged over a wave of episodes (Run's
+	// gate); one episode alone is recorded as what it is, a model error.
 	rec, _, err := episode(ctx, cfg, runName, sc, p)
 	if err != nil {
 		return nil, err

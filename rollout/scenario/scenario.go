@@ -33,6 +33,8 @@ type Scenario struct {
 	// Injections are adversarial texts placed into content-producing tools'
 	// returns (injection.go).
 	Injections []Injection `json:"injections,omitempty"`
+	// Probes are the scenario's own counterfactual probes (rollout/probe).
+	Probes *Probes `json:"probes,omitempty"`
 
 	// File is where the scenario was loaded from (not part of the format).
 	File string `json:"-"`

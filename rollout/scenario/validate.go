@@ -23,6 +23,7 @@ func check(s *Scenario, cat *provisions.Catalogue) Problems {
 	v.skills()
 	v.v2()
 	v.injections()
+	v.probes()
 	return v.ps
 }
 
