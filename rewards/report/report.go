@@ -34,6 +34,9 @@ type Report struct {
 	// Skills holds the least-privilege selection metrics, when the report
 	// covers select runs (rescore --select-task).
 	Skills *skills.Result `json:"skills,omitempty"`
+	// Gating is the gating section (filters side by side, the λ front),
+	// when the report was given one (gating.go).
+	Gating *Gating `json:"gating,omitempty"`
 }
 
 // BootstrapInfo says how the intervals were made.
