@@ -20,6 +20,7 @@ import (
 	"github.com/antidrift/antidrift/rollout/policy"
 	"github.com/antidrift/antidrift/rollout/policy/openai"
 	"github.com/antidrift/antidrift/rollout/scenario"
+	"github.com/antidrift/antidrift/rollout/secret"
 	"github.com/antidrift/antidrift/rollout/store"
 	"github.com/antidrift/antidrift/rollout/trajectory"
 	"github.com/schollz/progressbar/v3"
@@ -203,8 +204,12 @@ func runJudge(cmd *cobra.Command, dir string, f judgeFlags) error {
 		if f.endpoint.baseURL == "" {
 			return fmt.Errorf("--judge %s needs --base-url (for example http://localhost:8000/v1)", f.judge)
 		}
+		key, err := apiKey(f.endpoint, cmd.ErrOrStderr())
+		if err != nil {
+			return err
+		}
 		client, err := openai.New(openai.Config{
-			BaseURL: f.endpoint.baseURL, Model: model, APIKey: openai.KeyFromEnv(f.endpoint.apiKeyEnv),
+			BaseURL: f.endpoint.baseURL, Model: model, APIKey: key,
 			Timeout: f.endpoint.requestTimeout, MaxRetries: f.endpoint.maxRetries, Concurrency: f.concurrency,
 		})
 		if err != nil {
@@ -221,7 +226,7 @@ func runJudge(cmd *cobra.Command, dir string, f judgeFlags) error {
 			}
 			sum.Cache = cdir
 		}
-		lm.Kind, lm.Model, lm.BaseURL, lm.APIKeyEnv, lm.PromptVersion = llm.Kind(), model, f.endpoint.baseURL, f.endpoint.apiKeyEnv, judge.PromptVersion
+		lm.Kind, lm.Model, lm.BaseURL, lm.APIKeyEnv, lm.PromptVersion = llm.Kind(), model, secret.URL(f.endpoint.baseURL), f.endpoint.apiKeyEnv, judge.PromptVersion
 		label = func(ctx context.Context, rec *trajectory.Record, s *scenario.Scenario) (labels.Label, error) {
 			v, err := llm.Judge(ctx, s, judge.LLMView(rec))
 			if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/antidrift/antidrift/rollout/engine"
 	"github.com/antidrift/antidrift/rollout/labels"
 	"github.com/antidrift/antidrift/rollout/scenario"
+	"github.com/antidrift/antidrift/rollout/secret"
 	"github.com/antidrift/antidrift/rollout/store"
 	"github.com/antidrift/antidrift/rollout/trajectory"
 	"github.com/spf13/cobra"
@@ -230,7 +231,7 @@ func qcProbe(ctx context.Context, f qcFlags, spec string, ss []*scenario.Scenari
 	}
 	man := store.Manifest{
 		Version: Version, Created: time.Now().UTC().Format(time.RFC3339), Plan: plan,
-		Settings: store.Settings{BaseURL: f.endpoint.baseURL, Concurrency: f.concurrency, Command: commandLine()},
+		Settings: store.Settings{BaseURL: secret.URL(f.endpoint.baseURL), Concurrency: f.concurrency, Command: commandLine()},
 	}
 	if kind == "openai" {
 		plan.Model = model
@@ -242,6 +243,7 @@ func qcProbe(ctx context.Context, f qcFlags, spec string, ss []*scenario.Scenari
 	if err != nil {
 		return 0, err
 	}
+	defer run.Close()
 	cfg := engine.Config{
 		Scenarios: ss, Policy: pol, PolicyName: spec, Checkpoint: spec, Framework: f.framework,
 		Rollouts: f.rollouts, Concurrency: f.concurrency, Seed: f.seed, Shard: engine.Shard{I: 0, N: 1}, Version: Version,

@@ -17,6 +17,7 @@ import (
 	"github.com/antidrift/antidrift/rewards/metrics"
 	"github.com/antidrift/antidrift/rollout/engine"
 	"github.com/antidrift/antidrift/rollout/policy/sim"
+	"github.com/antidrift/antidrift/rollout/secret"
 	"github.com/spf13/cobra"
 )
 
@@ -300,7 +301,7 @@ func runRescore(cmd *cobra.Command, f rescoreFlags) error {
 		sub.SetOut(&summary)
 		sub.SetErr(stderr)
 		sub.SetContext(cmd.Context())
-		fmt.Fprintf(stderr, "rescore: %s (step %d, %s) -> %s\n", c.Name, c.Step, c.Endpoint, dir)
+		fmt.Fprintf(stderr, "rescore: %s (step %d, %s) -> %s\n", c.Name, c.Step, secret.URL(c.Endpoint), dir)
 		err := runRollout(sub, rf)
 		var ee *exitError
 		if errors.As(err, &ee) && ee.code == 2 {
@@ -353,8 +354,23 @@ func copyCheckpoints(from, to string) error {
 	if err != nil {
 		return err
 	}
+	// Endpoints may carry credentials: the copy keeps them redacted.
+	var list []map[string]any
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(&list); err != nil {
+		return fmt.Errorf("%s: %w", from, err)
+	}
+	for _, c := range list {
+		if e, ok := c["endpoint"].(string); ok {
+			c["endpoint"] = secret.URL(e)
+		}
+	}
+	if data, err = json.MarshalIndent(list, "", "  "); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(to, data, 0o644)
+	return os.WriteFile(to, append(data, '\n'), 0o644)
 }

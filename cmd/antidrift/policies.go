@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -9,6 +11,7 @@ import (
 	"github.com/antidrift/antidrift/rollout/policy/openai"
 	"github.com/antidrift/antidrift/rollout/policy/sim"
 	"github.com/antidrift/antidrift/rollout/scenario"
+	"github.com/antidrift/antidrift/rollout/secret"
 )
 
 // endpointFlags are the flags of commands that talk to a model.
@@ -45,12 +48,35 @@ func buildPolicy(spec string, ef endpointFlags, concurrency int, ss []*scenario.
 	if ef.baseURL == "" {
 		return nil, nil, fmt.Errorf("--policy %s needs --base-url (for example http://localhost:8000/v1)", spec)
 	}
+	key, err := apiKey(ef, os.Stderr)
+	if err != nil {
+		return nil, nil, err
+	}
 	c, err := openai.New(openai.Config{
-		BaseURL: ef.baseURL, Model: name, APIKey: openai.KeyFromEnv(ef.apiKeyEnv),
+		BaseURL: ef.baseURL, Model: name, APIKey: key,
 		Timeout: ef.requestTimeout, MaxRetries: ef.maxRetries, Concurrency: concurrency,
 	})
 	if err != nil {
 		return nil, nil, err
 	}
 	return c, c, nil
+}
+
+// apiKey reads the key from the variable --api-key-env names. A value that
+// looks like a key itself (the key pasted instead of the variable's name) is
+// refused without being echoed; an unset or empty variable is a warning,
+// since local servers (vLLM, Ollama, llama.cpp) usually need no key.
+func apiKey(ef endpointFlags, stderr io.Writer) (string, error) {
+	name := ef.apiKeyEnv
+	if name == "" {
+		name = openai.DefaultKeyEnv
+	}
+	if err := secret.CheckEnvName("--api-key-env", name); err != nil {
+		return "", err
+	}
+	key := openai.KeyFromEnv(name)
+	if key == "" {
+		fmt.Fprintf(stderr, "antidrift: warning: --api-key-env %s: the variable is not set or empty; requests are sent without a key\n", name)
+	}
+	return key, nil
 }
