@@ -167,7 +167,6 @@ func (e *keyAsNameError) Error() string {
 
 type badNameError struct{ flag, name string }
 
-
 func (e *badNameError) Error() string {
 	// The value is not echoed: it may be a key of a shape LooksLikeKey misses.
 	return e.flag + ": the value is not an environment variable name (want letters, digits and _, not starting with a digit, e.g. OPENAI_API_KEY)"
