@@ -98,8 +98,16 @@ func runExport(cmd *cobra.Command, dirs []string, f exportFlags) error {
 	cfg.Manifest = export.Manifest{ToolkitVersion: Version, Command: commandLine(), Settings: settings}
 	cfg.Notes = notes
 
+	claim, err := claimOut("export", f.out, dirs, namesOf(f.table+"."))
+	if err != nil {
+		return err
+	}
+	defer claim.release()
 	res, err := export.ExportRuns(cfg)
 	if err != nil {
+		return err
+	}
+	if err := claim.done(); err != nil {
 		return err
 	}
 	out := cmd.OutOrStdout()

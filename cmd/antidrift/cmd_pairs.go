@@ -112,7 +112,7 @@ func runPairs(cmd *cobra.Command, dirs []string, f pairsFlags) error {
 		return res.Reward, err
 	}
 
-	out, err := newOutputDir(f.out, append(tableFiles(export.TableDPO), pairsStatsFile, "README.md", "manifest.json"))
+	out, err := newOutputDir("pairs", f.out, dirs, append(tableFiles(export.TableDPO), pairsStatsFile, "README.md", "manifest.json"))
 	if err != nil {
 		return err
 	}

@@ -62,7 +62,15 @@ pareto.png, drift_by_domain.svg/.png and drift_positions.svg/.png into --out.`,
 			if err != nil {
 				return err
 			}
+			claim, err := claimOut("pareto", out, args, outRule{})
+			if err != nil {
+				return err
+			}
+			defer claim.release()
 			if err := rep.Write(out); err != nil {
+				return err
+			}
+			if err := claim.done(); err != nil {
 				return err
 			}
 			return printPareto(cmd.OutOrStdout(), rep, out, asJSON)

@@ -277,6 +277,11 @@ func runRescore(cmd *cobra.Command, f rescoreFlags) error {
 	if err != nil {
 		return err
 	}
+	claim, err := claimOut("rescore", f.out, nil, outRule{resumable: []string{"runs", "report", "checkpoints.json"}})
+	if err != nil {
+		return err
+	}
+	defer claim.release()
 	opts, err := f.score.options(metrics.DefaultKeys)
 	if err != nil {
 		return err
@@ -337,6 +342,9 @@ func runRescore(cmd *cobra.Command, f rescoreFlags) error {
 		return err
 	}
 	if err := rep.Write(reportDir); err != nil {
+		return err
+	}
+	if err := claim.done(); err != nil {
 		return err
 	}
 	return printPareto(cmd.OutOrStdout(), rep, reportDir, f.asJSON)
