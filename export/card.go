@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/antidrift/antidrift/rollout/dataset"
 	"io"
 	"os"
 	"path/filepath"
@@ -68,7 +69,7 @@ type ManifestRun struct {
 // distinct hashes of the runs with "," when they differ.
 type Manifest struct {
 	ToolkitVersion    string            `json:"toolkit_version"`
-	SchemaVersion     string            `json:"schema_version"` // SchemaVersion when empty
+	SchemaVersion     string            `json:"schema_version"` // dataset.SchemaVersion when empty
 	ScenarioSuiteHash string            `json:"scenario_suite_hash"`
 	Runs              []ManifestRun     `json:"runs"`
 	Checkpoints       []string          `json:"checkpoints"`
@@ -131,7 +132,7 @@ func kindOf(t CardTable) string {
 // the tables must exist: close the writers first.
 func WriteCard(dir string, c Card) error {
 	if c.Manifest.SchemaVersion == "" {
-		c.Manifest.SchemaVersion = SchemaVersion
+		c.Manifest.SchemaVersion = dataset.SchemaVersion
 	}
 	mf := manifestFile{Manifest: c.Manifest, Title: c.Title, Metrics: c.Metrics}
 	for _, t := range c.Tables {
@@ -238,7 +239,7 @@ var columnDocs = map[string]string{
 	"prompt_tokens":       "prompt tokens used over the episode",
 	"completion_tokens":   "completion tokens used over the episode",
 	"toolkit_version":     "antidrift version that rolled the trajectory out",
-	"schema_version":      "version of these columns (" + SchemaVersion + ")",
+	"schema_version":      "version of these columns (" + dataset.SchemaVersion + ")",
 }
 
 func renderCard(c Card, mf manifestFile) string {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/antidrift/antidrift/rollout/dataset"
 	"os"
 	"path/filepath"
 	"strings"
@@ -363,7 +364,7 @@ func TestDPORoundTrip(t *testing.T) {
 		w := writeAll(t, dir, "dpo", rows, opts)
 		checkAll(t, dir, "dpo", rows, opts)
 		assert.Equal(t, map[string]int64{"train": 17, "validation": 17, "test": 16}, w.Splits())
-		names := ColumnNames[DPORow](margin)
+		names := ColumnNames[dataset.DPORow](margin)
 		assert.Equal(t, margin, names[len(names)-1] == "margin")
 	}
 }
@@ -378,8 +379,8 @@ func TestRewardRoundTrip(t *testing.T) {
 
 func TestEmptyTable(t *testing.T) {
 	dir := t.TempDir()
-	writeAll[KTORow](t, dir, "kto", nil, Options{})
-	checkAll[KTORow](t, dir, "kto", nil, Options{})
+	writeAll[dataset.KTORow](t, dir, "kto", nil, Options{})
+	checkAll[dataset.KTORow](t, dir, "kto", nil, Options{})
 }
 
 // simRows exports an in-process simulated run and returns its rows.
@@ -398,11 +399,11 @@ func simRecords(t *testing.T) []trajectory.Record {
 
 func TestTrajectoryAndKTORoundTripFromSimRun(t *testing.T) {
 	recs := simRecords(t)
-	var traj []TrajectoryRow
-	var kto []KTORow
+	var traj []dataset.TrajectoryRow
+	var kto []dataset.KTORow
 	for i := range recs {
-		traj = append(traj, TrajectoryRowOf(&recs[i], "train"))
-		kto = append(kto, KTORowOf(&recs[i], "test", 0.5))
+		traj = append(traj, dataset.TrajectoryRowOf(&recs[i], "train"))
+		kto = append(kto, dataset.KTORowOf(&recs[i], "test", 0.5))
 	}
 	dir := t.TempDir()
 	opts := Options{RowGroupRows: 25}
@@ -470,10 +471,10 @@ func holdsNull(v any) bool {
 func TestByteIdenticalFiles(t *testing.T) {
 	recs := simRecords(t)
 	write := func(dir string) {
-		w, err := Create[TrajectoryRow](dir, "t", AllFormats, Options{RowGroupRows: 30, ToolkitVersion: "1.2.3"})
+		w, err := Create[dataset.TrajectoryRow](dir, "t", AllFormats, Options{RowGroupRows: 30, ToolkitVersion: "1.2.3"})
 		require.NoError(t, err)
 		for i := range recs {
-			row := TrajectoryRowOf(&recs[i], "train")
+			row := dataset.TrajectoryRowOf(&recs[i], "train")
 			require.NoError(t, w.Write(&row))
 		}
 		require.NoError(t, w.Close())
@@ -517,11 +518,11 @@ func TestRowGroupsBoundedByBytes(t *testing.T) {
 
 func TestWriteRejectsWhatFilesCannotHold(t *testing.T) {
 	dir := t.TempDir()
-	w, err := Create[KTORow](dir, "kto", AllFormats, Options{})
+	w, err := Create[dataset.KTORow](dir, "kto", AllFormats, Options{})
 	require.NoError(t, err)
-	good := KTORow{Prompt: []json.RawMessage{msg(`{"role":"user","content":"x"}`)}, Split: "train"}
+	good := dataset.KTORow{Prompt: []json.RawMessage{msg(`{"role":"user","content":"x"}`)}, Split: "train"}
 	require.NoError(t, w.Write(&good))
-	bad := KTORow{Prompt: []json.RawMessage{msg(`"a string"`)}}
+	bad := dataset.KTORow{Prompt: []json.RawMessage{msg(`"a string"`)}}
 	err = w.Write(&bad)
 	require.ErrorContains(t, err, "kto row 2: column prompt, element 0: not a JSON object")
 	require.Error(t, w.Close())
@@ -530,15 +531,15 @@ func TestWriteRejectsWhatFilesCannotHold(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, ents)
 
-	w2, err := Create[DPORow](dir, "dpo", []string{FormatJSONL}, Options{Margin: true})
+	w2, err := Create[dataset.DPORow](dir, "dpo", []string{FormatJSONL}, Options{Margin: true})
 	require.NoError(t, err)
-	require.ErrorContains(t, w2.Write(&DPORow{}), "margin")
+	require.ErrorContains(t, w2.Write(&dataset.DPORow{}), "margin")
 	w2.Abort()
 }
 
 func TestCloseRenamesOnlyAtTheEnd(t *testing.T) {
 	dir := t.TempDir()
-	w, err := Create[RewardRow](dir, "rewards", AllFormats, Options{})
+	w, err := Create[dataset.RewardRow](dir, "rewards", AllFormats, Options{})
 	require.NoError(t, err)
 	rows := rewardRows(3)
 	for i := range rows {
@@ -570,17 +571,17 @@ func TestParseFormats(t *testing.T) {
 
 func TestSplitPrompt(t *testing.T) {
 	ms := []trajectory.Message{{Role: "system"}, {Role: "user"}, {Role: "assistant"}, {Role: "tool"}, {Role: "user"}}
-	p, c := SplitPrompt(ms)
+	p, c := dataset.SplitPrompt(ms)
 	assert.Len(t, p, 2)
 	assert.Len(t, c, 3)
-	p, c = SplitPrompt([]trajectory.Message{{Role: "system"}, {Role: "assistant"}})
+	p, c = dataset.SplitPrompt([]trajectory.Message{{Role: "system"}, {Role: "assistant"}})
 	assert.Len(t, p, 1)
 	assert.Len(t, c, 1)
 }
 
 func TestJSONLIsOneLinePerRow(t *testing.T) {
 	dir := t.TempDir()
-	rows := []KTORow{{Prompt: []json.RawMessage{msg("{\n  \"role\": \"user\",\n  \"content\": \"a\\nb\"\n}")}, Split: "train"}}
+	rows := []dataset.KTORow{{Prompt: []json.RawMessage{msg("{\n  \"role\": \"user\",\n  \"content\": \"a\\nb\"\n}")}, Split: "train"}}
 	writeAll(t, dir, "k", rows, Options{})
 	f, err := os.Open(filepath.Join(dir, "k.jsonl"))
 	require.NoError(t, err)

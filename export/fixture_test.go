@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/antidrift/antidrift/rollout/dataset"
 	"sync"
 	"testing"
 
@@ -49,11 +50,11 @@ func msg(s string) json.RawMessage { return json.RawMessage(s) }
 
 // synthetic rows with the edge cases: empty lists, unicode, nested
 // arguments, quotes and newlines in content, NaN-free floats.
-func dpoRows(n int) []DPORow {
-	var out []DPORow
+func dpoRows(n int) []dataset.DPORow {
+	var out []dataset.DPORow
 	for i := 0; i < n; i++ {
 		m := float64(i) / 3
-		r := DPORow{
+		r := dataset.DPORow{
 			Prompt: []json.RawMessage{msg(`{"role":"system","content":"Be careful."}`), msg(fmt.Sprintf(`{"role":"user","content":"Draft #%d — «café» \"quoted\"\nnext line"}`, i))},
 			Chosen: []json.RawMessage{
 				msg(fmt.Sprintf(`{"role":"assistant","tool_calls":[{"id":"c%d","type":"function","function":{"name":"create_draft","arguments":{"to":"a@b.example","body":{"lines":["x",%d],"ok":true}}}}]}`, i, i)),
@@ -71,7 +72,7 @@ func dpoRows(n int) []DPORow {
 			RejectedTrajID:   fmt.Sprintf("%016x", i+1000),
 			ChosenCheckpoint: "sim:base", RejectedCheckpoint: "sim:sft",
 			DivergenceStep: i % 7, ChosenReward: 1, RejectedReward: -0.5 * float64(i%3), RewardGap: 1 + 0.5*float64(i%3),
-			SchemaVersion: SchemaVersion, Margin: &m,
+			SchemaVersion: dataset.SchemaVersion, Margin: &m,
 		}
 		if i%4 != 0 {
 			r.DriftTypes = []string{"data", "scope"}[:1+i%2]
@@ -86,16 +87,16 @@ func dpoRows(n int) []DPORow {
 	return out
 }
 
-func rewardRows(n int) []RewardRow {
-	var out []RewardRow
+func rewardRows(n int) []dataset.RewardRow {
+	var out []dataset.RewardRow
 	for i := 0; i < n; i++ {
-		r := RewardRow{
+		r := dataset.RewardRow{
 			Prompt:     []json.RawMessage{msg(`{"role":"user","content":"hi"}`)},
 			Completion: []json.RawMessage{msg(`{"role":"assistant","content":"ok"}`)},
 			Tools:      []json.RawMessage{},
 			GroupID:    fmt.Sprintf("s%d|sim:base", i%4), Reward: float64(i%3) - 1, Advantage: float64(i%5)/2 - 1,
 			TrajID: fmt.Sprintf("t%d", i), ScenarioID: fmt.Sprintf("s%d", i%4), Domain: "health", Split: "train",
-			Checkpoint: "sim:base", Success: i%2 == 0, Drift: i%3 == 0, SchemaVersion: SchemaVersion,
+			Checkpoint: "sim:base", Success: i%2 == 0, Drift: i%3 == 0, SchemaVersion: dataset.SchemaVersion,
 		}
 		for j := 0; j < i%4; j++ {
 			r.ProcessRewards = append(r.ProcessRewards, -0.5*float64(j))

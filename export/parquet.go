@@ -2,6 +2,7 @@ package export
 
 import (
 	"fmt"
+	"github.com/antidrift/antidrift/rollout/dataset"
 	"unsafe"
 
 	"github.com/parquet-go/parquet-go"
@@ -46,7 +47,7 @@ func newParquetSink[R Row](final, table string, cols []column[R], opts Options) 
 		// byte-identical across builds of one version.
 		parquet.CreatedBy("antidrift", opts.ToolkitVersion, "parquet-go v0.32.0"),
 		parquet.KeyValueMetadata("ARROW:schema", arrowMeta),
-		parquet.KeyValueMetadata(MetaSchemaVersion, SchemaVersion),
+		parquet.KeyValueMetadata(MetaSchemaVersion, dataset.SchemaVersion),
 		parquet.KeyValueMetadata(MetaTable, table),
 		parquet.KeyValueMetadata(MetaToolkit, opts.ToolkitVersion),
 	}

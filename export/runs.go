@@ -2,10 +2,10 @@ package export
 
 import (
 	"fmt"
+	"github.com/antidrift/antidrift/rollout/dataset"
 	"sort"
 	"strings"
 
-	"github.com/antidrift/antidrift/rollout/store"
 	"github.com/antidrift/antidrift/rollout/trajectory"
 )
 
@@ -53,12 +53,11 @@ func ExportRuns(cfg RunsConfig) (RunsResult, error) {
 	if cfg.Name == "" {
 		cfg.Name = cfg.Table
 	}
-	idx, err := store.OpenIndex(cfg.Dirs...)
+	idx, err := dataset.OpenRecords(cfg.Dirs...)
 	if err != nil {
 		return res, err
 	}
 	defer idx.Close()
-	idx.Sort(store.ByCheckpoint, store.ByFramework, store.ByScenario, store.ByRollout, store.BySeed, store.ByRun)
 	res.Duplicates = idx.Duplicates
 	runs := manifestRuns(idx)
 	counts := map[[2]string]*[4]int64{} // n, success, drift, clean per checkpoint × framework
@@ -82,14 +81,14 @@ func ExportRuns(cfg RunsConfig) (RunsResult, error) {
 	}
 	switch cfg.Table {
 	case TableTrajectories:
-		w, err := Create[TrajectoryRow](cfg.Out, cfg.Name, cfg.Formats, cfg.Options)
+		w, err := Create[dataset.TrajectoryRow](cfg.Out, cfg.Name, cfg.Formats, cfg.Options)
 		if err != nil {
 			return res, err
 		}
-		err = idx.Each(func(_ int, rec *trajectory.Record) error {
+		err = idx.Each(func(rec *trajectory.Record) error {
 			res.Records++
 			count(rec)
-			row := TrajectoryRowOf(rec, cfg.Split(rec.ScenarioID))
+			row := dataset.TrajectoryRowOf(rec, cfg.Split(rec.ScenarioID))
 			return w.Write(&row)
 		})
 		if err != nil {
@@ -101,11 +100,11 @@ func ExportRuns(cfg RunsConfig) (RunsResult, error) {
 		}
 		res.Table, res.Files = w.CardTable(cfg.Name), w.Files()
 	case TableKTO:
-		w, err := Create[KTORow](cfg.Out, cfg.Name, cfg.Formats, cfg.Options)
+		w, err := Create[dataset.KTORow](cfg.Out, cfg.Name, cfg.Formats, cfg.Options)
 		if err != nil {
 			return res, err
 		}
-		err = idx.Each(func(_ int, rec *trajectory.Record) error {
+		err = idx.Each(func(rec *trajectory.Record) error {
 			res.Records++
 			count(rec)
 			reward := 0.0
@@ -115,7 +114,7 @@ func ExportRuns(cfg RunsConfig) (RunsResult, error) {
 					return err
 				}
 			}
-			row := KTORowOf(rec, cfg.Split(rec.ScenarioID), reward)
+			row := dataset.KTORowOf(rec, cfg.Split(rec.ScenarioID), reward)
 			if len(row.Completion) == 0 {
 				res.Skipped++
 				return nil
@@ -174,7 +173,7 @@ func ExportRuns(cfg RunsConfig) (RunsResult, error) {
 
 // manifestRuns describes the runs of an index; Records counts every record
 // read from a run, copies of an episode included.
-func manifestRuns(idx *store.Index) []ManifestRun {
+func manifestRuns(idx *dataset.Records) []ManifestRun {
 	var runs []ManifestRun
 	for i, m := range idx.Manifests {
 		runs = append(runs, ManifestRun{Path: idx.Dirs[i], Run: m.Run, Checkpoint: m.Plan.Checkpoint, Policy: m.Plan.Policy,

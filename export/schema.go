@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/antidrift/antidrift/rollout/dataset"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/extensions"
@@ -14,7 +15,7 @@ import (
 
 // Row is the set of tables the package writes.
 type Row interface {
-	DPORow | KTORow | RewardRow | TrajectoryRow
+	dataset.DPORow | dataset.KTORow | dataset.RewardRow | dataset.TrajectoryRow
 }
 
 // kind is the shape of a column, shared by the Parquet, Arrow and JSONL
@@ -77,8 +78,8 @@ func cFloats[R any](name string, f func(*R) []float64) column[R] {
 	return column[R]{name: name, kind: kFloat64s, f64s: f}
 }
 
-func dpoColumns(margin bool) []column[DPORow] {
-	type R = DPORow
+func dpoColumns(margin bool) []column[dataset.DPORow] {
+	type R = dataset.DPORow
 	cols := []column[R]{
 		cMsgs("prompt", func(r *R) []json.RawMessage { return r.Prompt }),
 		cMsgs("chosen", func(r *R) []json.RawMessage { return r.Chosen }),
@@ -108,8 +109,8 @@ func dpoColumns(margin bool) []column[DPORow] {
 	return cols
 }
 
-func ktoColumns() []column[KTORow] {
-	type R = KTORow
+func ktoColumns() []column[dataset.KTORow] {
+	type R = dataset.KTORow
 	return []column[R]{
 		cMsgs("prompt", func(r *R) []json.RawMessage { return r.Prompt }),
 		cMsgs("completion", func(r *R) []json.RawMessage { return r.Completion }),
@@ -127,8 +128,8 @@ func ktoColumns() []column[KTORow] {
 	}
 }
 
-func rewardColumns() []column[RewardRow] {
-	type R = RewardRow
+func rewardColumns() []column[dataset.RewardRow] {
+	type R = dataset.RewardRow
 	return []column[R]{
 		cMsgs("prompt", func(r *R) []json.RawMessage { return r.Prompt }),
 		cMsgs("completion", func(r *R) []json.RawMessage { return r.Completion }),
@@ -148,8 +149,8 @@ func rewardColumns() []column[RewardRow] {
 	}
 }
 
-func trajectoryColumns() []column[TrajectoryRow] {
-	type R = TrajectoryRow
+func trajectoryColumns() []column[dataset.TrajectoryRow] {
+	type R = dataset.TrajectoryRow
 	return []column[R]{
 		cStr("traj_id", func(r *R) string { return r.TrajID }),
 		cDict("run", func(r *R) string { return r.Run }),
@@ -186,13 +187,13 @@ func tableOf[R Row](margin bool) (string, []column[R]) {
 	var cols any
 	var table string
 	switch any((*R)(nil)).(type) {
-	case *DPORow:
+	case *dataset.DPORow:
 		table, cols = TableDPO, dpoColumns(margin)
-	case *KTORow:
+	case *dataset.KTORow:
 		table, cols = TableKTO, ktoColumns()
-	case *RewardRow:
+	case *dataset.RewardRow:
 		table, cols = TableRewards, rewardColumns()
-	case *TrajectoryRow:
+	case *dataset.TrajectoryRow:
 		table, cols = TableTrajectories, trajectoryColumns()
 	}
 	return table, cols.([]column[R])
@@ -201,13 +202,13 @@ func tableOf[R Row](margin bool) (string, []column[R]) {
 // splitOf returns a row's split.
 func splitOf[R Row](r *R) string {
 	switch v := any(r).(type) {
-	case *DPORow:
+	case *dataset.DPORow:
 		return v.Split
-	case *KTORow:
+	case *dataset.KTORow:
 		return v.Split
-	case *RewardRow:
+	case *dataset.RewardRow:
 		return v.Split
-	case *TrajectoryRow:
+	case *dataset.TrajectoryRow:
 		return v.Split
 	}
 	return ""

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/antidrift/antidrift/rollout/dataset"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,7 +13,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/antidrift/antidrift/export"
 	"github.com/antidrift/antidrift/pairs"
 	"github.com/antidrift/antidrift/rollout/agent"
 	"github.com/antidrift/antidrift/rollout/drift"
@@ -84,13 +84,13 @@ func writeRun(t *testing.T, dir string, parts ...[]*trajectory.Record) string {
 }
 
 // build pairs run folders and returns the rows and statistics.
-func build(t *testing.T, opt pairs.Options, dirs ...string) ([]*export.DPORow, *pairs.Stats) {
+func build(t *testing.T, opt pairs.Options, dirs ...string) ([]*dataset.DPORow, *pairs.Stats) {
 	t.Helper()
-	ix, err := pairs.OpenIndex(dirs...)
+	ix, err := dataset.OpenIndex(dirs...)
 	require.NoError(t, err)
 	defer ix.Close()
-	var rows []*export.DPORow
-	st, err := pairs.Build(ix, opt, func(r *export.DPORow) error { rows = append(rows, r); return nil })
+	var rows []*dataset.DPORow
+	st, err := pairs.Build(ix, opt, func(r *dataset.DPORow) error { rows = append(rows, r); return nil })
 	require.NoError(t, err)
 	return rows, st
 }

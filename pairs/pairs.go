@@ -5,9 +5,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/antidrift/antidrift/rollout/dataset"
 	"sort"
 
-	"github.com/antidrift/antidrift/export"
 	"github.com/antidrift/antidrift/rollout/trajectory"
 )
 
@@ -45,10 +45,10 @@ const (
 
 // Options configure pairing. Use DefaultOptions and change what you need.
 type Options struct {
-	MaxPerScenario int    // K: at most this many pairs per pool and pair type; <= 0: no limit
-	MaxReuse       int    // M: each trajectory is used at most this many times per pair type; <= 0: no limit
-	Ratios         Ratios // train/validation/test shares of scenarios
-	Seed           int64  // selection order and split assignment
+	MaxPerScenario int            // K: at most this many pairs per pool and pair type; <= 0: no limit
+	MaxReuse       int            // M: each trajectory is used at most this many times per pair type; <= 0: no limit
+	Ratios         dataset.Ratios // train/validation/test shares of scenarios
+	Seed           int64          // selection order and split assignment
 	// CrossCheckpoint pools all checkpoints of a scenario and pairs a chosen
 	// of one checkpoint with a rejected of another (never the same). By
 	// default a pool is one scenario under one checkpoint. Either way a pool
@@ -79,7 +79,7 @@ type Options struct {
 // DefaultOptions: K = 4, M = 2, 80/10/10 split, seed 1, trajectory pairs
 // within each checkpoint, step continuations to the end.
 func DefaultOptions() Options {
-	return Options{MaxPerScenario: 4, MaxReuse: 2, Ratios: DefaultRatios, Seed: 1, TrajectoryPairs: true, StepContinuation: ContinueRest}
+	return Options{MaxPerScenario: 4, MaxReuse: 2, Ratios: dataset.DefaultRatios, Seed: 1, TrajectoryPairs: true, StepContinuation: ContinueRest}
 }
 
 // classes of trajectories
@@ -102,7 +102,7 @@ type builder struct {
 	opt   Options
 	stats *Stats
 	seen  map[[32]byte]bool
-	emit  func(*export.DPORow) error
+	emit  func(*dataset.DPORow) error
 }
 
 // Build pairs the trajectories of the index and emits the rows, scenario by
@@ -110,7 +110,7 @@ type builder struct {
 // pairs before step pairs. The rows depend only on the set of records and
 // the options, never on the order of records in the files or of the runs on
 // the command line (the statistics list checkpoints in the runs' order).
-func Build(ix *Index, opt Options, emit func(*export.DPORow) error) (*Stats, error) {
+func Build(ix *dataset.Index, opt Options, emit func(*dataset.DPORow) error) (*Stats, error) {
 	if opt.StepContinuation == "" {
 		opt.StepContinuation = ContinueRest
 	}
@@ -134,7 +134,7 @@ func Build(ix *Index, opt Options, emit func(*export.DPORow) error) (*Stats, err
 	return b.stats, nil
 }
 
-func (b *builder) scenario(ix *Index, sid string, recs []*trajectory.Record) error {
+func (b *builder) scenario(ix *dataset.Index, sid string, recs []*trajectory.Record) error {
 	b.stats.Scenarios++
 	items := make([]*item, 0, len(recs))
 	for _, r := range recs {
@@ -160,7 +160,7 @@ func (b *builder) scenario(ix *Index, sid string, recs []*trajectory.Record) err
 		b.stats.trajectory(it)
 		items = append(items, it)
 	}
-	split := SplitOf(sid, b.opt.Ratios, b.opt.Seed)
+	split := dataset.SplitOf(sid, b.opt.Ratios, b.opt.Seed)
 	// A pool is one scenario under one checkpoint (or every checkpoint,
 	// with CrossCheckpoint) and one framework: frameworks prompt differently.
 	pools := map[[2]string][]*item{}
@@ -332,7 +332,7 @@ func (b *builder) pool(pool []*item, typ, split string) error {
 
 // candidate builds the pair (c chosen, r rejected) of the type, or says why
 // it is not a valid pair.
-func (b *builder) candidate(c, r *item, typ, split string) (*export.DPORow, string) {
+func (b *builder) candidate(c, r *item, typ, split string) (*dataset.DPORow, string) {
 	cm, rm := c.rec.Messages, r.rec.Messages
 	if b.opt.CrossCheckpoint && c.rec.Checkpoint == r.rec.Checkpoint {
 		return nil, ReasonSameCkpt
@@ -375,9 +375,9 @@ func (b *builder) candidate(c, r *item, typ, split string) (*export.DPORow, stri
 	if b.opt.MinGap != nil && gap < *b.opt.MinGap {
 		return nil, ReasonGap
 	}
-	prompt := export.Messages(cm[:start])
-	ch := export.Messages(cm[start:cEnd])
-	rj := export.Messages(rm[start:rEnd])
+	prompt := dataset.Messages(cm[:start])
+	ch := dataset.Messages(cm[start:cEnd])
+	rj := dataset.Messages(rm[start:rEnd])
 	if b.opt.MaxChars > 0 {
 		p := size(prompt)
 		if p+size(ch) > b.opt.MaxChars || p+size(rj) > b.opt.MaxChars {
@@ -416,14 +416,14 @@ func (b *builder) candidate(c, r *item, typ, split string) (*export.DPORow, stri
 	if tools == nil {
 		tools = []json.RawMessage{}
 	}
-	row := &export.DPORow{
+	row := &dataset.DPORow{
 		Prompt: prompt, Chosen: ch, Rejected: rj, Tools: tools,
 		PairID: hex.EncodeToString(id[:8]), ScenarioID: c.rec.ScenarioID, Domain: c.rec.Domain, Split: split,
 		PairType: typ, ChosenTrajID: c.rec.TrajID, RejectedTrajID: r.rec.TrajID,
 		ChosenCheckpoint: c.rec.Checkpoint, RejectedCheckpoint: r.rec.Checkpoint, DivergenceStep: start,
 		ChosenReward: c.reward, RejectedReward: r.reward, RewardGap: gap,
 		DriftTypes: set(types), ViolationKinds: set(kinds), Provisions: set(provs),
-		SchemaVersion: export.SchemaVersion,
+		SchemaVersion: dataset.SchemaVersion,
 	}
 	if b.opt.Margin {
 		g := gap

@@ -3,6 +3,7 @@ package pairs_test
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/antidrift/antidrift/rollout/dataset"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,13 +12,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/antidrift/antidrift/export"
 	"github.com/antidrift/antidrift/pairs"
 	"github.com/antidrift/antidrift/rollout/trajectory"
 )
 
 // ids lists the (chosen, rejected) traj ids of rows.
-func ids(rows []*export.DPORow) [][2]string {
+func ids(rows []*dataset.DPORow) [][2]string {
 	out := make([][2]string, len(rows))
 	for i, r := range rows {
 		out[i] = [2]string{r.ChosenTrajID, r.RejectedTrajID}
@@ -107,9 +107,9 @@ func TestTrajectoryPairShape(t *testing.T) {
 	}), dir)
 	require.Len(t, rows, 1)
 	row := rows[0]
-	assert.Equal(t, export.Messages(c.Messages[:2]), row.Prompt)
-	assert.Equal(t, export.Messages(c.Messages[2:]), row.Chosen)
-	assert.Equal(t, export.Messages(r.Messages[2:]), row.Rejected)
+	assert.Equal(t, dataset.Messages(c.Messages[:2]), row.Prompt)
+	assert.Equal(t, dataset.Messages(c.Messages[2:]), row.Chosen)
+	assert.Equal(t, dataset.Messages(r.Messages[2:]), row.Rejected)
 	assert.Equal(t, c.Tools, row.Tools)
 	assert.Equal(t, []string{"data", "tool"}, row.DriftTypes)
 	assert.Equal(t, []string{"purpose_limitation"}, row.ViolationKinds)
@@ -119,8 +119,8 @@ func TestTrajectoryPairShape(t *testing.T) {
 	assert.Equal(t, 1.5, row.RewardGap)
 	require.NotNil(t, row.Margin)
 	assert.Equal(t, 1.5, *row.Margin)
-	assert.Equal(t, pairs.SplitOf("s1", pairs.DefaultRatios, 1), row.Split)
-	assert.Equal(t, export.SchemaVersion, row.SchemaVersion)
+	assert.Equal(t, dataset.SplitOf("s1", dataset.DefaultRatios, 1), row.Split)
+	assert.Equal(t, dataset.SchemaVersion, row.SchemaVersion)
 	assert.Len(t, row.PairID, 16)
 	assert.Equal(t, "ck", row.ChosenCheckpoint)
 	assert.Equal(t, "ck", row.RejectedCheckpoint)
@@ -234,13 +234,13 @@ func TestStepPairs(t *testing.T) {
 			assert.Equal(t, pairs.TypeStep, row.PairType)
 			assert.Equal(t, "r1", row.RejectedTrajID)
 			assert.Equal(t, 4, row.DivergenceStep)
-			assert.Equal(t, export.Messages(c.Messages[:4]), row.Prompt, "the prompt is the shared prefix")
+			assert.Equal(t, dataset.Messages(c.Messages[:4]), row.Prompt, "the prompt is the shared prefix")
 			if cont == pairs.ContinueRest {
-				assert.Equal(t, export.Messages(c.Messages[4:]), row.Chosen)
-				assert.Equal(t, export.Messages(onset.Messages[4:]), row.Rejected)
+				assert.Equal(t, dataset.Messages(c.Messages[4:]), row.Chosen)
+				assert.Equal(t, dataset.Messages(onset.Messages[4:]), row.Rejected)
 			} else {
-				assert.Equal(t, export.Messages(c.Messages[4:5]), row.Chosen)
-				assert.Equal(t, export.Messages(onset.Messages[4:5]), row.Rejected)
+				assert.Equal(t, dataset.Messages(c.Messages[4:5]), row.Chosen)
+				assert.Equal(t, dataset.Messages(onset.Messages[4:5]), row.Rejected)
 			}
 			assert.Equal(t, map[string]int{pairs.ReasonNotOnset: 1, pairs.ReasonOffAssistant: 1}, st.Step.Dropped)
 			assert.Equal(t, map[string]int{pairs.ReasonNotOnset: 1, pairs.ReasonOffAssistant: 1}, st.Step.UnusedRejected)
@@ -295,13 +295,13 @@ func TestIndexErrors(t *testing.T) {
 		f := filepath.Join(dir, "trajectories", "part-0-of-1.jsonl")
 		b, _ := os.ReadFile(f)
 		require.NoError(t, os.WriteFile(f, b[:len(b)-10], 0o644))
-		_, err := pairs.OpenIndex(dir)
+		_, err := dataset.OpenIndex(dir)
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), f+":2: incomplete last line")
 	})
 	t.Run("run given twice", func(t *testing.T) {
 		dir := good(t)
-		ix, err := pairs.OpenIndex(dir, dir)
+		ix, err := dataset.OpenIndex(dir, dir)
 		require.NoError(t, err)
 		defer ix.Close()
 		assert.Equal(t, 2, ix.Len())
@@ -348,10 +348,10 @@ func TestIndexErrors(t *testing.T) {
 
 func TestBuildOptionErrors(t *testing.T) {
 	dir := writeRun(t, t.TempDir(), []*trajectory.Record{rec("c1", "s1", "ck", true, "a")})
-	ix, err := pairs.OpenIndex(dir)
+	ix, err := dataset.OpenIndex(dir)
 	require.NoError(t, err)
 	defer ix.Close()
-	emit := func(*export.DPORow) error { return nil }
+	emit := func(*dataset.DPORow) error { return nil }
 	_, err = pairs.Build(ix, opts(func(o *pairs.Options) { o.TrajectoryPairs = false }), emit)
 	assert.Error(t, err)
 	_, err = pairs.Build(ix, opts(func(o *pairs.Options) { o.StepPairs = true; o.StepContinuation = "all" }), emit)

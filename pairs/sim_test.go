@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/antidrift/antidrift/rollout/dataset"
 	"os"
 	"path/filepath"
 	"sync"
@@ -12,7 +13,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/antidrift/antidrift/export"
 	"github.com/antidrift/antidrift/pairs"
 	"github.com/antidrift/antidrift/rewards"
 	"github.com/antidrift/antidrift/rollout/store"
@@ -162,7 +162,7 @@ func TestSimulatedFamilyProperties(t *testing.T) {
 					assert.Equal(t, "assistant", chosen[0]["role"])
 					assert.Equal(t, "assistant", rejected[0]["role"])
 					assert.Equal(t, len(prompt), row.DivergenceStep)
-					assert.Equal(t, export.Messages(c.Messages[:row.DivergenceStep]), row.Prompt)
+					assert.Equal(t, dataset.Messages(c.Messages[:row.DivergenceStep]), row.Prompt)
 					assert.NotEmpty(t, row.DriftTypes)
 
 					if row.PairType == pairs.TypeStep {
@@ -176,7 +176,7 @@ func TestSimulatedFamilyProperties(t *testing.T) {
 							assert.Len(t, row.Rejected, 1)
 						}
 					} else {
-						p, _ := export.SplitPrompt(c.Messages)
+						p, _ := dataset.SplitPrompt(c.Messages)
 						assert.Equal(t, len(p), row.DivergenceStep)
 					}
 					assert.InDelta(t, row.ChosenReward-row.RejectedReward, row.RewardGap, 1e-12)
@@ -212,7 +212,7 @@ func TestSimulatedFamilyProperties(t *testing.T) {
 	}
 }
 
-func jsonl(t *testing.T, rows []*export.DPORow) []byte {
+func jsonl(t *testing.T, rows []*dataset.DPORow) []byte {
 	var buf bytes.Buffer
 	for _, r := range rows {
 		b, err := json.Marshal(r)

@@ -2,12 +2,11 @@ package pairs
 
 import (
 	"fmt"
+	"github.com/antidrift/antidrift/rollout/dataset"
 	"io"
 	"sort"
 	"strings"
 	"text/tabwriter"
-
-	"github.com/antidrift/antidrift/export"
 )
 
 // Stats say what was paired and why the rest was not.
@@ -31,15 +30,15 @@ type Stats struct {
 
 // StatsOptions record the options the statistics came from.
 type StatsOptions struct {
-	MaxPerScenario   int      `json:"max_per_scenario"`
-	MaxReuse         int      `json:"max_reuse"`
-	Split            Ratios   `json:"split"`
-	Seed             int64    `json:"seed"`
-	CrossCheckpoint  bool     `json:"cross_checkpoint"`
-	StepContinuation string   `json:"step_continuation,omitempty"`
-	MinGap           *float64 `json:"min_gap,omitempty"`
-	MaxMessages      int      `json:"max_messages,omitempty"`
-	MaxChars         int      `json:"max_chars,omitempty"`
+	MaxPerScenario   int            `json:"max_per_scenario"`
+	MaxReuse         int            `json:"max_reuse"`
+	Split            dataset.Ratios `json:"split"`
+	Seed             int64          `json:"seed"`
+	CrossCheckpoint  bool           `json:"cross_checkpoint"`
+	StepContinuation string         `json:"step_continuation,omitempty"`
+	MinGap           *float64       `json:"min_gap,omitempty"`
+	MaxMessages      int            `json:"max_messages,omitempty"`
+	MaxChars         int            `json:"max_chars,omitempty"`
 }
 
 // CheckpointStats describe one checkpoint's trajectories and the pairs they
@@ -139,7 +138,7 @@ func (s *Stats) trajectory(it *item) {
 	}
 }
 
-func (t *TypeStats) pair(row *export.DPORow, shortcut bool) {
+func (t *TypeStats) pair(row *dataset.DPORow, shortcut bool) {
 	t.Pairs++
 	t.Splits[row.Split]++
 	if shortcut {

@@ -3,17 +3,16 @@ package rewards
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/antidrift/antidrift/rollout/dataset"
 	"sort"
 
-	"github.com/antidrift/antidrift/export"
-	"github.com/antidrift/antidrift/pairs"
 	"github.com/antidrift/antidrift/rollout/trajectory"
 )
 
 // TableOptions decide the split column of the rewards table; use the same
 // ratios and seed as for pairs so that both tables agree.
 type TableOptions struct {
-	Ratios pairs.Ratios
+	Ratios dataset.Ratios
 	Seed   int64
 }
 
@@ -53,10 +52,10 @@ type CheckpointSummary struct {
 }
 
 // Table scores every trajectory of the index and emits one row per
-// trajectory (prompt and completion cut by export.SplitPrompt, as the KTO
+// trajectory (prompt and completion cut by dataset.SplitPrompt, as the KTO
 // table does), with its group-relative advantage, ordered by scenario,
 // checkpoint name and traj_id. Memory holds one scenario's records at a time.
-func Table(ix *pairs.Index, cfg Config, opt TableOptions, emit func(*export.RewardRow) error) (*Summary, error) {
+func Table(ix *dataset.Index, cfg Config, opt TableOptions, emit func(*dataset.RewardRow) error) (*Summary, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -82,7 +81,7 @@ func Table(ix *pairs.Index, cfg Config, opt TableOptions, emit func(*export.Rewa
 			}
 			return keys[i][1] < keys[j][1]
 		})
-		split := pairs.SplitOf(sid, opt.Ratios, opt.Seed)
+		split := dataset.SplitOf(sid, opt.Ratios, opt.Seed)
 		for _, k := range keys {
 			ck := k[0]
 			g := groups[k]
@@ -98,10 +97,10 @@ func Table(ix *pairs.Index, cfg Config, opt TableOptions, emit func(*export.Rewa
 			adv := Advantages(rs)
 			sum.add(ck, g, rs)
 			for i, r := range g {
-				prompt, completion := export.SplitPrompt(r.Messages)
-				row := &export.RewardRow{
-					Prompt:         export.Messages(prompt),
-					Completion:     export.Messages(completion),
+				prompt, completion := dataset.SplitPrompt(r.Messages)
+				row := &dataset.RewardRow{
+					Prompt:         dataset.Messages(prompt),
+					Completion:     dataset.Messages(completion),
 					Tools:          tools(r.Tools),
 					GroupID:        GroupID(sid, ck, k[1]),
 					Reward:         rs[i],
@@ -114,7 +113,7 @@ func Table(ix *pairs.Index, cfg Config, opt TableOptions, emit func(*export.Rewa
 					Checkpoint:     ck,
 					Success:        r.Success,
 					Drift:          r.Drift,
-					SchemaVersion:  export.SchemaVersion,
+					SchemaVersion:  dataset.SchemaVersion,
 				}
 				sum.Splits[split]++
 				if err := emit(row); err != nil {

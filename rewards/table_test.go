@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/antidrift/antidrift/rollout/dataset"
 	"math"
 	"os"
 	"path/filepath"
@@ -13,8 +14,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/antidrift/antidrift/export"
-	"github.com/antidrift/antidrift/pairs"
 	"github.com/antidrift/antidrift/rewards"
 	"github.com/antidrift/antidrift/rollout/agent"
 	"github.com/antidrift/antidrift/rollout/engine"
@@ -40,13 +39,13 @@ func writeRun(t *testing.T, dir string, recs ...*trajectory.Record) string {
 	return dir
 }
 
-func table(t *testing.T, c rewards.Config, dirs ...string) ([]*export.RewardRow, *rewards.Summary) {
+func table(t *testing.T, c rewards.Config, dirs ...string) ([]*dataset.RewardRow, *rewards.Summary) {
 	t.Helper()
-	ix, err := pairs.OpenIndex(dirs...)
+	ix, err := dataset.OpenIndex(dirs...)
 	require.NoError(t, err)
 	defer ix.Close()
-	var rows []*export.RewardRow
-	sum, err := rewards.Table(ix, c, rewards.TableOptions{Ratios: pairs.DefaultRatios, Seed: 1}, func(r *export.RewardRow) error {
+	var rows []*dataset.RewardRow
+	sum, err := rewards.Table(ix, c, rewards.TableOptions{Ratios: dataset.DefaultRatios, Seed: 1}, func(r *dataset.RewardRow) error {
 		rows = append(rows, r)
 		return nil
 	})
@@ -96,7 +95,7 @@ func TestTableHandComputed(t *testing.T) {
 	assert.True(t, rows[2].Drift)
 	assert.Len(t, rows[2].Prompt, 2)
 	assert.Len(t, rows[2].Completion, 5)
-	assert.Equal(t, export.SchemaVersion, rows[2].SchemaVersion)
+	assert.Equal(t, dataset.SchemaVersion, rows[2].SchemaVersion)
 }
 
 func simRun(dir, profile string, seed int64, concurrency int) error {
@@ -161,7 +160,7 @@ func TestTableSimulatedFamily(t *testing.T) {
 	require.Len(t, rows, 2*len(ss)*8)
 	assert.Equal(t, 2*len(ss), sum.Groups)
 
-	groups := map[string][]*export.RewardRow{}
+	groups := map[string][]*dataset.RewardRow{}
 	splitOf := map[string]string{}
 	for _, r := range rows {
 		groups[r.GroupID] = append(groups[r.GroupID], r)
@@ -224,7 +223,7 @@ func TestTableSimulatedFamily(t *testing.T) {
 	assert.True(t, bytes.Equal(jsonl(t, a), jsonl(t, b)))
 }
 
-func jsonl(t *testing.T, rows []*export.RewardRow) []byte {
+func jsonl(t *testing.T, rows []*dataset.RewardRow) []byte {
 	var buf bytes.Buffer
 	for _, r := range rows {
 		b, err := json.Marshal(r)

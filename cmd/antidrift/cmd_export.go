@@ -2,13 +2,13 @@ package main
 
 import (
 	"fmt"
+	"github.com/antidrift/antidrift/rollout/dataset"
 	"os"
 	"strconv"
 
 	"github.com/spf13/cobra"
 
 	"github.com/antidrift/antidrift/export"
-	"github.com/antidrift/antidrift/pairs"
 	"github.com/antidrift/antidrift/rewards"
 	"github.com/antidrift/antidrift/rollout/trajectory"
 )
@@ -81,7 +81,7 @@ func runExport(cmd *cobra.Command, dirs []string, f exportFlags) error {
 	cfg := export.RunsConfig{
 		Dirs: dirs, Table: f.table, Out: f.out, Formats: formats,
 		Options: export.Options{RowGroupRows: f.rowGroupRows, ToolkitVersion: Version},
-		Split:   func(id string) string { return pairs.SplitOf(id, ratios, f.seed) },
+		Split:   func(id string) string { return dataset.SplitOf(id, ratios, f.seed) },
 	}
 	if f.table == export.TableKTO {
 		rc := rewards.Config{Alpha: alpha, Lambda: lambda, Schemes: []rewards.Scheme{rewards.Uniform}}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/antidrift/antidrift/rollout/dataset"
 	"os"
 	"path/filepath"
 	"strings"
@@ -90,7 +91,7 @@ func runPairs(cmd *cobra.Command, dirs []string, f pairsFlags) error {
 	if f.k < 0 || f.m < 0 || f.maxMessages < 0 || f.maxChars < 0 {
 		return fmt.Errorf("--max-per-scenario, --max-reuse, --max-messages and --max-chars must not be negative")
 	}
-	ix, err := pairs.OpenIndex(dirs...)
+	ix, err := dataset.OpenIndex(dirs...)
 	if err != nil {
 		return err
 	}
@@ -117,7 +118,7 @@ func runPairs(cmd *cobra.Command, dirs []string, f pairsFlags) error {
 		return err
 	}
 	defer out.abort()
-	w, err := export.Create[export.DPORow](out.tmp, export.TableDPO, formats, export.Options{ToolkitVersion: Version, Margin: f.margin})
+	w, err := export.Create[dataset.DPORow](out.tmp, export.TableDPO, formats, export.Options{ToolkitVersion: Version, Margin: f.margin})
 	if err != nil {
 		return err
 	}

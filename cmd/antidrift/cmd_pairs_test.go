@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"github.com/antidrift/antidrift/rollout/dataset"
 	"os"
 	"path/filepath"
 	"sort"
@@ -14,7 +15,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/antidrift/antidrift/export"
 	"github.com/antidrift/antidrift/pairs"
 	"github.com/antidrift/antidrift/rollout/trajectory"
 )
@@ -136,7 +136,7 @@ func TestPairsCommand(t *testing.T) {
 	left, _ := filepath.Glob(filepath.Join(out, ".antidrift-tmp-*"))
 	assert.Empty(t, left, "no staging folder is left behind")
 
-	rows := readJSONL[export.DPORow](t, filepath.Join(out, "dpo.jsonl"))
+	rows := readJSONL[dataset.DPORow](t, filepath.Join(out, "dpo.jsonl"))
 	require.NotEmpty(t, rows)
 	assert.Equal(t, res.Stats.Pairs(), len(rows))
 	splitOf := map[string]string{}
@@ -182,7 +182,7 @@ func TestPairsCommand(t *testing.T) {
 	assert.NoFileExists(t, filepath.Join(out, "dpo.parquet"))
 	assert.NoFileExists(t, filepath.Join(out, "dpo.arrow"))
 	assert.FileExists(t, filepath.Join(out, "mine.txt"))
-	for _, r := range readJSONL[export.DPORow](t, filepath.Join(out, "dpo.jsonl")) {
+	for _, r := range readJSONL[dataset.DPORow](t, filepath.Join(out, "dpo.jsonl")) {
 		assert.NotEqual(t, r.ChosenCheckpoint, r.RejectedCheckpoint)
 		assert.Equal(t, pairs.TypeTrajectory, r.PairType)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/antidrift/antidrift/rollout/dataset"
 	"io"
 	"os"
 	"path/filepath"
@@ -12,7 +13,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/antidrift/antidrift/export"
-	"github.com/antidrift/antidrift/pairs"
 	"github.com/antidrift/antidrift/rewards"
 	"github.com/antidrift/antidrift/rollout/provisions"
 	"github.com/antidrift/antidrift/rollout/scenario"
@@ -45,7 +45,7 @@ func (f *rewardFlags) add(cmd *cobra.Command) {
 
 // config builds the reward configuration; the risk and privilege schemes
 // load the scenarios the runs used.
-func (f *rewardFlags) config(ix *pairs.Index) (rewards.Config, error) {
+func (f *rewardFlags) config(ix *dataset.Index) (rewards.Config, error) {
 	c := rewards.Default()
 	var err error
 	if c.Schemes, err = rewards.ParseSchemes(f.schemes); err != nil {
@@ -87,7 +87,7 @@ func (f *rewardFlags) settings(m map[string]string) {
 // by paths, or else each run's plan.scenario_source, keeping the scenarios
 // of its plan and checking the plan's scenario hash, so that tools' risk
 // and privilege are those the episodes saw.
-func scenariosOfRuns(ix *pairs.Index, paths []string, catPath string) (map[string]*scenario.Scenario, error) {
+func scenariosOfRuns(ix *dataset.Index, paths []string, catPath string) (map[string]*scenario.Scenario, error) {
 	loaded := map[string][]*scenario.Scenario{}
 	load := func(src []string) ([]*scenario.Scenario, error) {
 		key := strings.Join(src, ",")
@@ -224,7 +224,7 @@ func tableFiles(name string) []string {
 }
 
 // exportManifest is the provenance of an export built from an index.
-func exportManifest(ix *pairs.Index, settings map[string]string) export.Manifest {
+func exportManifest(ix *dataset.Index, settings map[string]string) export.Manifest {
 	m := export.Manifest{ToolkitVersion: Version, Command: commandLine(), Settings: settings}
 	hashes, ckpts, seeds := map[string]bool{}, map[string]bool{}, map[int64]bool{}
 	for i, man := range ix.Manifests {
@@ -253,7 +253,7 @@ func sortedSet(m map[string]bool) []string {
 }
 
 // simNote flags simulated runs in a dataset card.
-func simNote(ix *pairs.Index) string {
+func simNote(ix *dataset.Index) string {
 	for _, m := range ix.Manifests {
 		if strings.HasPrefix(m.Plan.Policy, "sim:") || strings.Contains(m.Plan.Policy, ":sim:") || strings.HasPrefix(m.Plan.Checkpoint, "sim:") {
 			return " Some runs come from simulated policies (`sim:*`): scripted stand-ins for models, for testing the pipeline, not model behaviour."
@@ -305,7 +305,7 @@ func runRewards(cmd *cobra.Command, dirs []string, f rewardsFlags) error {
 	if err != nil {
 		return err
 	}
-	ix, err := pairs.OpenIndex(dirs...)
+	ix, err := dataset.OpenIndex(dirs...)
 	if err != nil {
 		return err
 	}
@@ -319,7 +319,7 @@ func runRewards(cmd *cobra.Command, dirs []string, f rewardsFlags) error {
 		return err
 	}
 	defer out.abort()
-	w, err := export.Create[export.RewardRow](out.tmp, export.TableRewards, formats, export.Options{ToolkitVersion: Version})
+	w, err := export.Create[dataset.RewardRow](out.tmp, export.TableRewards, formats, export.Options{ToolkitVersion: Version})
 	if err != nil {
 		return err
 	}
@@ -372,7 +372,7 @@ func rewardMetrics(sum *rewards.Summary) []export.MetricRow {
 	return out
 }
 
-func printRewards(w io.Writer, sum *rewards.Summary, ix *pairs.Index) {
+func printRewards(w io.Writer, sum *rewards.Summary, ix *dataset.Index) {
 	cs := append([]rewards.CheckpointSummary(nil), sum.Checkpoints...)
 	sort.SliceStable(cs, func(i, j int) bool { return ix.LessCheckpoint(cs[i].Checkpoint, cs[j].Checkpoint) })
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/antidrift/antidrift/rollout/dataset"
 	"math"
 	"os"
 	"path/filepath"
@@ -11,7 +12,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/antidrift/antidrift/export"
 	"github.com/antidrift/antidrift/rewards"
 	"github.com/antidrift/antidrift/rollout/store"
 )
@@ -29,11 +29,11 @@ func TestRewardsCommand(t *testing.T) {
 	for _, f := range []string{"rewards.parquet", "rewards.arrow", "rewards.jsonl", "README.md", "manifest.json"} {
 		assert.FileExists(t, filepath.Join(out, f))
 	}
-	rows := readJSONL[export.RewardRow](t, filepath.Join(out, "rewards.jsonl"))
+	rows := readJSONL[dataset.RewardRow](t, filepath.Join(out, "rewards.jsonl"))
 	require.Len(t, rows, len(recs))
 	assert.Equal(t, len(recs), res.Summary.Rows)
 
-	groups := map[string][]export.RewardRow{}
+	groups := map[string][]dataset.RewardRow{}
 	for _, r := range rows {
 		rec := recs[r.TrajID]
 		assert.Equal(t, rec.Success, r.Success)
@@ -105,8 +105,8 @@ func TestRewardsCommandScenarios(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	code, _, stderr = runScenarios(t, "rewards", dirs[0], "--out", b, "--scheme", "provision", "--format", "jsonl", "--provisions", w)
 	require.Equal(t, 0, code, stderr)
-	ra := readJSONL[export.RewardRow](t, filepath.Join(a, "rewards.jsonl"))
-	rb := readJSONL[export.RewardRow](t, filepath.Join(b, "rewards.jsonl"))
+	ra := readJSONL[dataset.RewardRow](t, filepath.Join(a, "rewards.jsonl"))
+	rb := readJSONL[dataset.RewardRow](t, filepath.Join(b, "rewards.jsonl"))
 	require.Equal(t, len(ra), len(rb))
 	lower := 0
 	for i := range ra {

@@ -2,7 +2,7 @@ package main
 
 import (
 	"github.com/antidrift/antidrift/export"
-	"github.com/antidrift/antidrift/pairs"
+	"github.com/antidrift/antidrift/rollout/dataset"
 	"github.com/spf13/pflag"
 )
 
@@ -22,14 +22,14 @@ func (t *tableFlags) add(fl *pflag.FlagSet, seedHelp string) {
 }
 
 // parse checks the formats and split shares.
-func (t tableFlags) parse() ([]string, pairs.Ratios, error) {
+func (t tableFlags) parse() ([]string, dataset.Ratios, error) {
 	formats, err := export.ParseFormats(t.formats)
 	if err != nil {
-		return nil, pairs.Ratios{}, err
+		return nil, dataset.Ratios{}, err
 	}
-	ratios, err := pairs.ParseRatios(t.split)
+	ratios, err := dataset.ParseRatios(t.split)
 	if err != nil {
-		return nil, pairs.Ratios{}, err
+		return nil, dataset.Ratios{}, err
 	}
 	return formats, ratios, nil
 }

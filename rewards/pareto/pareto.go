@@ -1,13 +1,3 @@
-// Package pareto places checkpoints on the DR–CSR plane: each checkpoint is
-// a point (DR, CSR) with bootstrap intervals; the front is the set of
-// points no other point dominates (lower DR and higher CSR are better); the
-// hypervolume of the front is taken against the reference point (DR = 1,
-// CSR = 0); consecutive checkpoints (by training step) are compared with a
-// paired bootstrap over the scenarios both were scored on, and each move is
-// classified as an improvement, a trade-off, a regression or no significant
-// change. A checkpoint whose DR falls while its CCSR falls significantly
-// (and its CSR does not rise significantly) is flagged as capability
-// collapse: it drifts less because it does less.
 package pareto
 
 import (

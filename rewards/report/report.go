@@ -1,9 +1,3 @@
-// Package report writes the checkpoint Pareto report: report.json (the
-// points, front, hypervolume and moves, plus per-domain drift and drift
-// positions), report.md, a self-contained report.html, and plots made with
-// gonum/plot (pareto, per-domain drift bars, drift-position densities) as
-// SVG and PNG. Everything it writes is a function of its input: the same
-// runs and seed give byte-identical files.
 package report
 
 import (

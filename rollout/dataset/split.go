@@ -1,7 +1,4 @@
-// Package pairs builds preference pairs from labelled trajectories: clean
-// successes against drifting trajectories of the same scenario, at the
-// trajectory level and at the drift onset, split by scenario.
-package pairs
+package dataset
 
 import (
 	"crypto/sha256"

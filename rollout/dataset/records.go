@@ -1,9 +1,9 @@
-package export
+package dataset
 
 import (
 	"encoding/json"
+	"sort"
 
-	"github.com/antidrift/antidrift/rollout/drift"
 	"github.com/antidrift/antidrift/rollout/trajectory"
 )
 
@@ -30,9 +30,9 @@ func SplitPrompt(ms []trajectory.Message) (prompt, completion []trajectory.Messa
 
 // DriftLabels returns the distinct drift types, violation kinds and
 // provisions of a trajectory's drift matches, each sorted.
-func DriftLabels(ms []drift.Match) (types, kinds, provisions []string) {
+func DriftLabels(rec *trajectory.Record) (types, kinds, provisions []string) {
 	t, k, p := map[string]bool{}, map[string]bool{}, map[string]bool{}
-	for _, m := range ms {
+	for _, m := range rec.Matches {
 		if m.Drift != "" {
 			t[string(m.Drift)] = true
 		}
@@ -55,7 +55,7 @@ func tools(rec *trajectory.Record) []json.RawMessage {
 
 // TrajectoryRowOf is the trajectories-table row of a record.
 func TrajectoryRowOf(rec *trajectory.Record, split string) TrajectoryRow {
-	types, kinds, provs := DriftLabels(rec.Matches)
+	types, kinds, provs := DriftLabels(rec)
 	steps := make([]int64, len(rec.DriftSteps))
 	for i, s := range rec.DriftSteps {
 		steps[i] = int64(s)
@@ -81,4 +81,14 @@ func KTORowOf(rec *trajectory.Record, split string, reward float64) KTORow {
 		TrajID: rec.TrajID, ScenarioID: rec.ScenarioID, Domain: rec.Domain, Split: split, Checkpoint: rec.Checkpoint,
 		Success: rec.Success, Drift: rec.Drift, Reward: reward, SchemaVersion: SchemaVersion,
 	}
+}
+
+// sortedKeys returns a map's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

@@ -1,4 +1,4 @@
-package pairs
+package dataset
 
 import (
 	"fmt"
@@ -94,3 +94,43 @@ func (ix *Index) rank(name string) int {
 	}
 	return len(ix.Manifests)
 }
+
+// Records walks the trajectories of run folders in table order —
+// checkpoint, framework, scenario, rollout, seed, run, traj_id — so that a
+// table written from them never depends on the order in which episodes
+// finished. Copies of an episode (same traj_id) are dropped, the first in
+// the order of dirs kept. Memory is the store index (64 bytes per record).
+type Records struct {
+	// Dirs are the run folders, as given.
+	Dirs []string
+	// Manifests are their manifests, in the order of Dirs.
+	Manifests []store.Manifest
+	// Scanned counts the records read from each folder, copies included.
+	Scanned []int
+	// Duplicates counts the copies dropped.
+	Duplicates int
+
+	ix *store.Index
+}
+
+// OpenRecords indexes the trajectories of run folders (errors name the file
+// and line).
+func OpenRecords(dirs ...string) (*Records, error) {
+	six, err := store.OpenIndex(dirs...)
+	if err != nil {
+		return nil, err
+	}
+	six.Sort(store.ByCheckpoint, store.ByFramework, store.ByScenario, store.ByRollout, store.BySeed, store.ByRun)
+	return &Records{Dirs: six.Dirs, Manifests: six.Manifests, Scanned: six.Scanned, Duplicates: six.Duplicates, ix: six}, nil
+}
+
+// Len is the number of trajectories indexed.
+func (r *Records) Len() int { return r.ix.Len() }
+
+// Each calls fn with every record in table order; it stops at fn's first error.
+func (r *Records) Each(fn func(rec *trajectory.Record) error) error {
+	return r.ix.Each(func(_ int, rec *trajectory.Record) error { return fn(rec) })
+}
+
+// Close releases the open files.
+func (r *Records) Close() error { return r.ix.Close() }

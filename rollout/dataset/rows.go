@@ -1,9 +1,4 @@
-// Package export writes the tables trainers consume — DPO/reward pairs,
-// KTO examples, rewards/GRPO rows and trajectories — as Parquet, Arrow IPC
-// and JSONL. Rows are plain Go values: message columns hold one JSON object
-// per message (absent keys omitted, never null; tool-call arguments as
-// objects).
-package export
+package dataset
 
 import "encoding/json"
 

@@ -1,4 +1,4 @@
-package export
+package dataset
 
 import (
 	"encoding/json"
