@@ -193,7 +193,7 @@ func (ix *Index) scan(path string, dir int) (int, error) {
 		k, err := readKeys(b)
 		if err == nil {
 			var missing []string
-			for _, f := range [][2]string{{"traj_id", k.TrajID}, {"run", k.Run}, {"scenario_id", k.ScenarioID}} {
+			for _, f := range [][2]string{{"traj_id", k.TrajID}, {"scenario_id", k.ScenarioID}} {
 				if f[1] == "" {
 					missing = append(missing, f[0])
 				}

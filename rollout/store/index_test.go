@@ -112,7 +112,7 @@ func TestIndexErrors(t *testing.T) {
 	}{
 		{"broken line", good + "{not json\n", ":2: not a trajectory record"},
 		{"not an object", good + "[1,2]\n", ":2: not a trajectory record: not a JSON object"},
-		{"no traj_id", "{}\n", ":1: not a trajectory record: missing traj_id, run and scenario_id"},
+		{"no traj_id", "{}\n", ":1: not a trajectory record: missing traj_id and scenario_id"},
 		{"no scenario_id", `{"traj_id":"x","run":"a"}` + "\n", ":1: not a trajectory record: missing scenario_id"},
 		{"negative rollout", `{"traj_id":"x","run":"a","scenario_id":"s","rollout":-1}` + "\n", ":1: not a trajectory record: rollout -1 is negative"},
 		{"two copies in one folder", good + good, ":2: duplicate traj_id"},

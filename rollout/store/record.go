@@ -17,10 +17,12 @@ import (
 //   - The last line of a file without its newline is incomplete (a run
 //     still writing, or killed): rollout's resume truncates it, every other
 //     reader refuses the file, naming it, until the run is resumed.
-//   - traj_id, run, scenario_id and status must be present and non-empty,
-//     and rollout must not be negative. Fields the toolkit does not know
-//     are ignored (a record written by a newer version still reads); known
-//     fields must have their types.
+//   - traj_id and scenario_id (the identity every command keys on) must be
+//     present and non-empty, and rollout must not be negative. Other known
+//     fields may be missing (they read as their zero value: no messages,
+//     success false, drift false) but must have their types when present.
+//     Fields the toolkit does not know are ignored (a record written by a
+//     newer version still reads).
 //   - A traj_id appears once per run folder. A second copy (two writers on
 //     one folder) is refused until `antidrift repair RUN` moves it aside.
 //     The same traj_id in two folders given together (shards beside their
@@ -53,7 +55,7 @@ func DecodeRecord(b []byte, r *trajectory.Record) error {
 func CheckRecord(r *trajectory.Record) error {
 	var missing []string
 	for _, f := range []struct{ name, v string }{
-		{"traj_id", r.TrajID}, {"run", r.Run}, {"scenario_id", r.ScenarioID}, {"status", string(r.Status)},
+		{"traj_id", r.TrajID}, {"scenario_id", r.ScenarioID},
 	} {
 		if f.v == "" {
 			missing = append(missing, f.name)
