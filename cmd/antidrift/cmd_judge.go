@@ -210,7 +210,7 @@ func runJudge(cmd *cobra.Command, dir string, f judgeFlags) error {
 		}
 		client, err := openai.New(openai.Config{
 			BaseURL: f.endpoint.baseURL, Model: model, APIKey: key,
-			Timeout: f.endpoint.requestTimeout, MaxRetries: f.endpoint.maxRetries, Concurrency: f.concurrency,
+			Timeout: f.endpoint.requestTimeout, MaxRetries: f.endpoint.clientRetries(), Concurrency: f.concurrency,
 		})
 		if err != nil {
 			return err

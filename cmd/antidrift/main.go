@@ -36,6 +36,8 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       Version,
+		// Every numeric flag is range-checked before a command runs.
+		PersistentPreRunE: checkFlags,
 	}
 	for _, newCmd := range subcommands {
 		root.AddCommand(newCmd())

@@ -54,7 +54,7 @@ func buildPolicy(spec string, ef endpointFlags, concurrency int, ss []*scenario.
 	}
 	c, err := openai.New(openai.Config{
 		BaseURL: ef.baseURL, Model: name, APIKey: key,
-		Timeout: ef.requestTimeout, MaxRetries: ef.maxRetries, Concurrency: concurrency,
+		Timeout: ef.requestTimeout, MaxRetries: ef.clientRetries(), Concurrency: concurrency,
 	})
 	if err != nil {
 		return nil, nil, err
@@ -79,4 +79,14 @@ func apiKey(ef endpointFlags, stderr io.Writer) (string, error) {
 		fmt.Fprintf(stderr, "antidrift: warning: --api-key-env %s: the variable is not set or empty; requests are sent without a key\n", name)
 	}
 	return key, nil
+}
+
+// clientRetries is --max-retries as the client takes it: the flag's 0 means
+// no retry, which the client spells as a negative number (its 0 selects
+// the default).
+func (ef endpointFlags) clientRetries() int {
+	if ef.maxRetries == 0 {
+		return -1
+	}
+	return ef.maxRetries
 }
