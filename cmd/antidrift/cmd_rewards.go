@@ -305,6 +305,9 @@ func runRewards(cmd *cobra.Command, dirs []string, f rewardsFlags) error {
 	if err != nil {
 		return err
 	}
+	if err := f.partial.check(dirs, cmd.ErrOrStderr()); err != nil {
+		return err
+	}
 	ix, err := dataset.OpenIndex(dirs...)
 	if err != nil {
 		return err
@@ -345,6 +348,7 @@ func runRewards(cmd *cobra.Command, dirs []string, f rewardsFlags) error {
 		Notes: []string{fmt.Sprintf("GRPO groups: %d (%d with one member, advantage 0; %d whose rewards are all equal, advantage 0).",
 			sum.Groups, sum.SingletonGroup, sum.ZeroStdGroups)},
 	}
+	card.Notes = withNote(card.Notes, f.partial.note())
 	if err := export.WriteCard(out.tmp, card); err != nil {
 		return err
 	}

@@ -30,6 +30,10 @@ type Report struct {
 	// Positions holds, per checkpoint, the drift-position densities.
 	Positions []PositionDensity `json:"drift_positions"`
 	Files     []string          `json:"files"`
+	// Partial lists the input runs that lack planned episodes ("DIR: 5 of
+	// 20 planned episodes (15 missing)"), when the report was made from
+	// them on purpose; empty for complete runs.
+	Partial []string `json:"partial,omitempty"`
 }
 
 // BootstrapInfo says how the intervals were made.
