@@ -348,6 +348,12 @@ func runRewards(cmd *cobra.Command, dirs []string, f rewardsFlags) error {
 		Notes: []string{fmt.Sprintf("GRPO groups: %d (%d with one member, advantage 0; %d whose rewards are all equal, advantage 0).",
 			sum.Groups, sum.SingletonGroup, sum.ZeroStdGroups)},
 	}
+	if sum.NoCompletion > 0 {
+		card.Notes = append(card.Notes, fmt.Sprintf("Left out: %d trajectories with no completion (nothing after the prompt).", sum.NoCompletion))
+	}
+	if sum.SplitPrompts > 0 {
+		card.Notes = append(card.Notes, fmt.Sprintf("%d scenario × checkpoint groups held rollouts sent different prompts (runs of one scenario id whose text differs); each prompt is its own GRPO group, `group_id` ending in #PROMPTHASH.", sum.SplitPrompts))
+	}
 	card.Notes = withNote(card.Notes, f.partial.note())
 	if err := export.WriteCard(out.tmp, card); err != nil {
 		return err
