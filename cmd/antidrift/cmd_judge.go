@@ -162,6 +162,13 @@ func runJudge(cmd *cobra.Command, dir string, f judgeFlags) error {
 		}
 		return err
 	}
+	// The labels go into the run folder: one writer at a time (a rollout
+	// still writing it, or a second judge, is refused).
+	lock, err := store.LockDir(dir, commandLine())
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
 	name := f.name
 	if name == "" {
 		name = labels.NameFor(f.judge)

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/antidrift/antidrift/rollout/secret"
 	"github.com/antidrift/antidrift/rollout/trajectory"
 )
 
@@ -107,7 +108,17 @@ func (w *Writer) tick(interval time.Duration) {
 // Append writes one record. Safe for concurrent use. A full batch is
 // written under the lock but synced outside it, so that other episodes keep
 // appending while the disk catches up.
+//
+// An error message is recorded with its URLs redacted (secret.Text): a
+// transport error quotes the endpoint, credentials and query included.
 func (w *Writer) Append(rec *trajectory.Record) error {
+	if rec.Error != "" {
+		if red := secret.Text(rec.Error); red != rec.Error {
+			cp := *rec
+			cp.Error = red
+			rec = &cp
+		}
+	}
 	b, err := json.Marshal(rec)
 	if err != nil {
 		return fmt.Errorf("store: %w", err)
