@@ -42,6 +42,11 @@ func Inspect(w io.Writer, path string, rows int) (err error) {
 			err = fmt.Errorf("%s: malformed file (the reader failed: %s)", path, msg)
 		}
 	}()
+	if st, serr := os.Stat(path); serr != nil {
+		return serr
+	} else if !st.Mode().IsRegular() {
+		return fmt.Errorf("%s: not a regular file (%s)", path, st.Mode().Type())
+	}
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".parquet":
 		err = inspectParquet(w, path, rows)

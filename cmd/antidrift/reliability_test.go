@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -144,11 +145,14 @@ func TestTwoWritersOneFolderRefused(t *testing.T) {
 	assert.Len(t, ids, 12)
 }
 
-// errorLines drops warnings.
+// problemCount is the summary line under a list of scenario problems.
+var problemCount = regexp.MustCompile(`^\d+ problem\(s\)\n?$`)
+
+// errorLines drops warnings and the problem count.
 func errorLines(stderr string) string {
 	var b strings.Builder
 	for _, l := range strings.SplitAfter(stderr, "\n") {
-		if l != "" && !strings.HasPrefix(l, "antidrift: warning:") {
+		if l != "" && !strings.HasPrefix(l, "antidrift: warning:") && !problemCount.MatchString(l) {
 			b.WriteString(l)
 		}
 	}

@@ -146,11 +146,13 @@ func open(dir string, m Manifest, force bool) (*Run, error) {
 			return nil, fmt.Errorf("store: %w", err)
 		}
 	}
-	if err := WriteManifest(dir, m); err != nil {
-		return nil, err
-	}
+	// Records are checked before the manifest is written, so that a refused
+	// folder is left exactly as it was.
 	r := &Run{dir: dir, Manifest: m}
 	if r.done, err = recover(filepath.Join(dir, trajDir)); err != nil {
+		return nil, err
+	}
+	if err := WriteManifest(dir, m); err != nil {
 		return nil, err
 	}
 	return r, nil
