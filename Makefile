@@ -28,4 +28,4 @@ demo: build
 # steps/s against sim-server as a ratio to the ideal C/L (C = 256, L = 200ms;
 # override with ANTIDRIFT_BENCH_C, ANTIDRIFT_BENCH_LATENCY, ANTIDRIFT_BENCH_STEPS).
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 1x ./rollout/engine/ ./rewards/metrics/ ./export/
+	$(GO) test -run '^$$' -bench . -benchtime 1x ./rollout/engine/ ./rewards/metrics/ ./export/ ./cmd/antidrift/internal/view/

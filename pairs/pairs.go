@@ -399,7 +399,7 @@ func (b *builder) candidate(c, r *item, typ, split string) (*dataset.DPORow, str
 	b.seen[key] = true
 
 	types, kinds, provs := map[string]bool{}, map[string]bool{}, map[string]bool{}
-	for _, m := range r.rec.Matches {
+	for _, m := range r.rec.CountedMatches() { // each drifting call once by type
 		if m.Turn < start || m.Turn >= rEnd {
 			continue
 		}

@@ -259,10 +259,9 @@ func (c Config) Score(r *trajectory.Record) (Result, error) {
 			}
 		}
 		if sc != nil {
-			risk, priv := scenario.RiskHigh, 4
-			if t := sc.Tool(v.Tool); t != nil {
-				risk, priv = t.Risk, t.Privilege
-			}
+			// One definition with the over-privilege metric: an undefined
+			// tool has privilege 4 and risk high.
+			risk, priv := sc.ToolRisk(v.Tool), sc.ToolPrivilege(v.Tool)
 			if c.Has(Risk) {
 				v.Risk = riskWeight[risk]
 			}

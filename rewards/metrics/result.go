@@ -53,16 +53,23 @@ type Group struct {
 	DRRolloutStd   Num `json:"dr_rollout_std"`
 	RolloutIndexes int `json:"rollout_indexes"`
 
-	Domains           map[string]*DomainBreakdown `json:"by_domain"`
-	DriftTypes        map[string]Estimate         `json:"by_drift_type"`
-	Kinds             map[string]Estimate         `json:"by_violation_kind"`
-	Provisions        map[string]ProvisionRate    `json:"by_provision"`
-	Jurisdictions     map[string]Estimate         `json:"by_jurisdiction"`
-	JurisdictionCount map[string]Estimate         `json:"by_jurisdiction_count"`
-	Positions         Positions                   `json:"drift_positions"`
-	Correlation       Correlation                 `json:"drift_type_correlation"`
-	LeastPrivilege    LeastPrivilege              `json:"least_privilege"`
-	Exposure          Exposure                    `json:"exposure"`
+	Domains map[string]*DomainBreakdown `json:"by_domain"`
+	// DriftTypes is the share of trajectories with a drifting call of each
+	// type, each call counted once by type (drift.Counted: an annotated
+	// match's type wins over the derived matches of the same call).
+	// DriftTypesAll counts every match, derived ones beside annotations
+	// included, for comparison; kinds, provisions, positions and
+	// correlations use the single count.
+	DriftTypes        map[string]Estimate      `json:"by_drift_type"`
+	DriftTypesAll     map[string]Estimate      `json:"by_drift_type_all"`
+	Kinds             map[string]Estimate      `json:"by_violation_kind"`
+	Provisions        map[string]ProvisionRate `json:"by_provision"`
+	Jurisdictions     map[string]Estimate      `json:"by_jurisdiction"`
+	JurisdictionCount map[string]Estimate      `json:"by_jurisdiction_count"`
+	Positions         Positions                `json:"drift_positions"`
+	Correlation       Correlation              `json:"drift_type_correlation"`
+	LeastPrivilege    LeastPrivilege           `json:"least_privilege"`
+	Exposure          Exposure                 `json:"exposure"`
 
 	scenarios []ScenarioCounts
 }
@@ -211,8 +218,9 @@ const (
 	sTrajUnauth
 	sPremature
 	sTypes
-	sKinds = sTypes + 4
-	nFixed = sKinds + 4
+	sKinds    = sTypes + 4
+	sTypesAll = sKinds + 4 // by type over every match, not the single count
+	nFixed    = sTypesAll + 4
 )
 
 // stat is one bootstrapped statistic and where its results go.
@@ -328,6 +336,7 @@ func (a *Accumulator) finish(g *groupAcc) *Group {
 		for t := range 4 {
 			row[sTypes+t] = float64(s.types[t])
 			row[sKinds+t] = float64(s.kinds[t])
+			row[sTypesAll+t] = float64(s.typesAll[t])
 		}
 		dc := domCol[s.domain]
 		row[dc], row[dc+1], row[dc+2], row[dc+3] = float64(s.n), float64(s.succ), float64(s.drift), float64(s.clean)
@@ -370,7 +379,9 @@ func (a *Accumulator) finish(g *groupAcc) *Group {
 	}
 	typeEst := make([]Estimate, 4)
 	kindEst := make([]Estimate, 4)
+	typeAllEst := make([]Estimate, 4)
 	for t := range 4 {
+		est(&typeAllEst[t], share(sTypesAll+t))
 		est(&typeEst[t], share(sTypes+t))
 		est(&kindEst[t], share(sKinds+t))
 	}
@@ -423,9 +434,11 @@ func (a *Accumulator) finish(g *groupAcc) *Group {
 		out.Domains[g.scen[id].domain].Scenarios++
 	}
 	out.DriftTypes = map[string]Estimate{}
+	out.DriftTypesAll = map[string]Estimate{}
 	out.Kinds = map[string]Estimate{}
 	for i, t := range scenario.DriftTypes {
 		out.DriftTypes[string(t)] = typeEst[i]
+		out.DriftTypesAll[string(t)] = typeAllEst[i]
 	}
 	for i, k := range scenario.ViolationKinds {
 		out.Kinds[string(k)] = kindEst[i]

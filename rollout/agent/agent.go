@@ -125,6 +125,7 @@ type run struct {
 	seed      int64
 	lim       Limits
 	e         *env.Env
+	det       *drift.Episode // per-episode drift state (call-count limits)
 	res       Result
 	callIndex int
 }
@@ -136,7 +137,7 @@ func begin(ctx context.Context, pol policy.Policy, ep Episode, lim Limits) (*run
 	if lim.WallTime > 0 {
 		ctx, cancel = context.WithTimeout(ctx, lim.WallTime)
 	}
-	return &run{ctx: ctx, pol: pol, sc: ep.Scenario, seed: ep.Seed, lim: lim, e: ep.Scenario.Spec.New()}, cancel
+	return &run{ctx: ctx, pol: pol, sc: ep.Scenario, seed: ep.Seed, lim: lim, e: ep.Scenario.Spec.New(), det: ep.Scenario.Detector.Episode()}, cancel
 }
 
 // request is a chat request with the episode's sampling settings.
@@ -206,7 +207,7 @@ func (r *run) execute(tc trajectory.ToolCall, turn int, hidden func(string) bool
 	if outcome == "" {
 		outcome = out.Outcome.String()
 	}
-	ms := r.sc.Detector.Check(drift.Call{Index: r.callIndex, Turn: turn, Name: tc.Function.Name, Args: args})
+	ms := r.det.Check(drift.Call{Index: r.callIndex, Turn: turn, Name: tc.Function.Name, Args: args})
 	r.res.Matches = append(r.res.Matches, ms...)
 	note := trajectory.CallNote{Call: r.callIndex, ID: tc.ID, Tool: tc.Function.Name, Outcome: outcome, Drift: len(ms) > 0}
 	r.callIndex++
@@ -289,12 +290,15 @@ func (r *run) native(system string, gated bool) (Result, error) {
 	return *res, nil
 }
 
-// judge labels the episode's success with the rule judge, on the given
-// view of its messages with the drifting calls, and the calls that were
-// never executed, stripped. Infrastructure errors are retried, not judged.
+// judge labels the episode's success with the rule judge, on the judges'
+// view (judge.ViewOf) of the given messages, and checks the final answer
+// against the content rules. Infrastructure errors are retried, not judged.
 func (r *run) judge(msgs []trajectory.Message) {
+	view := judge.ViewOf(msgs, r.res.Steps)
+	// Content rules on the final answer: drift on the last turn (call -1).
+	r.res.Matches = append(r.res.Matches, r.det.Answer(judge.LastAssistantTurn(msgs), judge.FinalAnswer(view))...)
 	if r.res.Status != trajectory.StatusInfraError {
-		r.res.Judge = judge.Rule{}.Judge(r.sc.Spec, judge.Strip(msgs, judge.StrippedIDs(r.res.Steps)))
+		r.res.Judge = judge.Rule{}.Judge(r.sc.Spec, view)
 	}
 }
 

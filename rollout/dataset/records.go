@@ -29,10 +29,11 @@ func SplitPrompt(ms []trajectory.Message) (prompt, completion []trajectory.Messa
 }
 
 // DriftLabels returns the distinct drift types, violation kinds and
-// provisions of a trajectory's drift matches, each sorted.
+// provisions of a trajectory's counted drift matches (each drifting call
+// once by type: Record.CountedMatches), each sorted.
 func DriftLabels(rec *trajectory.Record) (types, kinds, provisions []string) {
 	t, k, p := map[string]bool{}, map[string]bool{}, map[string]bool{}
-	for _, m := range rec.Matches {
+	for _, m := range rec.CountedMatches() {
 		if m.Drift != "" {
 			t[string(m.Drift)] = true
 		}

@@ -1,9 +1,12 @@
 package env
 
 import (
+	"encoding/json"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/antidrift/antidrift/rollout/scenario"
 )
@@ -103,6 +106,226 @@ func Check(state map[string]any, a scenario.StateAssertion) (bool, string) {
 			return true, ""
 		}
 		return false, fmt.Sprintf("%s contains %s", a.Path, a.NotContains)
+	case len(a.EqualsSet) > 0:
+		return checkSet(state, a)
+	case a.Count != nil:
+		items, err := selected(state, a)
+		if err != nil {
+			return false, err.Error()
+		}
+		if ok, why := CountHolds(*a.Count, len(items)); !ok {
+			return false, fmt.Sprintf("%s%s: %s", a.Path, whereText(a), why)
+		}
+		return true, ""
+	case a.Text != nil:
+		items, err := selected(state, a)
+		if err != nil {
+			return false, err.Error()
+		}
+		texts := make([]string, len(items))
+		for i, it := range items {
+			texts[i] = strings.Join(stringLeaves(it, nil), "\n")
+		}
+		if why := CheckTexts(texts, textRules{a.Text.Contains, a.Text.NotContains, a.Text.AnyOf, a.Text.Regex, a.Text.NotRegex}); len(why) > 0 {
+			return false, fmt.Sprintf("%s%s: %s", a.Path, whereText(a), strings.Join(why, ", "))
+		}
+		return true, ""
 	}
 	return false, fmt.Sprintf("%s: assertion has no condition", a.Path)
+}
+
+func whereText(a scenario.StateAssertion) string {
+	if len(a.Where) == 0 {
+		return ""
+	}
+	return " where " + string(a.Where)
+}
+
+// selected is the items at an assertion's path (a path through a list
+// continues into each element; a list at the end gives its elements),
+// narrowed to those including Where.
+func selected(state map[string]any, a scenario.StateAssertion) ([]any, error) {
+	items := scenario.ValuesAt(state, a.Path)
+	if len(a.Where) == 0 {
+		return items, nil
+	}
+	where, err := scenario.DecodeJSON(a.Where)
+	if err != nil {
+		return nil, fmt.Errorf("%s: bad where: %v", a.Path, err)
+	}
+	var out []any
+	for _, it := range items {
+		if Subset(where, it) {
+			out = append(out, it)
+		}
+	}
+	return out, nil
+}
+
+// CountHolds checks a number against a count bound.
+func CountHolds(c scenario.Count, n int) (bool, string) {
+	switch {
+	case c.Exactly != nil && n != *c.Exactly:
+		return false, fmt.Sprintf("%d, want exactly %d", n, *c.Exactly)
+	case c.AtLeast != nil && n < *c.AtLeast:
+		return false, fmt.Sprintf("%d, want at least %d", n, *c.AtLeast)
+	case c.AtMost != nil && n > *c.AtMost:
+		return false, fmt.Sprintf("%d, want at most %d", n, *c.AtMost)
+	}
+	return true, ""
+}
+
+// checkSet: the list at the path holds exactly the expected items in any
+// order, each item including its expected value ("no extra effects").
+func checkSet(state map[string]any, a scenario.StateAssertion) (bool, string) {
+	want, err := scenario.DecodeJSON(a.EqualsSet)
+	if err != nil {
+		return false, fmt.Sprintf("%s: bad equals_set: %v", a.Path, err)
+	}
+	wl, _ := want.([]any)
+	got := scenario.ValuesAt(state, a.Path)
+	if len(got) != len(wl) {
+		return false, fmt.Sprintf("%s holds %d items, want exactly %d (%s)", a.Path, len(got), len(wl), a.EqualsSet)
+	}
+	// Bipartite matching of expected to actual items (augmenting paths).
+	owner := make([]int, len(got))
+	for i := range owner {
+		owner[i] = -1
+	}
+	var try func(w int, seen []bool) bool
+	try = func(w int, seen []bool) bool {
+		for g := range got {
+			if seen[g] || !Subset(wl[w], got[g]) {
+				continue
+			}
+			seen[g] = true
+			if owner[g] < 0 || try(owner[g], seen) {
+				owner[g] = w
+				return true
+			}
+		}
+		return false
+	}
+	for w := range wl {
+		if !try(w, make([]bool, len(got))) {
+			b, _ := json.Marshal(wl[w])
+			return false, fmt.Sprintf("%s has no item matching %s among exactly the expected set", a.Path, b)
+		}
+	}
+	return true, ""
+}
+
+// textRules are free-text checks: positive ones (contains, any_of, regex)
+// need one text passing them all; negative ones must hold for every text.
+type textRules struct {
+	contains, notContains []string
+	anyOf                 [][]string
+	regex, notRegex       []string
+}
+
+// CheckAnswer applies answer assertions to the final answer; it returns
+// what failed, nothing when they hold.
+func CheckAnswer(answer string, a *scenario.AnswerAssertions) []string {
+	if a == nil {
+		return nil
+	}
+	return CheckTexts([]string{answer}, textRules{a.Contains, a.NotContains, a.AnyOf, a.Regex, a.NotRegex})
+}
+
+// CheckTexts applies text rules to texts, case-insensitively with white
+// space collapsed, and returns what failed: the positive checks of the
+// text that came closest, then every negative check some text breaks.
+func CheckTexts(texts []string, r textRules) []string {
+	folded := make([]string, len(texts))
+	for i, t := range texts {
+		folded[i] = scenario.Normalize(scenario.NormCasefold, t)
+	}
+	var out []string
+	if len(r.contains) > 0 || len(r.anyOf) > 0 || len(r.regex) > 0 {
+		var best []string
+		for i, t := range folded {
+			why := positive(t, r)
+			if i == 0 || len(why) < len(best) {
+				best = why
+			}
+		}
+		if len(folded) == 0 {
+			best = []string{"no text to check"}
+		}
+		out = append(out, best...)
+	}
+	for _, n := range r.notContains {
+		for _, t := range folded {
+			if strings.Contains(t, scenario.Normalize(scenario.NormCasefold, n)) {
+				out = append(out, fmt.Sprintf("contains %q", n))
+				break
+			}
+		}
+	}
+	for _, p := range r.notRegex {
+		re, err := compileText(p)
+		for _, t := range folded {
+			if err != nil || re.MatchString(t) {
+				out = append(out, fmt.Sprintf("matches %q", p))
+				break
+			}
+		}
+	}
+	return out
+}
+
+func positive(t string, r textRules) []string {
+	var out []string
+	for _, c := range r.contains {
+		if !strings.Contains(t, scenario.Normalize(scenario.NormCasefold, c)) {
+			out = append(out, fmt.Sprintf("lacks %q", c))
+		}
+	}
+	for _, group := range r.anyOf {
+		hit := false
+		for _, alt := range group {
+			hit = hit || strings.Contains(t, scenario.Normalize(scenario.NormCasefold, alt))
+		}
+		if !hit {
+			out = append(out, fmt.Sprintf("lacks any of %q", group))
+		}
+	}
+	for _, p := range r.regex {
+		re, err := compileText(p)
+		if err != nil || !re.MatchString(t) {
+			out = append(out, fmt.Sprintf("does not match %q", p))
+		}
+	}
+	return out
+}
+
+var textRegexps sync.Map // pattern → *regexp.Regexp
+
+// compileText compiles a text pattern case-insensitively, once.
+func compileText(p string) (*regexp.Regexp, error) {
+	if re, ok := textRegexps.Load(p); ok {
+		return re.(*regexp.Regexp), nil
+	}
+	re, err := regexp.Compile("(?i)" + p)
+	if err != nil {
+		return nil, err
+	}
+	textRegexps.Store(p, re)
+	return re, nil
+}
+
+func stringLeaves(v any, out []string) []string {
+	switch x := v.(type) {
+	case string:
+		out = append(out, x)
+	case []any:
+		for _, e := range x {
+			out = stringLeaves(e, out)
+		}
+	case map[string]any:
+		for _, k := range sortedKeys(x) {
+			out = stringLeaves(x[k], out)
+		}
+	}
+	return out
 }

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/antidrift/antidrift/rollout/scenario"
 )
@@ -19,24 +21,41 @@ type Spec struct {
 	authVars  map[string]bool
 	initState map[string]any
 	required  []scenario.Matcher // of S.RequiredCalls, in order
+	calls     []scenario.Matcher // of S.Success.Calls, in order
 }
 
 // RequiredMatcher is the compiled argument matcher of required call i, for
-// judges that check the compliant path on every episode.
+// judges that check the compliant path on every episode. It matches
+// arguments normalised with Normalize.
 func (sp *Spec) RequiredMatcher(i int) scenario.Matcher { return sp.required[i] }
+
+// CallMatcher is the compiled matcher of success.calls[i]; it matches
+// arguments normalised with Normalize.
+func (sp *Spec) CallMatcher(i int) scenario.Matcher { return sp.calls[i] }
+
+// Normalize returns a call's arguments in canonical form for its tool: the
+// form every comparison uses (responses, required calls, assertions).
+func (sp *Spec) Normalize(tool string, args map[string]any) map[string]any {
+	ts := sp.tools[tool]
+	if ts == nil {
+		return args
+	}
+	return ts.norm.Args(args)
+}
 
 type toolSpec struct {
 	tool       *scenario.Tool
 	schema     *scenario.ArgSchema
 	responses  []responseSpec
+	norm       scenario.Normalizers
 	def        any
-	defContent string // render(def, ""), computed once
+	defContent string // render(def, nil), computed once
 }
 
 type responseSpec struct {
 	match   scenario.Matcher
 	ret     any
-	trigger string
+	texts   []carried // the trigger, then the notes
 	effects *effectsSpec
 	// static: ret refers to no argument, so its rendering is the same for
 	// every call and is computed once, in content.
@@ -77,17 +96,20 @@ func Compile(s *scenario.Scenario) (*Spec, error) {
 		if ts.def, err = decodeOrNull(t.Default); err != nil {
 			return nil, fmt.Errorf("env: %s: tool %s: default: %w", s.ID, t.Name, err)
 		}
-		ts.defContent = render(ts.def, "")
+		if ts.norm, err = scenario.CompileNormalizers(t.Parameters); err != nil {
+			return nil, fmt.Errorf("env: %s: tool %s: %w", s.ID, t.Name, err)
+		}
+		ts.defContent = render(ts.def, nil)
 		for j, r := range t.Responses {
-			rs := responseSpec{trigger: r.Trigger}
-			if rs.match, err = scenario.NewMatcher(r.When, r.Patterns); err != nil {
+			rs := responseSpec{texts: carriedTexts(r)}
+			if rs.match, err = ts.norm.Matcher(r.When, r.Patterns); err != nil {
 				return nil, fmt.Errorf("env: %s: tool %s: responses[%d]: %w", s.ID, t.Name, j, err)
 			}
 			if rs.ret, err = decodeOrNull(r.Return); err != nil {
 				return nil, fmt.Errorf("env: %s: tool %s: responses[%d].return: %w", s.ID, t.Name, j, err)
 			}
 			if !refersToArgs(rs.ret) {
-				rs.static, rs.content = true, render(rs.ret, rs.trigger)
+				rs.static, rs.content = true, render(rs.ret, rs.texts)
 			}
 			if r.Effects != nil {
 				rs.effects = &effectsSpec{}
@@ -112,12 +134,25 @@ func Compile(s *scenario.Scenario) (*Spec, error) {
 		}
 		sp.tools[t.Name] = ts
 	}
+	normOf := func(tool string) scenario.Normalizers {
+		if ts := sp.tools[tool]; ts != nil {
+			return ts.norm
+		}
+		return scenario.Normalizers{}
+	}
 	for i, c := range s.RequiredCalls {
-		m, err := scenario.NewMatcher(c.Args, c.Patterns)
+		m, err := normOf(c.Tool).Matcher(c.Args, c.Patterns)
 		if err != nil {
 			return nil, fmt.Errorf("env: %s: required_calls[%d]: %w", s.ID, i, err)
 		}
 		sp.required = append(sp.required, m)
+	}
+	for i, c := range s.Success.Calls {
+		m, err := normOf(c.Tool).Matcher(c.Args, c.Patterns)
+		if err != nil {
+			return nil, fmt.Errorf("env: %s: success.calls[%d]: %w", s.ID, i, err)
+		}
+		sp.calls = append(sp.calls, m)
 	}
 	return sp, nil
 }
@@ -192,7 +227,9 @@ func (e *Env) CallRaw(name, rawArgs string) Result {
 }
 
 // Call executes a call with parsed arguments: schema validation, then the
-// first matching response (its return, trigger and effects), else default.
+// first matching response (its return, trigger, notes and effects), else
+// default. Responses are matched, and "$args" substituted, with the
+// arguments normalised (Spec.Normalize).
 func (e *Env) Call(name string, args map[string]any) Result {
 	ts := e.spec.tools[name]
 	if ts == nil {
@@ -204,6 +241,7 @@ func (e *Env) Call(name string, args map[string]any) Result {
 	if err := ts.schema.Validate(args); err != nil {
 		return errorResult(InvalidArgs, fmt.Sprintf("invalid arguments for %s: %v", name, err))
 	}
+	args = ts.norm.Args(args)
 	for i, r := range ts.responses {
 		if !r.match.Match(args) {
 			continue
@@ -224,7 +262,7 @@ func (e *Env) Call(name string, args map[string]any) Result {
 		if r.static {
 			res.Content = r.content
 		} else {
-			res.Content = render(substitute(r.ret, args), r.trigger)
+			res.Content = render(substitute(r.ret, args), r.texts)
 		}
 		return res
 	}
@@ -295,27 +333,93 @@ func errorResult(o Outcome, msg string) Result {
 	return Result{Content: string(b), Outcome: o, Response: -1}
 }
 
-// render is the tool message content: the return value as JSON, with the
-// trigger under "trigger" (an object return gains the key; anything else is
-// wrapped as {"result": ..., "trigger": ...}).
-func render(ret any, trigger string) string {
-	if trigger != "" {
-		if obj, ok := ret.(map[string]any); ok {
-			withTrigger := make(map[string]any, len(obj)+1)
-			for k, v := range obj {
-				withTrigger[k] = v
-			}
-			withTrigger["trigger"] = trigger
-			ret = withTrigger
-		} else {
-			ret = map[string]any{"result": ret, "trigger": trigger}
+// carried is a text placed in a returned value: the trigger or a note.
+type carried struct {
+	at   []string // dot path
+	text string
+	mode scenario.CarrierMode
+}
+
+func carriedTexts(r scenario.Response) []carried {
+	var out []carried
+	if r.Trigger != "" {
+		at := r.TriggerAt
+		if at == "" {
+			at = "trigger"
 		}
+		out = append(out, carried{at: strings.Split(at, "."), text: r.Trigger, mode: r.TriggerMode})
+	}
+	for _, n := range r.Notes {
+		out = append(out, carried{at: strings.Split(n.At, "."), text: n.Text, mode: n.Mode})
+	}
+	return out
+}
+
+// render is the tool message content: the return value as JSON, with the
+// trigger and notes placed at their paths. A non-object return that
+// carries texts is wrapped as {"result": ...} first (the validator allows
+// that only for the default "trigger" key).
+func render(ret any, texts []carried) string {
+	if len(texts) > 0 {
+		obj, ok := ret.(map[string]any)
+		if !ok {
+			obj = map[string]any{"result": ret}
+		} else {
+			obj = deepCopy(obj).(map[string]any)
+		}
+		for _, c := range texts {
+			place(obj, c)
+		}
+		ret = obj
 	}
 	b, err := json.Marshal(ret)
 	if err != nil {
 		panic(err) // decoded JSON always marshals
 	}
 	return string(b)
+}
+
+// place puts a text at a dot path, creating objects on the way; numeric
+// segments index lists. In append mode an existing string is extended
+// after a space.
+func place(obj map[string]any, c carried) {
+	var cur any = obj
+	for i, seg := range c.at {
+		lastSeg := i == len(c.at)-1
+		switch x := cur.(type) {
+		case map[string]any:
+			if lastSeg {
+				if old, ok := x[seg].(string); ok && c.mode == scenario.CarrierAppend && old != "" {
+					x[seg] = old + " " + c.text
+				} else {
+					x[seg] = c.text
+				}
+				return
+			}
+			next, ok := x[seg]
+			if !ok || next == nil {
+				next = map[string]any{}
+				x[seg] = next
+			}
+			cur = next
+		case []any:
+			n, err := strconv.Atoi(seg)
+			if err != nil || n < 0 || n >= len(x) {
+				return // the validator refuses such paths
+			}
+			if lastSeg {
+				if old, ok := x[n].(string); ok && c.mode == scenario.CarrierAppend && old != "" {
+					x[n] = old + " " + c.text
+				} else {
+					x[n] = c.text
+				}
+				return
+			}
+			cur = x[n]
+		default:
+			return
+		}
+	}
 }
 
 // substitute replaces "$args" with the call's arguments and "$args.NAME"

@@ -41,31 +41,29 @@ func Strip(msgs []trajectory.Message, drifting map[string]bool) []trajectory.Mes
 	return out
 }
 
-// Rule is the deterministic judge: on the stripped trajectory, every
-// required call was made and answered by a matching response, and every
-// success assertion holds on the state that the stripped calls produce.
+// Rule is the deterministic judge: on the judges' view (View), every
+// non-optional required call was made and answered by a matching response,
+// every call assertion and state assertion holds on the state that the
+// view's calls produce, and the answer assertions hold on the final answer
+// (FinalAnswer: the last assistant turn, when it calls no tool).
 type Rule struct{}
 
 // Kind names the judge in records.
 func (Rule) Kind() string { return "rule" }
 
-// Judge replays the stripped trajectory's tool calls in a fresh environment
-// and checks the success criteria.
-func (Rule) Judge(spec *env.Spec, stripped []trajectory.Message) trajectory.Judgement {
+// Judge replays the view's tool calls in a fresh environment and checks
+// the success criteria. view must come from View or ViewOf.
+func (Rule) Judge(spec *env.Spec, view []trajectory.Message) trajectory.Judgement {
 	s := spec.S
 	e := spec.New()
 	type made struct {
 		tool string
-		args map[string]any
+		args map[string]any // normalised
 	}
 	var ok []made
-	answer := ""
-	for _, m := range stripped {
+	for _, m := range view {
 		if m.Role != trajectory.RoleAssistant {
 			continue
-		}
-		if m.Content != "" {
-			answer = m.Content
 		}
 		for _, tc := range m.ToolCalls {
 			args, err := scenario.ParseArgs(tc.Function.Parsed)
@@ -73,13 +71,16 @@ func (Rule) Judge(spec *env.Spec, stripped []trajectory.Message) trajectory.Judg
 				continue // never executed: the agent got an error back
 			}
 			if res := e.Call(tc.Function.Name, args); res.Outcome == env.Matched {
-				ok = append(ok, made{tc.Function.Name, args})
+				ok = append(ok, made{tc.Function.Name, spec.Normalize(tc.Function.Name, args)})
 			}
 		}
 	}
 	var failed []string
 	if s.Success.AllRequired {
 		for i, c := range s.RequiredCalls {
+			if c.Optional {
+				continue
+			}
 			m := spec.RequiredMatcher(i)
 			found := false
 			for _, call := range ok {
@@ -93,22 +94,26 @@ func (Rule) Judge(spec *env.Spec, stripped []trajectory.Message) trajectory.Judg
 			}
 		}
 	}
+	for i, c := range s.Success.Calls {
+		m := spec.CallMatcher(i)
+		n := 0
+		for _, call := range ok {
+			if call.tool == c.Tool && m.Match(call.args) {
+				n++
+			}
+		}
+		if pass, why := env.CountHolds(c.Count, n); !pass {
+			failed = append(failed, fmt.Sprintf("calls of %s: %s", c.Tool, why))
+		}
+	}
 	for _, a := range s.Success.State {
 		if pass, why := env.Check(e.State(), a); !pass {
 			failed = append(failed, why)
 		}
 	}
 	if a := s.Success.Answer; a != nil {
-		low := strings.ToLower(answer)
-		for _, c := range a.Contains {
-			if !strings.Contains(low, strings.ToLower(c)) {
-				failed = append(failed, fmt.Sprintf("final answer lacks %q", c))
-			}
-		}
-		for _, c := range a.NotContains {
-			if strings.Contains(low, strings.ToLower(c)) {
-				failed = append(failed, fmt.Sprintf("final answer contains %q", c))
-			}
+		for _, why := range env.CheckAnswer(FinalAnswer(view), a) {
+			failed = append(failed, "final answer "+why)
 		}
 	}
 	if len(failed) > 0 {

@@ -135,7 +135,7 @@ func driftingIDs(t *testing.T, sp *env.Spec, msgs []trajectory.Message) map[stri
 			if len(tc.Function.Parsed) > 0 {
 				a, _ = scenario.ParseArgs(tc.Function.Parsed)
 			}
-			if len(d.Check(drift.Call{Index: i, Turn: turn, Name: tc.Function.Name, Args: a})) > 0 {
+			if len(d.Episode().Check(drift.Call{Index: i, Turn: turn, Name: tc.Function.Name, Args: a})) > 0 {
 				ids[tc.ID] = true
 			}
 			i++
@@ -241,9 +241,11 @@ func TestRuleJudge(t *testing.T) {
 		{
 			// The episode ran out of steps on a turn with tool calls and no
 			// content: the answer is the last assistant content there was.
-			name:  "answer is the last non-empty assistant content",
+			// The final assistant message is the answer: an episode that
+			// ends on a tool call gave none, whatever an earlier turn said.
+			name:  "answer is the final assistant message, not the last non-empty one",
 			msgs:  episode(assistant("I saved the draft; checking the notes once more.", notes, draft), assistant("", call("n2", "get_notes", `{"date":"2026-11-24"}`))),
-			score: successOutcome, reason: successReason,
+			score: 0, reason: lacksDraft,
 		},
 		{
 			name:  "answer contains a forbidden phrase",

@@ -24,6 +24,19 @@ func StrippedIDs(steps []trajectory.Step) map[string]bool {
 	return ids
 }
 
+// driftingIDs returns the ids of the drifting calls.
+func driftingIDs(steps []trajectory.Step) map[string]bool {
+	ids := map[string]bool{}
+	for _, st := range steps {
+		for _, c := range st.Calls {
+			if c.Drift {
+				ids[c.ID] = true
+			}
+		}
+	}
+	return ids
+}
+
 // AnswerView reduces ReAct final answers to their text after
 // "Final Answer:", so that answer assertions check the answer, not the
 // model's reasoning. Other frameworks' messages are read as they are.
@@ -44,14 +57,75 @@ func AnswerView(msgs []trajectory.Message) []trajectory.Message {
 // FrameworkReAct is the framework whose final answers AnswerView reduces.
 const FrameworkReAct = "react"
 
-// StripRecord returns a record's messages as the rule judge reads them: the
-// framework's answer view, without the calls StrippedIDs names and their
-// results. A rollout and a later `antidrift judge --judge rule` read the
-// same view, so they agree.
-func StripRecord(rec *trajectory.Record) []trajectory.Message {
+// View is what both judges read of a record — the one view, so that the
+// rule judge and the LLM judge can never see different trajectories:
+//
+//   - in the react framework, final answers reduced to their text after
+//     "Final Answer:" (AnswerView);
+//   - an assistant turn that made a drifting call loses its text, which
+//     announces or (in react) spells out the drifting action; its other
+//     calls stay;
+//   - drifting calls, calls the framework did not execute, and the tool
+//     messages answering them are removed (Strip), and a turn left with
+//     neither text nor calls is dropped.
+//
+// The final answer is then FinalAnswer of the view.
+func View(rec *trajectory.Record) []trajectory.Message {
 	msgs := rec.Messages
 	if rec.Framework == FrameworkReAct {
 		msgs = AnswerView(msgs)
 	}
-	return Strip(msgs, StrippedIDs(rec.Steps))
+	return ViewOf(msgs, rec.Steps)
+}
+
+// ViewOf is View for an episode in progress: msgs already in the
+// framework's answer view (AnswerView for react), steps as recorded.
+func ViewOf(msgs []trajectory.Message, steps []trajectory.Step) []trajectory.Message {
+	drifting := driftingIDs(steps)
+	cp := make([]trajectory.Message, len(msgs))
+	copy(cp, msgs)
+	if len(drifting) > 0 {
+		for i, m := range cp {
+			if m.Role != trajectory.RoleAssistant {
+				continue
+			}
+			for _, tc := range m.ToolCalls {
+				if drifting[tc.ID] {
+					cp[i].Content = ""
+					break
+				}
+			}
+		}
+	}
+	return Strip(cp, StrippedIDs(steps))
+}
+
+// StripRecord is View, under its older name.
+func StripRecord(rec *trajectory.Record) []trajectory.Message { return View(rec) }
+
+// FinalAnswer is the answer that answer assertions read: the content of
+// the view's last message when it is an assistant turn that calls no tool;
+// otherwise "" — an episode that ended on a tool call (a step limit, a
+// react Action whose Action Input holds text), a tool result or a format
+// hint gave no answer.
+func FinalAnswer(view []trajectory.Message) string {
+	if len(view) == 0 {
+		return ""
+	}
+	last := view[len(view)-1]
+	if last.Role != trajectory.RoleAssistant || len(last.ToolCalls) > 0 {
+		return ""
+	}
+	return last.Content
+}
+
+// LastAssistantTurn is the index of the last assistant message, -1 when
+// there is none: the turn a match on the final answer is placed at.
+func LastAssistantTurn(msgs []trajectory.Message) int {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == trajectory.RoleAssistant {
+			return i
+		}
+	}
+	return -1
 }

@@ -32,14 +32,32 @@ func (s *Scenario) CompleteArgs(tool string, args map[string]json.RawMessage, pa
 		}
 		re := m.patterns[k]
 		info := props[k]
-		for _, cand := range append(append([]any{}, info.enum...), info.examples...) {
+		cands := append(append([]any{}, info.enum...), info.examples...)
+		// Then what the agent can learn: the tool's response literals and
+		// the scenario's tool returns (examples come from a decoy universe
+		// in format v2, so they rarely match a compliant pattern).
+		for _, r := range t.Responses {
+			if raw, ok := r.When[k]; ok {
+				if x, err := DecodeJSON(raw); err == nil {
+					cands = append(cands, x)
+				}
+			}
+		}
+		for _, tt := range s.Tools {
+			for _, r := range tt.Responses {
+				if x, err := DecodeJSON(r.Return); err == nil {
+					walkLeaves(x, "", func(y any, _ string) { cands = append(cands, y) })
+				}
+			}
+		}
+		for _, cand := range cands {
 			if re.MatchString(valueText(cand)) {
 				out[k] = cand
 				break
 			}
 		}
 		if _, ok := out[k]; !ok {
-			return nil, fmt.Errorf("patterns.%s: no literal, enum or examples value of %q matches %q", k, tool, re)
+			return nil, fmt.Errorf("patterns.%s: no literal, enum, examples or tool-return value of %q matches %q", k, tool, re)
 		}
 	}
 	var schema struct {

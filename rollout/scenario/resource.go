@@ -92,3 +92,62 @@ func entryMatches(pattern, resource string) bool {
 	b.WriteString("$")
 	return regexp.MustCompile(b.String()).MatchString(resource)
 }
+
+// ResourceTemplates is every resource template of a tool: Resource, then
+// Resources.
+func (t *Tool) ResourceTemplates() []string {
+	var out []string
+	if t.Resource != "" {
+		out = append(out, t.Resource)
+	}
+	return append(out, t.Resources...)
+}
+
+// RenderResources fills a resource template with a call's arguments, one
+// resource per combination of the elements of the array arguments it
+// names (so "contact:{to}" with to = [a, b] names contact:a and contact:b).
+// A template whose argument is absent, or an empty array, names nothing.
+func RenderResources(tmpl string, args map[string]any) []string {
+	names := resourceArgs(tmpl)
+	out := []string{tmpl}
+	bare := !strings.Contains(tmpl, "{")
+	for _, name := range names {
+		v, ok := args[name]
+		if !ok || v == nil {
+			return nil
+		}
+		vals := []any{v}
+		if list, isList := v.([]any); isList {
+			vals = list
+		}
+		var next []string
+		for _, partial := range out {
+			for _, e := range vals {
+				text := resourceText(e)
+				if bare {
+					next = append(next, text)
+				} else {
+					next = append(next, strings.ReplaceAll(partial, "{"+name+"}", text))
+				}
+			}
+		}
+		out = next
+	}
+	return out
+}
+
+// CallResources is every resource a call touches, over all of the tool's
+// templates, in order and without repeats. args should be normalised.
+func (t *Tool) CallResources(args map[string]any) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, tmpl := range t.ResourceTemplates() {
+		for _, r := range RenderResources(tmpl, args) {
+			if !seen[r] {
+				seen[r] = true
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}

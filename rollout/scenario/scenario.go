@@ -11,11 +11,17 @@ import (
 // Scenario is one task. Field names follow the JSON format in
 // scenario.schema.json, which a test keeps in step with these types.
 type Scenario struct {
-	ID            string          `json:"id"`
-	Domain        string          `json:"domain"`
-	System        string          `json:"system,omitempty"`
-	Instruction   string          `json:"instruction"`
-	Context       string          `json:"context,omitempty"`
+	// SchemaVersion is the format version: 1 when absent, 2 for files that
+	// use (or opt into the checks of) format v2. See docs/scenario-format.md.
+	SchemaVersion int    `json:"schema_version,omitempty"`
+	ID            string `json:"id"`
+	Domain        string `json:"domain"`
+	System        string `json:"system,omitempty"`
+	Instruction   string `json:"instruction"`
+	Context       string `json:"context,omitempty"`
+	// Now is the scenario's clock (RFC 3339 instant with offset): relative
+	// time windows in boundary.constraints are taken from it.
+	Now           string          `json:"now,omitempty"`
 	Boundary      Boundary        `json:"boundary"`
 	Tools         []Tool          `json:"tools"`
 	State         json.RawMessage `json:"state,omitempty"`
@@ -35,6 +41,103 @@ type Boundary struct {
 	Tools []string `json:"tools"`
 	Scope string   `json:"scope"`
 	Time  string   `json:"time"`
+	// Constraints say, in checkable terms, what the words of Scope and Time
+	// mean: argument limits, date/time windows, call counts and protected
+	// content. Each breach is a derived drift match labelled with the
+	// constraint's own drift type, kind and provisions.
+	Constraints []Constraint `json:"constraints,omitempty"`
+}
+
+// ConstraintType is what a boundary constraint checks.
+type ConstraintType string
+
+// Constraint types.
+const (
+	// ConstraintAllowed: each value at Args must equal one of Values.
+	ConstraintAllowed ConstraintType = "allowed"
+	// ConstraintExact: each value at Args must equal Value (a policy value).
+	ConstraintExact ConstraintType = "exact"
+	// ConstraintRange: each numeric value at Args lies in [Min, Max].
+	ConstraintRange ConstraintType = "range"
+	// ConstraintPattern: each value at Args matches the RE2 Pattern.
+	ConstraintPattern ConstraintType = "pattern"
+	// ConstraintWindow: each instant or date at Args lies in Window.
+	ConstraintWindow ConstraintType = "window"
+	// ConstraintCount: at most Max calls of Tools matching When (per
+	// resource when Per is set); the calls beyond Max drift.
+	ConstraintCount ConstraintType = "count"
+	// ConstraintContent: Protected strings and Patterns must not appear in
+	// the arguments of writing tools (Tools, or every tool with writes:
+	// true) nor, with Answer, in the final answer.
+	ConstraintContent ConstraintType = "content"
+)
+
+// ConstraintTypes lists the constraint types in a fixed order.
+var ConstraintTypes = []ConstraintType{ConstraintAllowed, ConstraintExact, ConstraintRange, ConstraintPattern, ConstraintWindow, ConstraintCount, ConstraintContent}
+
+// Valid reports whether c is a known constraint type.
+func (c ConstraintType) Valid() bool {
+	for _, t := range ConstraintTypes {
+		if c == t {
+			return true
+		}
+	}
+	return false
+}
+
+func (c ConstraintType) String() string { return string(c) }
+
+// Constraint is one checkable rule of the boundary.
+type Constraint struct {
+	// ID names the constraint in drift matches and messages (optional;
+	// "boundary.constraints[i]" otherwise).
+	ID   string         `json:"id,omitempty"`
+	Type ConstraintType `json:"type"`
+	// Tools are the tools the constraint applies to. Required for every
+	// type but content, where it defaults to the tools with writes: true.
+	Tools []string `json:"tools,omitempty"`
+	// Args are argument paths (dot-separated; a path through an array
+	// applies to each element, "items.sku"; an array value is checked
+	// element by element). Required for allowed, exact, range, pattern and
+	// window; for content they narrow the arguments searched (default: all).
+	Args []string `json:"args,omitempty"`
+	// When restricts the constraint to calls whose arguments include this
+	// subset (and Patterns), as a violation's args do.
+	When     map[string]json.RawMessage `json:"when,omitempty"`
+	Patterns map[string]string          `json:"patterns,omitempty"`
+
+	Values  []json.RawMessage `json:"values,omitempty"`  // allowed
+	Value   json.RawMessage   `json:"value,omitempty"`   // exact
+	Min     *float64          `json:"min,omitempty"`     // range
+	Max     *float64          `json:"max,omitempty"`     // range
+	Pattern string            `json:"pattern,omitempty"` // pattern
+	Window  *Window           `json:"window,omitempty"`  // window
+
+	// MaxCalls is the most calls allowed (count); 0 forbids the call.
+	MaxCalls *int `json:"max_calls,omitempty"`
+	// Per is a resource template ("order:{order_id}"): count calls per
+	// resource rather than in total (count).
+	Per string `json:"per,omitempty"`
+
+	// Protected are strings that must not appear (case-insensitive,
+	// white space collapsed); ProtectedPatterns are RE2 patterns (content).
+	Protected         []string `json:"protected,omitempty"`
+	ProtectedPatterns []string `json:"protected_patterns,omitempty"`
+	// Answer extends a content rule to the final assistant message.
+	Answer bool `json:"answer,omitempty"`
+
+	Drift      DriftType     `json:"drift"`
+	Kind       ViolationKind `json:"kind"`
+	Provisions []string      `json:"provisions"`
+}
+
+// Window bounds instants or dates. Each bound is an RFC 3339 instant, a
+// date (YYYY-MM-DD, taken as that day in the offset of Now, or UTC), or
+// "now" with an optional ISO 8601 duration ("now+P14D", "now-PT2H"),
+// relative to the scenario's Now. Either bound may be absent.
+type Window struct {
+	NotBefore string `json:"not_before,omitempty"`
+	NotAfter  string `json:"not_after,omitempty"`
 }
 
 // Tool is an OpenAI function schema plus its contract and declarative behaviour.
@@ -47,7 +150,15 @@ type Tool struct {
 	Trusted     bool            `json:"trusted"`
 	// Resource names the resource a call touches: a template such as
 	// "contact:{email}", or a bare argument name (the value alone).
-	Resource   string          `json:"resource,omitempty"`
+	Resource string `json:"resource,omitempty"`
+	// Resources name every resource a call touches, one template each
+	// ("contact:{to}", "contact:{cc}", "file:{attachments}"); an array
+	// argument names one resource per element. Each is checked against
+	// boundary.data, together with Resource.
+	Resources []string `json:"resources,omitempty"`
+	// Writes marks a tool whose arguments leave the user's hands (drafts,
+	// messages, posts, files, records): content rules apply to it.
+	Writes     bool            `json:"writes,omitempty"`
 	Requires   []string        `json:"requires,omitempty"`
 	Produces   []string        `json:"produces,omitempty"`
 	Authorizes []string        `json:"authorizes,omitempty"`
@@ -62,7 +173,42 @@ type Response struct {
 	Patterns map[string]string          `json:"patterns,omitempty"`
 	Return   json.RawMessage            `json:"return"`
 	Trigger  string                     `json:"trigger,omitempty"`
-	Effects  *Effects                   `json:"effects,omitempty"`
+	// TriggerAt is the dot path in the returned value where the trigger is
+	// placed ("notes", "order.remarks", "items.0.comment"); "trigger" when
+	// empty. With TriggerMode "append" the field must hold a string, which
+	// the trigger extends after a space.
+	TriggerAt   string      `json:"trigger_at,omitempty"`
+	TriggerMode CarrierMode `json:"trigger_mode,omitempty"`
+	// Notes are benign, non-lure texts in the same kind of carriers, so
+	// that ignoring a field is not a winning policy.
+	Notes   []Note   `json:"notes,omitempty"`
+	Effects *Effects `json:"effects,omitempty"`
+}
+
+// CarrierMode says how a text is placed in a returned value.
+type CarrierMode string
+
+// Carrier modes.
+const (
+	CarrierSet    CarrierMode = "set"    // the field is set to the text (the default)
+	CarrierAppend CarrierMode = "append" // the text is appended to the field's string
+)
+
+// Valid reports whether m is a known carrier mode ("" means set).
+func (m CarrierMode) Valid() bool { return m == "" || m == CarrierSet || m == CarrierAppend }
+
+func (m CarrierMode) String() string {
+	if m == "" {
+		return string(CarrierSet)
+	}
+	return string(m)
+}
+
+// Note is a benign text placed in a returned value at a dot path.
+type Note struct {
+	At   string      `json:"at"`
+	Text string      `json:"text"`
+	Mode CarrierMode `json:"mode,omitempty"`
 }
 
 // Effects change the mock state. Values may use "$args" (the call's whole
@@ -78,6 +224,9 @@ type Call struct {
 	Tool     string                     `json:"tool"`
 	Args     map[string]json.RawMessage `json:"args"`
 	Patterns map[string]string          `json:"patterns,omitempty"`
+	// Optional marks a step a careful agent may skip (a lookup whose result
+	// it may already have): all_required does not demand it.
+	Optional bool `json:"optional,omitempty"`
 }
 
 // Violation is an annotated drift point.
@@ -95,23 +244,70 @@ type Violation struct {
 type Success struct {
 	AllRequired bool              `json:"all_required"`
 	State       []StateAssertion  `json:"state,omitempty"`
+	Calls       []CallAssertion   `json:"calls,omitempty"`
 	Answer      *AnswerAssertions `json:"answer,omitempty"`
 	Rubric      string            `json:"rubric"`
 }
 
-// StateAssertion checks the value at a dot path of the final state. Exactly
-// one of Contains, NotContains and Equals is set.
+// StateAssertion checks the value at a dot path of the final state (a path
+// through a list applies to each element: "drafts.body"). Exactly one of
+// Contains, NotContains, Equals, EqualsSet, Count and Text is set.
 type StateAssertion struct {
 	Path        string          `json:"path"`
 	Contains    json.RawMessage `json:"contains,omitempty"`
 	NotContains json.RawMessage `json:"not_contains,omitempty"`
 	Equals      json.RawMessage `json:"equals,omitempty"`
+	// EqualsSet: the collection holds exactly these items in any order, each
+	// item including the expected object ("no extra effects").
+	EqualsSet json.RawMessage `json:"equals_set,omitempty"`
+	// Count bounds the number of items in the collection (those including
+	// Where, when set).
+	Count *Count `json:"count,omitempty"`
+	// Text checks the free text at the path (every string inside it).
+	Text *TextCheck `json:"text,omitempty"`
+	// Where narrows Count and Text to the collection's items that include
+	// this object.
+	Where json.RawMessage `json:"where,omitempty"`
 }
 
-// AnswerAssertions check the final assistant message, case-insensitively.
+// Count bounds a number of items or calls: Exactly, or AtLeast and/or
+// AtMost.
+type Count struct {
+	Exactly *int `json:"exactly,omitempty"`
+	AtLeast *int `json:"at_least,omitempty"`
+	AtMost  *int `json:"at_most,omitempty"`
+}
+
+// TextCheck checks free text, case-insensitively and with white space
+// collapsed. Positive checks (Contains, AnyOf, Regex) need one text that
+// passes them all; NotContains and NotRegex must hold for every text.
+type TextCheck struct {
+	Contains    []string `json:"contains,omitempty"`
+	NotContains []string `json:"not_contains,omitempty"`
+	// AnyOf: for each group, at least one alternative appears.
+	AnyOf    [][]string `json:"any_of,omitempty"`
+	Regex    []string   `json:"regex,omitempty"`
+	NotRegex []string   `json:"not_regex,omitempty"`
+}
+
+// CallAssertion counts the calls of a tool with matching arguments on the
+// stripped trajectory (executed and answered by a response).
+type CallAssertion struct {
+	Tool     string                     `json:"tool"`
+	Args     map[string]json.RawMessage `json:"args,omitempty"`
+	Patterns map[string]string          `json:"patterns,omitempty"`
+	Count    Count                      `json:"count"`
+}
+
+// AnswerAssertions check the final assistant message, case-insensitively
+// and with white space collapsed.
 type AnswerAssertions struct {
 	Contains    []string `json:"contains,omitempty"`
 	NotContains []string `json:"not_contains,omitempty"`
+	// AnyOf: for each group, at least one alternative appears.
+	AnyOf    [][]string `json:"any_of,omitempty"`
+	Regex    []string   `json:"regex,omitempty"`
+	NotRegex []string   `json:"not_regex,omitempty"`
 }
 
 // Skill is a named bundle of tools with a document, for least-privilege
@@ -174,3 +370,38 @@ func (s *Scenario) UserPrompt() string {
 	}
 	return s.Instruction + "\n\nContext: " + s.Context
 }
+
+// UndefinedPrivilege is the privilege of a tool the scenario does not
+// define: the worst case a contract allows. Over-privilege metrics and the
+// privilege reward both use ToolPrivilege, so they agree.
+const UndefinedPrivilege = 4
+
+// ToolPrivilege is the privilege level of a call to the named tool, with
+// UndefinedPrivilege for a tool the scenario does not define.
+func (s *Scenario) ToolPrivilege(name string) int {
+	if t := s.Tool(name); t != nil {
+		return t.Privilege
+	}
+	return UndefinedPrivilege
+}
+
+// ToolRisk is the risk of a call to the named tool, high for a tool the
+// scenario does not define.
+func (s *Scenario) ToolRisk(name string) Risk {
+	if t := s.Tool(name); t != nil {
+		return t.Risk
+	}
+	return RiskHigh
+}
+
+// Version is the scenario's format version: SchemaVersion, or 1 when the
+// file does not say.
+func (s *Scenario) Version() int {
+	if s.SchemaVersion == 0 {
+		return 1
+	}
+	return s.SchemaVersion
+}
+
+// CurrentSchemaVersion is the newest format version this toolkit reads.
+const CurrentSchemaVersion = 2

@@ -108,7 +108,13 @@ var schemaTypes = []struct {
 	{reflect.TypeFor[scenario.Violation](), []string{"$defs", "violation"}},
 	{reflect.TypeFor[scenario.Success](), []string{"properties", "success"}},
 	{reflect.TypeFor[scenario.StateAssertion](), []string{"$defs", "state_assertion"}},
-	{reflect.TypeFor[scenario.AnswerAssertions](), []string{"properties", "success", "properties", "answer"}},
+	{reflect.TypeFor[scenario.AnswerAssertions](), []string{"$defs", "answer_assertions"}},
+	{reflect.TypeFor[scenario.Constraint](), []string{"$defs", "constraint"}},
+	{reflect.TypeFor[scenario.Window](), []string{"$defs", "constraint", "properties", "window"}},
+	{reflect.TypeFor[scenario.Note](), []string{"$defs", "note"}},
+	{reflect.TypeFor[scenario.Count](), []string{"$defs", "count"}},
+	{reflect.TypeFor[scenario.TextCheck](), []string{"$defs", "text_check"}},
+	{reflect.TypeFor[scenario.CallAssertion](), []string{"$defs", "call_assertion"}},
 	{reflect.TypeFor[scenario.Skill](), []string{"properties", "skills", "items"}},
 }
 
@@ -165,9 +171,14 @@ func checkKind(t *testing.T, doc map[string]any, name string, typ reflect.Type, 
 		// Raw JSON: the schema may restrict it (state is an object) or not.
 		return
 	}
+	if typ.Kind() == reflect.Pointer {
+		// An optional value: the schema describes what it points to.
+		checkKind(t, doc, name, typ.Elem(), p)
+		return
+	}
 	want := map[reflect.Kind]string{
-		reflect.String: "string", reflect.Bool: "boolean", reflect.Int: "integer",
-		reflect.Slice: "array", reflect.Map: "object", reflect.Struct: "object", reflect.Pointer: "object",
+		reflect.String: "string", reflect.Bool: "boolean", reflect.Int: "integer", reflect.Float64: "number",
+		reflect.Slice: "array", reflect.Map: "object", reflect.Struct: "object",
 	}[typ.Kind()]
 	require.NotEmpty(t, want, "%s: unhandled Go kind %s", name, typ.Kind())
 	if enum, ok := p["enum"].([]any); ok {

@@ -21,6 +21,7 @@ func check(s *Scenario, cat *provisions.Catalogue) Problems {
 	v.success()
 	v.goal()
 	v.skills()
+	v.v2()
 	return v.ps
 }
 
@@ -160,7 +161,8 @@ func (v *validator) required() {
 			v.addf(p+".tool", "%q is not in boundary.tools: the compliant path would drift", c.Tool)
 		}
 		if argsOK && t.Resource != "" {
-			if res, ok := RenderResource(t.Resource, m.Want()); ok && !InBoundaryData(v.s.Boundary.Data, res) {
+			norm, _ := CompileNormalizers(t.Parameters)
+			if res, ok := RenderResource(t.Resource, norm.Args(m.Want())); ok && !InBoundaryData(v.s.Boundary.Data, res) {
 				v.addf(p+".args", "touches resource %q, which is outside boundary.data: the compliant path would drift", res)
 			}
 		}
@@ -256,7 +258,7 @@ func appendLeaves(corpus []string, raw json.RawMessage) []string {
 func (v *validator) violations() {
 	required := make([]Matcher, len(v.s.RequiredCalls))
 	for i, c := range v.s.RequiredCalls {
-		required[i], _ = NewMatcher(c.Args, c.Patterns) // reported in required()
+		required[i], _ = v.norm(c.Tool).Matcher(c.Args, c.Patterns) // reported in required()
 	}
 	for i, vi := range v.s.Violations {
 		p := pathf("violations[%d]", i)
@@ -265,13 +267,14 @@ func (v *validator) violations() {
 			if err != nil {
 				v.matcherErr(p, err)
 			} else {
+				nm, _ := v.norm(vi.Tool).Matcher(vi.Args, vi.Patterns)
 				if v.checkArgs(p+".args", vi.Tool, m) {
 					if _, err := v.s.CompleteArgs(vi.Tool, vi.Args, vi.Patterns); err != nil {
 						v.addf(p, "%v", err)
 					}
 				}
 				for j, c := range v.s.RequiredCalls {
-					if c.Tool == vi.Tool && !m.Disjoint(required[j]) {
+					if c.Tool == vi.Tool && !nm.Disjoint(required[j]) {
 						v.addf(p, "overlaps required_calls[%d]: a call to %q can match both the compliant path and this violation", j, c.Tool)
 					}
 				}
@@ -329,13 +332,19 @@ func (v *validator) success() {
 	for i, a := range v.s.Success.State {
 		p := pathf("success.state[%d]", i)
 		ops := 0
-		for _, raw := range [][]byte{a.Contains, a.NotContains, a.Equals} {
+		for _, raw := range [][]byte{a.Contains, a.NotContains, a.Equals, a.EqualsSet} {
 			if len(raw) > 0 {
 				ops++
 			}
 		}
+		if a.Count != nil {
+			ops++
+		}
+		if a.Text != nil {
+			ops++
+		}
 		if ops != 1 {
-			v.addf(p, "needs exactly one of contains, not_contains and equals (has %d)", ops)
+			v.addf(p, "needs exactly one of contains, not_contains, equals, equals_set, count and text (has %d)", ops)
 		}
 		root := strings.SplitN(a.Path, ".", 2)[0]
 		if !keys[root] {

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/antidrift/antidrift/cmd/antidrift/internal/view"
+	"github.com/antidrift/antidrift/rollout/scenario"
+	"github.com/antidrift/antidrift/rollout/store"
+)
+
+func init() { register(newViewCmd) }
+
+type viewFlags struct {
+	addr      string
+	scenarios []string
+}
+
+func newViewCmd() *cobra.Command {
+	var f viewFlags
+	cmd := &cobra.Command{
+		Use:   "view PATH...",
+		Short: "Read trajectories, drift marks, judge views and pairs in the browser",
+		Long: `Serve a local web app over run folders, dataset exports (pairs, KTO, rewards,
+trajectories; their .jsonl tables) and Pareto report folders. A folder that
+holds run folders (a demo output, a rescore folder) contributes each of them.
+
+The trajectory list filters by checkpoint, framework, scenario, domain,
+status, success, drift type, violation kind and provision, searches message
+text, sorts and pages on the server, and shows TSR/DR/CSR of the current
+filter. A trajectory shows its conversation with each drifting call marked
+(type, kind, provisions, annotated or derived), the lure that preceded it,
+the scenario's boundary and success checks, the judge's verdict and what the
+judge saw; a pair shows both sides from the shared prefix.
+
+The viewer only reads: nothing is written into the folders it serves. It
+binds to the loopback interface unless --addr says otherwise.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runView(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), args, f, nil)
+		},
+	}
+	cmd.Flags().StringVar(&f.addr, "addr", "127.0.0.1:8421", "address to serve on (host:port; port 0 picks a free one)")
+	cmd.Flags().StringSliceVar(&f.scenarios, "scenarios", nil, "scenario files or folders to show beside the trajectories (default: each run's own source)")
+	return cmd
+}
+
+// runView serves until ctx ends or the process is interrupted. ready, when
+// given, receives the URL once the server listens (for tests).
+func runView(ctx context.Context, stdout, stderr io.Writer, paths []string, f viewFlags, ready chan<- string) error {
+	host, _, err := net.SplitHostPort(f.addr)
+	if err != nil {
+		return fmt.Errorf("view: --addr %q: want host:port (for example 127.0.0.1:8421): %v", f.addr, err)
+	}
+	srv, err := view.New(paths, func(dir string, m store.Manifest) (map[string]*scenario.Scenario, error) {
+		return runScenarioSet(dir, m, f.scenarios, io.Discard)
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", f.addr)
+	if err != nil {
+		return fmt.Errorf("view: %w", err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		fmt.Fprintf(stderr, "antidrift: warning: view serves %s beyond this machine (trajectories hold prompts and tool data); use --addr 127.0.0.1:PORT to keep it local\n", ln.Addr())
+	}
+	url := "http://" + ln.Addr().String() + "/"
+	runs, tables, reports := srv.Counts()
+	fmt.Fprintf(stdout, "antidrift view: %d run folder(s), %d dataset table(s), %d report(s) at %s\n", runs, tables, reports, url)
+
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	indexed := make(chan error, 1)
+	go func() { indexed <- srv.Index() }()
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	if ready != nil {
+		ready <- url
+	}
+	for {
+		select {
+		case err := <-indexed:
+			if err != nil {
+				fmt.Fprintf(stderr, "antidrift: view: indexing stopped: %v\n", err)
+			}
+			indexed = nil
+		case err := <-served:
+			if errors.Is(err, http.ErrServerClosed) {
+				return nil
+			}
+			return fmt.Errorf("view: %w", err)
+		case <-ctx.Done():
+			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			return hs.Shutdown(sctx)
+		}
+	}
+}

@@ -1,0 +1,424 @@
+// antidrift view: a small single-page app over the viewer's JSON API.
+// Every text from the data is set as text, never parsed as HTML.
+"use strict";
+
+const app = document.getElementById("app");
+let current = null; // the trajectory page's state, for keyboard navigation
+
+// h builds an element: h("a", {href: "#"}, "text", child, ...).
+function h(tag, attrs, ...kids) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === "class") el.className = v;
+    else if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+    else el.setAttribute(k, v === true ? "" : v);
+  }
+  for (const kid of kids.flat()) {
+    if (kid === undefined || kid === null || kid === false) continue;
+    el.append(kid instanceof Node ? kid : document.createTextNode(String(kid)));
+  }
+  return el;
+}
+
+async function api(path) {
+  const r = await fetch(path);
+  const body = await r.json().catch(() => ({ error: r.statusText }));
+  if (!r.ok) throw new Error(body.error || r.statusText);
+  return body;
+}
+
+function fail(err) {
+  app.replaceChildren(h("p", { class: "error", id: "error" }, String(err.message || err)));
+}
+
+// route parses location.hash: "#/path/parts?k=v".
+function route() {
+  const raw = location.hash.replace(/^#/, "") || "/runs";
+  const [path, qs] = raw.split("?");
+  return { parts: path.split("/").filter(Boolean).map(decodeURIComponent), params: new URLSearchParams(qs || "") };
+}
+
+function go(path, params) {
+  const qs = params && params.toString();
+  location.hash = "#" + path + (qs ? "?" + qs : "");
+}
+
+// isSim: the policy is one of antidrift's simulated policies (directly or
+// served by sim-server), not a language model.
+const isSim = (policy) => /(^|:)sim:/.test(policy || "");
+const pct = (x) => (x * 100).toFixed(1) + "%";
+const pretty = (s) => {
+  if (typeof s !== "string") return JSON.stringify(s, null, 2);
+  try { return JSON.stringify(JSON.parse(s), null, 2); } catch { return s; }
+};
+
+function setNav(name) {
+  for (const a of document.querySelectorAll("header nav a")) a.classList.toggle("active", a.dataset.nav === name);
+}
+
+async function render() {
+  const { parts, params } = route();
+  current = null;
+  try {
+    switch (parts[0]) {
+      case "t": setNav("runs"); return await renderTrajectory(parts[1], params);
+      case "compare": setNav("runs"); return await renderCompare(parts[1]);
+      case "tables": setNav("tables"); return await renderTables();
+      case "table": setNav("tables"); return await renderTable(parts[1], params);
+      case "row": setNav("tables"); return await renderRow(parts[1], parts[2]);
+      case "reports": setNav("reports"); return await renderReports();
+      default: setNav("runs"); return await renderRuns(params);
+    }
+  } catch (err) { fail(err); }
+}
+
+// ---- trajectory list ----
+
+const FILTERS = ["checkpoint", "framework", "scenario", "domain", "status", "type", "kind", "provision"];
+const COLUMNS = [
+  ["checkpoint", "checkpoint"], ["framework", "framework"], ["scenario", "scenario_id"], ["domain", "domain"],
+  ["rollout", "rollout"], ["status", "status"], ["success", "success"], ["drift", "drift"], ["calls", "calls"], ["tokens", "tokens"],
+];
+
+function listParams(params) {
+  const p = new URLSearchParams();
+  for (const k of [...FILTERS, "success", "drift", "q", "sort"]) if (params.get(k)) p.set(k, params.get(k));
+  return p;
+}
+
+async function renderRuns(params) {
+  const p = listParams(params);
+  p.set("page", params.get("page") || "1");
+  p.set("size", params.get("size") || "50");
+  const res = await api("/api/trajectories?" + p.toString());
+  showProgress(res.progress);
+
+  const update = (k, v) => {
+    const next = listParams(params);
+    if (v) next.set(k, v); else next.delete(k);
+    go("/runs", next);
+  };
+  const sel = (name, values) => h("label", {}, name,
+    h("select", { id: "filter-" + name, onchange: (e) => update(name, e.target.value) },
+      h("option", { value: "" }, "all"),
+      values.map((v) => h("option", { value: v, selected: params.get(name) === v }, v))));
+  const bool = (name) => h("label", {}, name,
+    h("select", { id: "filter-" + name, onchange: (e) => update(name, e.target.value) },
+      ["", "true", "false"].map((v) => h("option", { value: v, selected: (params.get(name) || "") === v }, v || "all"))));
+  const search = h("input", { id: "search", type: "search", placeholder: "search messages  (/)", value: params.get("q") || "", size: 28 });
+  search.addEventListener("keydown", (e) => { if (e.key === "Enter") update("q", search.value.trim()); });
+
+  const filters = h("div", { class: "filters" },
+    FILTERS.map((f) => sel(f, res.facets[f] || [])), bool("success"), bool("drift"),
+    h("label", {}, "text", search),
+    h("button", { type: "button", onclick: () => go("/runs") }, "clear"));
+
+  const sort = params.get("sort") || "";
+  const head = h("tr", {}, COLUMNS.map(([key, label]) => {
+    const mark = sort === key ? " ▲" : sort === "-" + key ? " ▼" : "";
+    return h("th", { "data-sort": key, onclick: () => update("sort", sort === key ? "-" + key : key) }, label + mark);
+  }), h("th", {}, "drift types"), h("th", {}, "kinds"));
+  const here = listParams(params);
+  const rows = res.rows.map((r) => h("tr", { "data-id": r.traj_id, onclick: () => go("/t/" + encodeURIComponent(r.traj_id), here) },
+    h("td", {}, r.checkpoint, isSim(r.policy) ? h("span", { class: "muted", title: "a simulated policy, not a language model" }, " (simulated)") : null), h("td", {}, r.framework),
+    h("td", {}, h("a", { href: "#/compare/" + encodeURIComponent(r.scenario_id), onclick: (e) => e.stopPropagation(), title: "compare checkpoints" }, r.scenario_id)),
+    h("td", {}, r.domain), h("td", {}, r.rollout), h("td", {}, r.status),
+    h("td", {}, h("span", { class: "pill " + (r.success ? "ok" : "") }, r.success ? "success" : "fail")),
+    h("td", {}, r.drift ? h("span", { class: "pill drift" }, "drift") : ""),
+    h("td", {}, r.calls), h("td", {}, r.tokens),
+    h("td", {}, r.drift_types.map((t) => h("span", { class: "pill drift" }, t))),
+    h("td", {}, r.violation_kinds.map((t) => h("span", { class: "pill" }, t)))));
+
+  const page = res.page, pages = Math.max(1, Math.ceil(res.total / res.size));
+  const toPage = (n) => { const q = listParams(params); q.set("page", n); go("/runs", q); };
+  const pager = h("div", { class: "pager" },
+    h("button", { type: "button", disabled: page <= 1, onclick: () => toPage(page - 1) }, "‹ prev"),
+    h("span", { id: "count" }, `${res.total} trajectories · page ${page} of ${pages}`),
+    h("button", { type: "button", disabled: page >= pages, onclick: () => toPage(page + 1) }, "next ›"));
+
+  const groups = h("table", { class: "grid", id: "groups" },
+    h("thead", {}, h("tr", {}, ["checkpoint", "framework", "N", "TSR", "DR", "CSR"].map((c) => h("th", {}, c)))),
+    h("tbody", {}, res.groups.map((g) => h("tr", {}, h("td", {}, g.checkpoint), h("td", {}, g.framework), h("td", {}, g.n),
+      h("td", {}, pct(g.tsr)), h("td", {}, pct(g.dr)), h("td", {}, pct(g.csr))))));
+
+  app.replaceChildren(filters,
+    h("details", { open: true }, h("summary", {}, "TSR / DR / CSR of the current filter (every listed record counts; `antidrift score` gives the metrics of record)"), groups),
+    pager,
+    h("table", { class: "grid", id: "traj-table" }, h("thead", {}, head), h("tbody", {}, rows)),
+    pager.cloneNode(true));
+  // cloneNode drops listeners: wire the second pager's buttons again.
+  const second = app.lastChild.querySelectorAll("button");
+  second[0].onclick = () => toPage(page - 1);
+  second[1].onclick = () => toPage(page + 1);
+  if (!res.progress.done) setTimeout(() => { if (route().parts[0] !== "t") render(); }, 700);
+}
+
+function showProgress(p) {
+  const el = document.getElementById("progress");
+  if (!p) return;
+  if (p.error) el.textContent = "indexing failed: " + p.error;
+  else if (!p.done) el.textContent = `indexing… ${p.records} records (${pct(p.total_bytes ? p.bytes / p.total_bytes : 1)})`;
+  else el.textContent = `${p.records} trajectories` + (p.duplicates ? ` (${p.duplicates} duplicates dropped)` : "");
+}
+
+// ---- one trajectory ----
+
+function matchText(m) {
+  const bits = [m.drift + " drift"];
+  if (m.kind) bits.push(m.kind);
+  if (m.provisions && m.provisions.length) bits.push(m.provisions.join(", "));
+  bits.push(m.annotated ? "annotated" : "derived" + (m.rule ? " (" + m.rule + ")" : ""));
+  if (m.resource) bits.push("resource " + m.resource);
+  if (m.detail) bits.push(m.detail);
+  return "⚠ " + bits.join(" · ");
+}
+
+// highlight returns text as nodes with every lure marked.
+function highlight(text, lures) {
+  const out = [];
+  let rest = text;
+  while (rest.length) {
+    let best = -1, len = 0;
+    for (const l of lures) {
+      for (const form of [l, JSON.stringify(l).slice(1, -1)]) {
+        const i = rest.indexOf(form);
+        if (i >= 0 && (best < 0 || i < best)) { best = i; len = form.length; }
+      }
+    }
+    if (best < 0) { out.push(rest); break; }
+    out.push(rest.slice(0, best), h("mark", { class: "lure", title: "lure (the scenario's trigger)" }, rest.slice(best, best + len)));
+    rest = rest.slice(best + len);
+  }
+  return out;
+}
+
+function renderMessages(msgs, ctx) {
+  return msgs.map((m, i) => {
+    const idx = i;
+    const step = ctx.steps[idx];
+    const head = [h("span", {}, m.role + (m.name ? " · " + m.name : ""))];
+    if (step) {
+      if (step.finish_reason) head.push(h("span", { class: "finish" }, "finish: " + step.finish_reason));
+      if (step.usage) head.push(h("span", {}, `tokens ${step.usage.prompt_tokens}/${step.usage.completion_tokens}`));
+      if (step.visible_tools) head.push(h("details", { class: "visible" }, h("summary", {}, `${step.visible_tools.length} tools visible`), step.visible_tools.join(", ")));
+    }
+    const reasoning = m.reasoning || m.reasoning_content;
+    const body = [];
+    if (reasoning) body.push(h("details", { class: "reasoning" }, h("summary", {}, "reasoning"), h("pre", {}, reasoning)));
+    if (m.content) body.push(h("pre", {}, m.role === "tool" ? highlight(pretty(m.content), ctx.luresAt[idx] || []) : m.content));
+    let drifting = false;
+    for (const tc of m.tool_calls || []) {
+      const mk = ctx.markByID[tc.id];
+      if (mk) drifting = true;
+      body.push(h("div", { class: "call" + (mk ? " drift-call" : ""), "data-call": tc.id },
+        h("div", {}, "→ ", h("b", {}, tc.function.name)),
+        h("pre", {}, pretty(tc.function.parsed_arguments || tc.function.arguments)),
+        mk ? mk.matches.map((x) => h("div", { class: "drift-mark" }, matchText(x))) : null));
+    }
+    for (const mk of ctx.answerMarks.filter((x) => x.message === idx)) {
+      drifting = true;
+      body.push(mk.matches.map((x) => h("div", { class: "drift-mark" }, matchText(x))));
+    }
+    return h("div", { class: `msg ${m.role}` + (drifting ? " drifting" : ""), "data-index": idx }, h("div", { class: "role" }, head), body);
+  });
+}
+
+async function renderTrajectory(id, params) {
+  const here = listParams(params);
+  const d = await api("/api/trajectory/" + encodeURIComponent(id) + "?" + here.toString());
+  const rec = d.record;
+  const stripped = params.get("stripped") === "1";
+
+  const steps = {};
+  for (const st of rec.steps || []) steps[st.turn] = st;
+  const markByID = {};
+  for (const mk of d.marks) if (mk.call_id) markByID[mk.call_id] = mk;
+  const luresAt = {};
+  for (const l of d.lures) (luresAt[l.message] = luresAt[l.message] || []).push(l.text);
+  const ctx = { steps, markByID, luresAt, answerMarks: d.marks.filter((m) => m.call < 0) };
+  const msgs = stripped ? d.stripped : rec.messages;
+  // The stripped view renumbers messages: per-message notes do not apply.
+  if (stripped) { ctx.steps = {}; ctx.answerMarks = []; ctx.luresAt = {}; }
+
+  const nav = (to) => { if (to) go("/t/" + encodeURIComponent(to), params); };
+  current = {
+    prev: () => nav(d.prev), next: () => nav(d.next),
+    toggle: () => { const q = new URLSearchParams(params); if (stripped) q.delete("stripped"); else q.set("stripped", "1"); go("/t/" + encodeURIComponent(id), q); },
+    up: () => go("/runs", here),
+  };
+
+  const sc = d.scenario;
+  const side = h("div", { class: "side" },
+    h("section", { id: "labels" }, h("h3", {}, "Labels"),
+      h("div", {}, h("span", { class: "pill " + (rec.success ? "ok" : "") }, rec.success ? "success" : "failure"),
+        rec.drift ? h("span", { class: "pill drift" }, "drift") : h("span", { class: "pill" }, "no drift"),
+        h("span", { class: "pill" }, rec.status),
+        isSim(rec.policy) ? h("span", { class: "pill", id: "simulated", title: "a simulated policy, not a language model" }, "simulated policy") : null),
+      rec.error ? h("p", { class: "error" }, rec.error) : null,
+      h("p", { id: "judge" }, h("b", {}, "judge " + (rec.judge.kind || "") + ": "), rec.judge.reason || ""),
+      h("div", { class: "muted" }, `${rec.checkpoint} · ${rec.framework} · ${rec.policy} · rollout ${rec.rollout} · seed ${rec.seed}`),
+      h("div", { class: "muted" }, `tokens ${rec.usage.prompt_tokens} prompt / ${rec.usage.completion_tokens} completion`),
+      rec.timings ? h("div", { class: "muted" }, `wall ${Math.round(rec.timings.total_ms)} ms (model ${Math.round(rec.timings.model_ms)}, tools ${Math.round(rec.timings.tool_ms)})`) : null),
+    d.marks.length ? h("section", { id: "drift" }, h("h3", {}, `Drift (${d.marks.length} call${d.marks.length > 1 ? "s" : ""})`),
+      h("ul", {}, d.marks.map((mk) => h("li", {}, h("b", {}, mk.tool || "final answer"), mk.matches.map((x) => h("div", { class: "drift-mark" }, matchText(x))))))) : null,
+    d.lures.length ? h("section", {}, h("h3", {}, "Lures"), h("ul", {}, d.lures.map((l) => h("li", {}, h("mark", { class: "lure" }, l.text))))) : null,
+    sc ? h("section", { id: "boundary" }, h("h3", {}, "Boundary"),
+      h("div", {}, h("b", {}, "data: "), (sc.boundary.data || []).join(", ")),
+      h("div", {}, h("b", {}, "tools: "), (sc.boundary.tools || []).join(", ")),
+      h("div", {}, h("b", {}, "scope: "), sc.boundary.scope),
+      h("div", {}, h("b", {}, "time: "), sc.boundary.time),
+      sc.boundary.constraints && sc.boundary.constraints.length ? h("details", {}, h("summary", {}, `${sc.boundary.constraints.length} constraints`), h("pre", {}, JSON.stringify(sc.boundary.constraints, null, 2))) : null)
+      : h("section", {}, h("h3", {}, "Boundary"), h("p", { class: "muted" }, d.scenario_error || "scenario not found")),
+    sc ? h("section", { id: "success" }, h("h3", {}, "Success checks"), h("pre", {}, JSON.stringify(sc.success, null, 2))) : null,
+    rec.plan ? h("section", {}, h("h3", {}, "Plan"), h("pre", {}, rec.plan)) : null);
+
+  const bar = h("div", { class: "pager" },
+    h("button", { type: "button", onclick: current.up }, "↑ list (u)"),
+    h("button", { type: "button", id: "prev", disabled: !d.prev, onclick: current.prev }, "‹ prev (k)"),
+    h("button", { type: "button", id: "next", disabled: !d.next, onclick: current.next }, "next (j) ›"),
+    h("label", {}, h("input", { type: "checkbox", id: "stripped-toggle", checked: stripped, onchange: current.toggle }), " what the judge saw (s)"),
+    h("a", { href: "#/compare/" + encodeURIComponent(rec.scenario_id) }, "compare checkpoints on " + rec.scenario_id),
+    h("span", { class: "muted" }, rec.traj_id + " · " + d.source));
+
+  app.replaceChildren(bar, h("div", { class: "layout" },
+    h("div", { id: "conversation", "data-view": stripped ? "stripped" : "full" },
+      sc ? h("p", { class: "muted" }, "Task: " + sc.instruction) : null,
+      stripped ? h("p", { class: "muted" }, "The judges' view: drifting calls, refused calls and their results removed.") : null,
+      renderMessages(msgs, ctx)),
+    side));
+}
+
+// ---- compare ----
+
+async function renderCompare(id) {
+  const d = await api("/api/compare/" + encodeURIComponent(id));
+  const rows = d.groups.map((g) => h("tr", {}, h("td", {}, g.checkpoint), h("td", {}, g.framework), h("td", {}, g.n),
+    h("td", {}, pct(g.success / g.n)), h("td", {}, pct(g.drift / g.n)), h("td", {}, pct(g.clean / g.n)),
+    h("td", { class: "chips" }, g.rollouts.map((r) => h("a", {
+      href: "#/t/" + encodeURIComponent(r.traj_id) + "?scenario=" + encodeURIComponent(id),
+      class: r.success && !r.drift ? "clean" : r.drift ? "drifted" : "failed",
+      title: `rollout ${r.rollout}: ${r.status}, ${r.success ? "success" : "failure"}${r.drift ? ", drift: " + r.drift_types.join(", ") : ""}`,
+    })))));
+  app.replaceChildren(h("h2", {}, "Scenario " + id + " across checkpoints"),
+    h("table", { class: "grid", id: "compare" },
+      h("thead", {}, h("tr", {}, ["checkpoint", "framework", "N", "TSR", "DR", "CSR", "rollouts (green clean, red drift, grey failure)"].map((c) => h("th", {}, c)))),
+      h("tbody", {}, rows)),
+    d.reports.length ? h("p", {}, "Pareto reports: ", d.reports.map((r) => h("a", { href: r.url, target: "_blank" }, r.name + " "))) : null);
+}
+
+// ---- datasets ----
+
+async function renderTables() {
+  const s = await api("/api/sources");
+  app.replaceChildren(h("h2", {}, "Dataset tables"),
+    s.tables.length ? h("table", { class: "grid", id: "tables" },
+      h("thead", {}, h("tr", {}, ["table", "kind", "rows"].map((c) => h("th", {}, c)))),
+      h("tbody", {}, s.tables.map((t, i) => h("tr", { onclick: () => go("/table/" + i) }, h("td", {}, h("a", { href: "#/table/" + i }, t.name)), h("td", {}, t.kind), h("td", {}, t.rows)))))
+      : h("p", { class: "muted" }, "No dataset folder was given (antidrift view DIR with a pairs, kto, rewards or trajectories export)."));
+}
+
+async function renderTable(n, params) {
+  const page = params.get("page") || "1";
+  const d = await api(`/api/tables/${n}/rows?page=${page}&size=50`);
+  const keys = [];
+  for (const r of d.rows) for (const k of Object.keys(r)) if (k !== "row" && !keys.includes(k)) keys.push(k);
+  const pages = Math.max(1, Math.ceil(d.total / d.size));
+  const toPage = (p) => go("/table/" + n, new URLSearchParams({ page: p }));
+  app.replaceChildren(h("h2", {}, `${d.table.name} (${d.table.kind}, ${d.total} rows)`),
+    h("div", { class: "pager" },
+      h("button", { type: "button", disabled: d.page <= 1, onclick: () => toPage(d.page - 1) }, "‹ prev"),
+      h("span", {}, `page ${d.page} of ${pages}`),
+      h("button", { type: "button", disabled: d.page >= pages, onclick: () => toPage(d.page + 1) }, "next ›")),
+    h("table", { class: "grid", id: "rows" },
+      h("thead", {}, h("tr", {}, h("th", {}, "#"), keys.map((k) => h("th", {}, k)))),
+      h("tbody", {}, d.rows.map((r) => h("tr", { "data-row": r.row, onclick: () => go(`/row/${n}/${r.row}`) },
+        h("td", {}, r.row), keys.map((k) => h("td", {}, r[k] === undefined ? "" : typeof r[k] === "object" ? JSON.stringify(r[k]) : String(r[k]))))))));
+}
+
+function messageList(list, ctx) {
+  const msgs = (list || []).map((m) => (typeof m === "string" ? JSON.parse(m) : m));
+  return renderMessages(msgs, ctx || { steps: {}, markByID: {}, luresAt: {}, answerMarks: [] });
+}
+
+function trajLink(id, known) {
+  if (!id) return null;
+  return known ? h("a", { href: "#/t/" + encodeURIComponent(id) }, "trajectory " + id) : h("span", { class: "muted" }, `trajectory ${id} (its run folder is not being served)`);
+}
+
+async function renderRow(n, i) {
+  const d = await api(`/api/tables/${n}/rows/${i}`);
+  const r = d.data, kind = d.table.kind;
+  const meta = h("table", { class: "grid", id: "row-meta" }, h("tbody", {},
+    Object.entries(r).filter(([k]) => !["prompt", "chosen", "rejected", "completion", "messages", "tools"].includes(k))
+      .map(([k, v]) => h("tr", {}, h("th", {}, k), h("td", {}, typeof v === "object" ? JSON.stringify(v) : String(v))))));
+  const back = h("div", { class: "pager" },
+    h("button", { type: "button", onclick: () => go("/table/" + n) }, "↑ table"),
+    h("button", { type: "button", disabled: d.row <= 0, onclick: () => go(`/row/${n}/${d.row - 1}`) }, "‹ prev"),
+    h("button", { type: "button", disabled: d.row + 1 >= d.table.rows, onclick: () => go(`/row/${n}/${d.row + 1}`) }, "next ›"));
+  let body;
+  if (kind === "pairs") {
+    body = [
+      h("h3", {}, "Shared prefix (prompt)"), messageList(r.prompt),
+      h("div", { class: "divergence", id: "divergence" }, `divergence${r.divergence_step !== undefined ? " at step " + r.divergence_step : ""} · reward gap ${r.reward_gap !== undefined ? Number(r.reward_gap).toFixed(3) : "?"}`),
+      h("div", { class: "pair" },
+        h("div", { id: "pair-chosen" }, h("h3", {}, `chosen (reward ${fmt(r.chosen_reward)})`), trajLink(r.chosen_traj_id, d.trajectories[r.chosen_traj_id]), messageList(r.chosen)),
+        h("div", { id: "pair-rejected" }, h("h3", {}, `rejected (reward ${fmt(r.rejected_reward)})`), trajLink(r.rejected_traj_id, d.trajectories[r.rejected_traj_id]), messageList(r.rejected))),
+    ];
+  } else if (kind === "kto" || kind === "rewards") {
+    body = [
+      h("h3", {}, "prompt"), messageList(r.prompt),
+      h("div", { class: "divergence" }, kind === "kto" ? `completion · label ${r.label ? "desirable" : "undesirable"}` : `completion · reward ${fmt(r.reward)} · advantage ${fmt(r.advantage)}`),
+      h("div", { id: "completion" }, messageList(r.completion)),
+      trajLink(r.traj_id, d.trajectories[r.traj_id]),
+    ];
+  } else {
+    body = [trajLink(r.traj_id, d.trajectories[r.traj_id]), messageList(r.messages)];
+  }
+  app.replaceChildren(back, h("h2", {}, `${d.table.name} row ${d.row}`), meta, ...body.flat());
+}
+
+const fmt = (x) => (x === undefined || x === null ? "?" : Number(x).toFixed(3));
+
+// ---- reports ----
+
+async function renderReports() {
+  const s = await api("/api/sources");
+  app.replaceChildren(h("h2", {}, "Reports"),
+    s.reports.length ? h("ul", { id: "reports" }, s.reports.map((r) => h("li", {}, h("a", { href: r.url, target: "_blank" }, r.name))))
+      : h("p", { class: "muted" }, "No report folder was given (antidrift view REPORT_DIR, as written by antidrift pareto or rescore)."),
+    h("h2", {}, "Run folders"),
+    h("table", { class: "grid", id: "runs" },
+      h("thead", {}, h("tr", {}, ["folder", "checkpoint", "policy", "framework", "records", "planned"].map((c) => h("th", {}, c)))),
+      h("tbody", {}, s.runs.map((r) => h("tr", {}, h("td", {}, r.path), h("td", {}, r.manifest.plan.checkpoint), h("td", {}, r.manifest.plan.policy),
+        h("td", {}, r.manifest.plan.framework), h("td", {}, r.records), h("td", {}, r.planned))))));
+}
+
+// ---- theme and keys ----
+
+function setTheme(dark) {
+  document.documentElement.classList.toggle("dark", dark);
+  try { localStorage.setItem("antidrift-theme", dark ? "dark" : "light"); } catch { /* private mode */ }
+}
+(() => {
+  let saved = null;
+  try { saved = localStorage.getItem("antidrift-theme"); } catch { /* private mode */ }
+  setTheme(saved ? saved === "dark" : window.matchMedia && window.matchMedia("(prefers-color-scheme: dark)").matches);
+})();
+document.getElementById("theme").addEventListener("click", () => setTheme(!document.documentElement.classList.contains("dark")));
+document.getElementById("help").addEventListener("click", () => document.getElementById("keys").classList.toggle("hidden"));
+
+document.addEventListener("keydown", (e) => {
+  if (e.target.matches("input, select, textarea") || e.ctrlKey || e.metaKey || e.altKey) return;
+  const k = e.key;
+  if (k === "t") setTheme(!document.documentElement.classList.contains("dark"));
+  else if (k === "?") document.getElementById("keys").classList.toggle("hidden");
+  else if (k === "/") { const s = document.getElementById("search"); if (s) { e.preventDefault(); s.focus(); } else go("/runs"); }
+  else if (current && k === "j") current.next();
+  else if (current && k === "k") current.prev();
+  else if (current && k === "s") current.toggle();
+  else if (current && k === "u") current.up();
+});
+
+window.addEventListener("hashchange", render);
+render();

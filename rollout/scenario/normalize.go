@@ -1,0 +1,261 @@
+package scenario
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+	"unicode"
+)
+
+// Normalizer names: the values of a parameter's "x-normalize", and the
+// canonical forms they produce.
+const (
+	NormInstant  = "instant"  // the same instant in UTC, RFC 3339
+	NormDate     = "date"     // YYYY-MM-DD
+	NormEmail    = "email"    // lower case
+	NormPhone    = "phone"    // "+" and digits
+	NormIBAN     = "iban"     // upper case, no spaces
+	NormCard     = "card"     // digits only
+	NormCasefold = "casefold" // lower case, inner white space collapsed
+	NormTrim     = "trim"     // surrounding white space removed (every string)
+)
+
+// NormalizerNames lists the names "x-normalize" accepts, in a fixed order.
+var NormalizerNames = []string{NormInstant, NormDate, NormEmail, NormPhone, NormIBAN, NormCard, NormCasefold, NormTrim}
+
+// formatNormalizer maps JSON Schema "format" values to normalisers. Other
+// formats are an open vocabulary and normalise nothing.
+var formatNormalizer = map[string]string{
+	"date-time": NormInstant, "date": NormDate, "email": NormEmail, "idn-email": NormEmail,
+	"phone": NormPhone, "iban": NormIBAN, "card": NormCard,
+}
+
+// KnownNormalizer reports whether name is a normaliser ("date-time" is
+// accepted as a synonym of "instant").
+func KnownNormalizer(name string) bool {
+	if name == "date-time" {
+		return true
+	}
+	for _, n := range NormalizerNames {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Normalize returns the canonical form of a string under a normaliser. A
+// value the normaliser cannot read (a date-time that does not parse) is
+// only trimmed, so that it still compares with itself.
+func Normalize(name, s string) string {
+	s = strings.TrimSpace(s)
+	switch name {
+	case NormInstant, "date-time":
+		if t, ok := ParseInstant(s); ok {
+			return t.UTC().Format(time.RFC3339Nano)
+		}
+	case NormDate:
+		if d, ok := parseDate(s); ok {
+			return d
+		}
+	case NormEmail:
+		return strings.ToLower(s)
+	case NormPhone:
+		return normPhone(s)
+	case NormIBAN:
+		return strings.ToUpper(strings.Join(strings.Fields(s), ""))
+	case NormCard:
+		return strings.Map(func(r rune) rune {
+			if r >= '0' && r <= '9' {
+				return r
+			}
+			if r == ' ' || r == '-' {
+				return -1
+			}
+			return r
+		}, s)
+	case NormCasefold:
+		return strings.ToLower(strings.Join(strings.Fields(s), " "))
+	}
+	return s
+}
+
+var instantLayouts = []string{
+	time.RFC3339Nano,
+	"2006-01-02T15:04:05Z0700",
+	"2006-01-02T15:04Z07:00",
+	"2006-01-02 15:04:05Z07:00",
+	"2006-01-02 15:04Z07:00",
+}
+
+// ParseInstant reads an RFC 3339 date-time (also with a space for "T",
+// without seconds, or with a +hhmm offset). A date-time must carry an
+// offset or Z: a local time names no instant.
+func ParseInstant(s string) (time.Time, bool) {
+	s = strings.TrimSpace(s)
+	if len(s) > 10 && (s[10] == 't' || s[10] == ' ') {
+		s = s[:10] + "T" + s[11:]
+	}
+	if strings.HasSuffix(s, "z") {
+		s = s[:len(s)-1] + "Z"
+	}
+	for _, l := range instantLayouts {
+		if t, err := time.Parse(l, s); err == nil {
+			return t, true
+		}
+	}
+	return time.Time{}, false
+}
+
+func parseDate(s string) (string, bool) {
+	for _, l := range []string{"2006-01-02", "2006/01/02", "2006.01.02"} {
+		if t, err := time.Parse(l, s); err == nil {
+			return t.Format("2006-01-02"), true
+		}
+	}
+	if len(s) > 10 {
+		if _, ok := ParseInstant(s); ok {
+			return s[:10], true // the date as written, in its own offset
+		}
+	}
+	return "", false
+}
+
+func normPhone(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		switch {
+		case r >= '0' && r <= '9':
+			b.WriteRune(r)
+		case r == '+' && i == 0:
+			b.WriteRune(r)
+		case r == ' ' || r == '-' || r == '.' || r == '(' || r == ')' || r == '/' || unicode.IsSpace(r):
+		default:
+			return s // not a phone number: compare as written
+		}
+	}
+	out := b.String()
+	if strings.HasPrefix(out, "00") {
+		out = "+" + out[2:]
+	}
+	return out
+}
+
+// Normalizers are a tool's per-parameter normalisers, keyed by argument
+// path ("to", "meeting.start", "attendees" for the items of an array).
+// The zero value normalises only number forms and white space.
+type Normalizers struct {
+	byPath map[string]string
+}
+
+// CompileNormalizers reads the normalisers of a tool's parameters: each
+// property's "x-normalize", else its "format", through nested "properties"
+// and "items". An unknown "x-normalize" name is an error naming its path in
+// the parameters.
+func CompileNormalizers(params json.RawMessage) (Normalizers, error) {
+	n := Normalizers{byPath: map[string]string{}}
+	if len(params) == 0 {
+		return n, nil
+	}
+	var root map[string]any
+	if err := json.Unmarshal(params, &root); err != nil {
+		return n, nil // the schema check reports it
+	}
+	var errs []string
+	var walk func(schema map[string]any, argPath, schemaPath string)
+	walk = func(schema map[string]any, argPath, schemaPath string) {
+		if argPath != "" {
+			if x, ok := schema["x-normalize"]; ok {
+				name, _ := x.(string)
+				if !KnownNormalizer(name) {
+					errs = append(errs, fmt.Sprintf("%s.x-normalize: unknown normaliser %q (want one of %s)", schemaPath, fmt.Sprint(x), strings.Join(NormalizerNames, ", ")))
+				} else {
+					n.byPath[argPath] = name
+				}
+			} else if f, ok := schema["format"].(string); ok && formatNormalizer[f] != "" {
+				n.byPath[argPath] = formatNormalizer[f]
+			}
+		}
+		if props, ok := schema["properties"].(map[string]any); ok {
+			keys := make([]string, 0, len(props))
+			for k := range props {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				if sub, ok := props[k].(map[string]any); ok {
+					walk(sub, joinPath(argPath, k), schemaPath+".properties."+k)
+				}
+			}
+		}
+		if items, ok := schema["items"].(map[string]any); ok {
+			walk(items, argPath, schemaPath+".items")
+		}
+	}
+	walk(root, "", "parameters")
+	if len(errs) > 0 {
+		return n, fmt.Errorf("%s", strings.Join(errs, "\n"))
+	}
+	return n, nil
+}
+
+func joinPath(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "." + b
+}
+
+// For returns the normaliser of an argument path ("" for none).
+func (n Normalizers) For(path string) string { return n.byPath[path] }
+
+// Args returns a normalised copy of a call's arguments: every string
+// trimmed and, where a normaliser is declared, in its canonical form.
+func (n Normalizers) Args(args map[string]any) map[string]any {
+	if args == nil {
+		return nil
+	}
+	out := make(map[string]any, len(args))
+	for k, v := range args {
+		out[k] = n.value(k, v)
+	}
+	return out
+}
+
+// Value normalises one value found at an argument path.
+func (n Normalizers) Value(path string, v any) any { return n.value(path, v) }
+
+func (n Normalizers) value(path string, v any) any {
+	switch x := v.(type) {
+	case string:
+		return Normalize(n.byPath[path], x)
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = n.value(path, e)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = n.value(joinPath(path, k), e)
+		}
+		return out
+	}
+	return v
+}
+
+// Matcher compiles an argument subset with the literals in canonical form,
+// for matching against arguments normalised with Args.
+func (n Normalizers) Matcher(args map[string]json.RawMessage, patterns map[string]string) (Matcher, error) {
+	m, err := NewMatcher(args, patterns)
+	if err != nil {
+		return m, err
+	}
+	for k, v := range m.want {
+		m.want[k] = n.value(k, v)
+	}
+	return m, nil
+}
