@@ -42,10 +42,14 @@ func Inspect(w io.Writer, path string, rows int) (err error) {
 			err = fmt.Errorf("%s: malformed file (the reader failed: %s)", path, msg)
 		}
 	}()
-	if st, serr := os.Stat(path); serr != nil {
-		return serr
-	} else if !st.Mode().IsRegular() {
-		return fmt.Errorf("%s: not a regular file (%s)", path, st.Mode().Type())
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".parquet", ".arrow", ".ipc", ".feather", ".jsonl", ".ndjson":
+		// a FIFO or a device would block or never end
+		if st, serr := os.Stat(path); serr != nil {
+			return serr
+		} else if !st.Mode().IsRegular() {
+			return fmt.Errorf("%s: not a regular file (%s)", path, st.Mode().Type())
+		}
 	}
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".parquet":
