@@ -26,6 +26,8 @@ demo: build
 
 # Engine benchmarks: steps/s and CPU per step with the in-process sim policy;
 # steps/s against sim-server as a ratio to the ideal C/L (C = 256, L = 200ms;
-# override with ANTIDRIFT_BENCH_C, ANTIDRIFT_BENCH_LATENCY, ANTIDRIFT_BENCH_STEPS).
+# override with ANTIDRIFT_BENCH_C, ANTIDRIFT_BENCH_LATENCY, ANTIDRIFT_BENCH_STEPS);
+# steps/s through the NATS work queue with 1, 2, 4 workers as a ratio to a local
+# run (ANTIDRIFT_BENCH_QUEUE_C, ANTIDRIFT_BENCH_QUEUE_LATENCY, ANTIDRIFT_BENCH_QUEUE_ROLLOUTS).
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 1x ./rollout/engine/ ./rewards/metrics/ ./export/ ./cmd/antidrift/internal/view/
+	$(GO) test -run '^$$' -bench . -benchtime 1x ./rollout/engine/ ./rollout/queue/ ./rewards/metrics/ ./export/ ./cmd/antidrift/internal/view/

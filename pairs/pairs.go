@@ -138,6 +138,9 @@ func (b *builder) scenario(ix *dataset.Index, sid string, recs []*trajectory.Rec
 	b.stats.Scenarios++
 	items := make([]*item, 0, len(recs))
 	for _, r := range recs {
+		if !r.Status.Scored() {
+			continue // trajectory.Status.Scored: not the policy's behaviour
+		}
 		it := &item{rec: r, promptEnd: promptEnd(r.Messages)}
 		switch {
 		case r.Clean():

@@ -81,6 +81,9 @@ func Table(ix *dataset.Index, cfg Config, opt TableOptions, emit func(*dataset.R
 		prompts := map[[2]string]map[string]bool{}
 		var keys [][3]string
 		for _, r := range recs {
+			if !r.Status.Scored() {
+				continue // trajectory.Status.Scored: not the policy's behaviour
+			}
 			prompt, completion := dataset.SplitPrompt(r.Messages)
 			if len(completion) == 0 {
 				sum.NoCompletion++

@@ -31,6 +31,7 @@ import (
 type judgeFlags struct {
 	judge       string
 	endpoint    endpointFlags
+	temperature temperatureFlag
 	concurrency int
 	cache       string
 	noCache     bool
@@ -86,7 +87,9 @@ are reused); 130 interrupted (nothing written; verdicts so far are cached).`,
 	fl.StringVar(&f.name, "name", "", "labeling name (default derived from --judge: rule, openai-MODEL)")
 	fl.BoolVar(&f.force, "force", false, "replace an existing labeling of that name (a backup is kept)")
 	fl.StringSliceVar(&f.scenarios, "scenarios", nil, "scenario files or folders, or builtin (default: the run's own, checked against its scenario hash)")
-	fl.IntVar(&f.maxTokens, "max-tokens", 0, "max_tokens sent with each judge request; 0: not sent")
+	fl.IntVar(&f.maxTokens, "max-tokens", 0, "token limit sent with each judge request; 0: not sent")
+	fl.Var(&f.temperature, "judge-temperature", "the LLM judge's temperature (default 0), or omit to leave it out (reasoning models that accept only their default)")
+	addEndpointExtras(fl, &f.endpoint)
 	fl.BoolVar(&f.asJSON, "json", false, "print the summary as JSON on stdout")
 	_ = cmd.MarkFlagRequired("judge")
 	return cmd
@@ -211,18 +214,20 @@ func runJudge(cmd *cobra.Command, dir string, f judgeFlags) error {
 		if f.endpoint.baseURL == "" {
 			return fmt.Errorf("--judge %s needs --base-url (for example http://localhost:8000/v1)", f.judge)
 		}
-		key, err := apiKey(f.endpoint, cmd.ErrOrStderr())
+		f.endpoint.omitTemperature = f.temperature.omit
+		cfg, err := f.endpoint.clientConfig(model, f.concurrency)
 		if err != nil {
 			return err
 		}
-		client, err := openai.New(openai.Config{
-			BaseURL: f.endpoint.baseURL, Model: model, APIKey: key,
-			Timeout: f.endpoint.requestTimeout, MaxRetries: f.endpoint.clientRetries(), Concurrency: f.concurrency,
-		})
+		client, err := openai.New(cfg)
 		if err != nil {
 			return err
 		}
-		llm = &judge.LLM{Policy: client, Model: model, MaxTokens: f.maxTokens}
+		if err := preflight(cmd.Context(), cmd.ErrOrStderr(), client, f.endpoint, false); err != nil {
+			return err
+		}
+		llm = &judge.LLM{Policy: client, Model: model, MaxTokens: f.maxTokens, Endpoint: openai.Redact(f.endpoint.baseURL),
+			Temperature: f.temperature.value, OmitTemperature: f.temperature.omit}
 		if !f.noCache {
 			cdir := f.cache
 			if cdir == "" {

@@ -17,6 +17,7 @@ import (
 	"github.com/antidrift/antidrift/rollout/agent"
 	"github.com/antidrift/antidrift/rollout/engine"
 	"github.com/antidrift/antidrift/rollout/labels"
+	"github.com/antidrift/antidrift/rollout/probe"
 	"github.com/antidrift/antidrift/rollout/scenario"
 	"github.com/antidrift/antidrift/rollout/secret"
 	"github.com/antidrift/antidrift/rollout/store"
@@ -38,7 +39,8 @@ type qcFlags struct {
 	asJSON      bool
 	maxSteps    int
 	minDrifting int
-	temperature float64
+	temperature temperatureFlag
+	battery     bool
 }
 
 // defaultProbes are the policies qc probes with unless --probe says otherwise.
@@ -51,7 +53,11 @@ func newQCCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "qc [--scenarios builtin|PATH...] [--probe POLICY ...]",
 		Short: "Execution-gated scenario QC: probe rollouts show each scenario's compliant path and drift points are reachable",
-		Long: `Execution-gated scenario QC. Every scenario is rolled out --rollouts times by
+		Long: `Execution-gated scenario QC. First every scenario's counterfactual probe
+battery runs (as ` + "`antidrift scenarios probe`" + ` does, with no model): a scenario with a
+probe whose labels differ from what it must get is refused, with the
+failing probes named, and not rolled out (--battery=false skips this step).
+Then every other scenario is rolled out --rollouts times by
 each probe policy (default: ` + strings.Join(defaultProbes, " and ") + `, 4 rollouts each: 8
 episodes per scenario). A scenario passes when
 
@@ -94,7 +100,9 @@ Exit status: 0 done (1 with --strict when a scenario fails); 1 error;
 	fl.BoolVar(&f.asJSON, "json", false, "print the report as JSON on stdout")
 	fl.IntVar(&f.maxSteps, "max-steps", 20, "assistant turns per episode")
 	fl.IntVar(&f.minDrifting, "min-drifting", 2, "rollouts (over all probes) that must hit an annotated drift point")
-	fl.Float64Var(&f.temperature, "temperature", 0, "sampling temperature of openai: probes")
+	fl.Var(&f.temperature, "temperature", "sampling temperature of openai: probes, or omit to leave it out")
+	addEndpointExtras(fl, &f.endpoint)
+	fl.BoolVar(&f.battery, "battery", true, "run the counterfactual probe battery first (scenarios probe) and refuse the scenarios that fail it")
 	return cmd
 }
 
@@ -115,7 +123,16 @@ type qcScenario struct {
 	ViolationsHit   []int                 `json:"violations_hit"`
 	Statuses        map[string]int        `json:"statuses"`
 	Probes          map[string]qcProbeRes `json:"probes"`
-	firstError      string
+	// Battery is the counterfactual battery's verdict (absent with
+	// --battery=false): probes run and the failures, one line each.
+	Battery    *qcBattery `json:"battery,omitempty"`
+	firstError string
+}
+
+type qcBattery struct {
+	Probes   int      `json:"probes"`
+	Failed   int      `json:"failed"`
+	Failures []string `json:"failures,omitempty"`
 }
 
 type qcProbeRes struct {
@@ -162,6 +179,22 @@ func runQC(cmd *cobra.Command, f qcFlags) error {
 	if err != nil {
 		return err
 	}
+	all := ss
+	batteries := map[string]*qcBattery{}
+	if f.battery {
+		reps, err := probe.CheckAll(cmd.Context(), ss)
+		if err != nil {
+			return fmt.Errorf("qc: battery: %w", err)
+		}
+		var keep []*scenario.Scenario
+		for i, r := range reps {
+			batteries[r.Scenario] = &qcBattery{Probes: len(r.Results), Failed: r.Failed, Failures: r.Failures()}
+			if r.Pass() {
+				keep = append(keep, ss[i])
+			}
+		}
+		ss = keep
+	}
 	root := f.out
 	if root == "" {
 		if root, err = os.MkdirTemp("", "antidrift-qc-*"); err != nil {
@@ -175,6 +208,14 @@ func runQC(cmd *cobra.Command, f qcFlags) error {
 	rep := qcReport{Probes: probes, Framework: f.framework, Rollouts: f.rollouts, Seed: f.seed, MinDrifting: f.minDrifting, Out: f.out}
 	var dirs []string
 	for _, p := range probes {
+		if len(ss) == 0 {
+			// Every scenario was refused by the battery: nothing to roll
+			// out, but a bad probe spec is still an error.
+			if _, _, err := buildPolicy(p, f.endpoint, f.concurrency, all); err != nil {
+				return fmt.Errorf("qc: probe %s: %w", p, err)
+			}
+			continue
+		}
 		dir := filepath.Join(root, labels.NameFor(p))
 		infra, err := qcProbe(ctx, f, p, ss, dir)
 		if err != nil {
@@ -186,9 +227,11 @@ func runQC(cmd *cobra.Command, f qcFlags) error {
 		rep.InfraErrors += infra
 		dirs = append(dirs, dir)
 	}
-	if rep.Scenarios, err = qcAnalyse(ss, dirs, f.minDrifting); err != nil {
+	rolled, err := qcAnalyse(ss, dirs, f.minDrifting)
+	if err != nil {
 		return err
 	}
+	rep.Scenarios = withBattery(all, rolled, batteries)
 	for _, s := range rep.Scenarios {
 		if s.Pass {
 			rep.Passed++
@@ -215,8 +258,12 @@ func runQC(cmd *cobra.Command, f qcFlags) error {
 // qcProbe rolls one probe out on every scenario into dir and returns the
 // number of episodes that hit infrastructure errors.
 func qcProbe(ctx context.Context, f qcFlags, spec string, ss []*scenario.Scenario, dir string) (int, error) {
+	f.endpoint.omitTemperature = f.temperature.omit
 	pol, client, err := buildPolicy(spec, f.endpoint, f.concurrency, ss)
 	if err != nil {
+		return 0, err
+	}
+	if err := preflight(ctx, os.Stderr, client, f.endpoint, f.framework != engine.FrameworkReAct); err != nil {
 		return 0, err
 	}
 	kind, model, _ := policySpec(spec)
@@ -227,7 +274,7 @@ func qcProbe(ctx context.Context, f qcFlags, spec string, ss []*scenario.Scenari
 	plan := store.Plan{
 		ScenarioSource: strings.Join(f.scenarios, ","), ScenarioHash: scenario.Hash(ss), ScenarioIDs: ids,
 		Policy: spec, Checkpoint: spec, Framework: f.framework, Rollouts: f.rollouts,
-		Seed: f.seed, Shard: "0/1", MaxSteps: f.maxSteps, Temperature: f.temperature,
+		Seed: f.seed, Shard: "0/1", MaxSteps: f.maxSteps, Temperature: f.temperature.value, OmitTemperature: f.temperature.omit,
 	}
 	man := store.Manifest{
 		Version: Version, Created: time.Now().UTC().Format(time.RFC3339), Plan: plan,
@@ -247,7 +294,7 @@ func qcProbe(ctx context.Context, f qcFlags, spec string, ss []*scenario.Scenari
 	cfg := engine.Config{
 		Scenarios: ss, Policy: pol, PolicyName: spec, Checkpoint: spec, Framework: f.framework,
 		Rollouts: f.rollouts, Concurrency: f.concurrency, Seed: f.seed, Shard: engine.Shard{I: 0, N: 1}, Version: Version,
-		Limits: agent.Limits{MaxSteps: f.maxSteps, Temperature: f.temperature},
+		Limits: agent.Limits{MaxSteps: f.maxSteps, Temperature: f.temperature.value, OmitTemperature: f.temperature.omit},
 	}
 	prog := newProgress(len(engine.Plan(cfg, man.Run)), run.DoneCount(), client)
 	cfg.OnRecord = prog.record
@@ -416,6 +463,33 @@ func (r *qcScenario) decide(s *scenario.Scenario, minDrifting int) {
 		return
 	}
 	r.Reason = strings.Join(why, "; ")
+}
+
+// withBattery lists every scenario in load order: the rolled-out ones with
+// their battery verdict, and the ones the battery refused.
+func withBattery(all []*scenario.Scenario, rolled []qcScenario, batteries map[string]*qcBattery) []qcScenario {
+	byID := map[string]qcScenario{}
+	for _, r := range rolled {
+		byID[r.ID] = r
+	}
+	out := make([]qcScenario, 0, len(all))
+	for _, s := range all {
+		b := batteries[s.ID]
+		r, ok := byID[s.ID]
+		if !ok {
+			r = qcScenario{ID: s.ID, Domain: s.Domain, RequiredCovered: make([]int, len(s.RequiredCalls)),
+				ViolationsHit: make([]int, len(s.Violations)), Statuses: map[string]int{}, Probes: map[string]qcProbeRes{}}
+			if b != nil {
+				r.Reason = fmt.Sprintf("refused by the probe battery: %d of %d probes got labels they must not get", b.Failed, b.Probes)
+				if len(b.Failures) > 0 {
+					r.Reason += "; first: " + strings.TrimPrefix(b.Failures[0], s.ID+": ")
+				}
+			}
+		}
+		r.Battery = b
+		out = append(out, r)
+	}
+	return out
 }
 
 func (rep qcReport) print(w io.Writer) {

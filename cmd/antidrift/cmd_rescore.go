@@ -216,7 +216,7 @@ type rescoreFlags struct {
 	maxSteps    int
 	maxTokens   int
 	turnTokens  int
-	temperature float64
+	temperature temperatureFlag
 	episodeTime time.Duration
 	endpoint    endpointFlags
 	title       string
@@ -259,7 +259,8 @@ errors (rerun to retry them).`,
 	fl.IntVar(&f.maxSteps, "max-steps", 20, "assistant turns per episode")
 	fl.IntVar(&f.maxTokens, "max-tokens", 0, "total tokens per episode; 0: no limit")
 	fl.IntVar(&f.turnTokens, "max-turn-tokens", 0, "max_tokens sent with each request; 0: not sent")
-	fl.Float64Var(&f.temperature, "temperature", 0, "sampling temperature (0 is sent as 0)")
+	fl.Var(&f.temperature, "temperature", "sampling temperature (0 is sent as 0), or omit to leave it out")
+	addEndpointExtras(fl, &f.endpoint)
 	fl.DurationVar(&f.episodeTime, "episode-timeout", 0, "wall time per episode; 0: no limit")
 	fl.StringVar(&f.endpoint.apiKeyEnv, "api-key-env", "OPENAI_API_KEY", "environment variable holding the API key")
 	fl.DurationVar(&f.endpoint.requestTimeout, "request-timeout", 5*time.Minute, "timeout of one HTTP request")

@@ -47,8 +47,9 @@ type rolloutFlags struct {
 	maxSteps    int
 	maxTokens   int
 	turnTokens  int
-	temperature float64
+	temperature temperatureFlag
 	episodeTime time.Duration
+	queue       queueFlags // cmd_rollout_queue.go
 }
 
 func init() { register(newRolloutCmd) }
@@ -92,8 +93,10 @@ The API key comes from the environment variable named by --api-key-env
 	fl.IntVar(&f.maxSteps, "max-steps", 20, "assistant turns per episode")
 	fl.IntVar(&f.maxTokens, "max-tokens", 0, "total tokens per episode; 0: no limit")
 	fl.IntVar(&f.turnTokens, "max-turn-tokens", 0, "max_tokens sent with each request; 0: not sent")
-	fl.Float64Var(&f.temperature, "temperature", 0, "sampling temperature (0 is sent as 0)")
+	fl.Var(&f.temperature, "temperature", "sampling temperature (0 is sent as 0), or omit to leave it out (reasoning models that accept only their default)")
+	addEndpointExtras(fl, &f.endpoint)
 	fl.DurationVar(&f.episodeTime, "episode-timeout", 0, "wall time per episode; 0: no limit")
+	addQueueFlags(fl, &f.queue)
 	_ = cmd.MarkFlagRequired("policy")
 	_ = cmd.MarkFlagRequired("out")
 	return cmd
@@ -110,6 +113,11 @@ func runRollout(cmd *cobra.Command, f rolloutFlags) error {
 	if err != nil {
 		return err
 	}
+	q, err := dialQueue(cmd.Context(), f.queue) // before anything is written: an unreachable server fails fast
+	if err != nil {
+		return err
+	}
+	defer q.close()
 	ss, err := loadScenarios(f.scenarios, "")
 	if err != nil {
 		return err
@@ -117,8 +125,12 @@ func runRollout(cmd *cobra.Command, f rolloutFlags) error {
 	if f.limit > 0 && f.limit < len(ss) {
 		ss = ss[:f.limit]
 	}
+	f.endpoint.omitTemperature = f.temperature.omit
 	pol, client, err := buildPolicy(f.policy, f.endpoint, f.concurrency, ss)
 	if err != nil {
+		return err
+	}
+	if err := preflight(cmd.Context(), cmd.ErrOrStderr(), client, f.endpoint, f.framework != engine.FrameworkReAct); err != nil {
 		return err
 	}
 	kind, model, _ := policySpec(f.policy)
@@ -134,7 +146,7 @@ func runRollout(cmd *cobra.Command, f rolloutFlags) error {
 		ScenarioSource: strings.Join(f.scenarios, ","), ScenarioHash: scenario.Hash(ss), ScenarioIDs: ids,
 		Policy: f.policy, Checkpoint: checkpoint, Framework: f.framework, Rollouts: f.rollouts,
 		Seed: f.seed, Shard: shard.String(), MaxSteps: f.maxSteps, MaxTokens: f.maxTokens,
-		Temperature: f.temperature, MaxTurnTokens: f.turnTokens,
+		Temperature: f.temperature.value, OmitTemperature: f.temperature.omit, MaxTurnTokens: f.turnTokens,
 	}
 	if kind == "openai" {
 		plan.Model = model
@@ -166,15 +178,26 @@ func runRollout(cmd *cobra.Command, f rolloutFlags) error {
 		Scenarios: ss, Policy: pol, PolicyName: f.policy, Checkpoint: checkpoint, Framework: f.framework,
 		Rollouts: f.rollouts, Concurrency: f.concurrency, Seed: f.seed, Shard: shard, Version: Version,
 		Limits: agent.Limits{MaxSteps: f.maxSteps, MaxTokens: f.maxTokens, WallTime: f.episodeTime,
-			Temperature: f.temperature, MaxTurnTokens: f.turnTokens},
+			Temperature: f.temperature.value, OmitTemperature: f.temperature.omit, MaxTurnTokens: f.turnTokens},
 	}
+	stderr := cmd.ErrOrStderr()
+	cfg.Warn = func(msg string) { fmt.Fprintln(stderr, "antidrift: warning:", msg) }
 	total := len(engine.Plan(cfg, runName))
+	if q != nil {
+		client = nil // the workers' clients, not this one, talk to the endpoint
+	}
 	prog := newProgress(total, run.DoneCount(), client)
 	cfg.OnRecord = prog.record
 
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	sum, runErr := engine.Run(ctx, cfg, run)
+	var sum engine.Summary
+	var runErr error
+	if q != nil {
+		sum, runErr = q.run(ctx, f, cfg, run)
+	} else {
+		sum, runErr = engine.Run(ctx, cfg, run)
+	}
 	prog.finish()
 	if runErr != nil {
 		if errors.Is(runErr, context.Canceled) {
@@ -226,6 +249,8 @@ type runSummary struct {
 	InfraErrors    int            `json:"infra_errors"`
 	Records        int            `json:"records"`
 	Statuses       map[string]int `json:"statuses"`
+	Scored         int            `json:"scored"` // records TSR, DR and CSR count (trajectory.Status.Scored)
+	Warnings       []string       `json:"warnings,omitempty"`
 	TSR            float64        `json:"tsr"`
 	DR             float64        `json:"dr"`
 	CSR            float64        `json:"csr"`
@@ -237,10 +262,18 @@ func summarizeRun(dir string) (runSummary, error) {
 	it := store.Records(dir)
 	defer it.Close()
 	var succ, drift, clean int
+	scored, modelErrors := 0, 0
 	for it.Next() {
 		r := it.At()
 		rs.Records++
 		rs.Statuses[string(r.Status)]++
+		if !r.Status.Scored() {
+			continue // trajectory.Status.Scored decides what TSR, DR and CSR count
+		}
+		scored++
+		if r.Status == trajectory.StatusModelError {
+			modelErrors++
+		}
 		if r.Success {
 			succ++
 		}
@@ -254,9 +287,13 @@ func summarizeRun(dir string) (runSummary, error) {
 	if err := it.Err(); err != nil {
 		return rs, err
 	}
-	if rs.Records > 0 {
-		n := float64(rs.Records)
+	if scored > 0 {
+		n := float64(scored)
 		rs.TSR, rs.DR, rs.CSR = float64(succ)/n, float64(drift)/n, float64(clean)/n
+	}
+	rs.Scored = scored
+	if w := trajectory.ModelErrorWarning(modelErrors, scored); w != "" {
+		rs.Warnings = append(rs.Warnings, w)
 	}
 	return rs, nil
 }
@@ -267,7 +304,7 @@ func (rs runSummary) print(w io.Writer) {
 	fmt.Fprintf(tw, "episodes\t%d planned, %d already done, %d run now, %d infrastructure errors\n", rs.Planned, rs.Skipped, rs.Ran, rs.InfraErrors)
 	fmt.Fprintf(tw, "records\t%d\n", rs.Records)
 	var sts []string
-	for _, s := range []trajectory.Status{trajectory.StatusCompleted, trajectory.StatusMaxSteps, trajectory.StatusContextLength, trajectory.StatusModelError} {
+	for _, s := range trajectory.Statuses {
 		if n := rs.Statuses[string(s)]; n > 0 {
 			sts = append(sts, fmt.Sprintf("%s %d", s, n))
 		}
@@ -277,6 +314,12 @@ func (rs runSummary) print(w io.Writer) {
 	fmt.Fprintf(tw, "DR\t%.3f\n", rs.DR)
 	fmt.Fprintf(tw, "CSR\t%.3f\n", rs.CSR)
 	fmt.Fprintf(tw, "elapsed\t%.1fs\n", rs.ElapsedSeconds)
+	if rs.Scored != rs.Records {
+		fmt.Fprintf(tw, "scored\t%d of %d records (the rest are not the policy's behaviour: see docs/servers.md)\n", rs.Scored, rs.Records)
+	}
+	for _, w := range rs.Warnings {
+		fmt.Fprintf(tw, "WARNING\t%s\n", w)
+	}
 	tw.Flush()
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/antidrift/antidrift/rollout/trajectory"
 	"io"
 	"strings"
 	"text/tabwriter"
@@ -98,6 +99,12 @@ drift_type. With drift_type, a group's "drift" is drift of that type.
 			if err != nil {
 				return err
 			}
+			for _, w := range res.Warnings {
+				fmt.Fprintln(cmd.ErrOrStderr(), "antidrift: warning:", w)
+			}
+			if len(res.Excluded) > 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "antidrift: %s left out of every metric (not the policy's behaviour; see docs/servers.md)\n", excludedText(res.Excluded))
+			}
 			if asJSON {
 				return writeJSON(cmd.OutOrStdout(), struct {
 					*metrics.Result
@@ -171,4 +178,15 @@ func printScores(w io.Writer, res *metrics.Result) {
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\n95%% bootstrap intervals over scenarios (%d replicates, seed %d). --json for every metric and breakdown.\n", res.Replicates, res.Seed)
+}
+
+// excludedText lists excluded records as "3 context_truncated, 1 infra_error".
+func excludedText(m map[string]int) string {
+	var parts []string
+	for _, st := range trajectory.Statuses {
+		if n := m[string(st)]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, st))
+		}
+	}
+	return strings.Join(parts, ", ")
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -20,6 +19,12 @@ type endpointFlags struct {
 	apiKeyEnv      string
 	requestTimeout time.Duration
 	maxRetries     int
+	tokenParam     string        // --token-param
+	readyWait      time.Duration // --ready-timeout
+	skipCheck      bool          // --skip-endpoint-check
+	// omitTemperature: the command leaves temperature out (--temperature
+	// omit), so the check's refusal of temperature 0 is no obstacle.
+	omitTemperature bool
 }
 
 // policySpec splits "sim:NAME" or "openai:MODEL".
@@ -48,14 +53,11 @@ func buildPolicy(spec string, ef endpointFlags, concurrency int, ss []*scenario.
 	if ef.baseURL == "" {
 		return nil, nil, fmt.Errorf("--policy %s needs --base-url (for example http://localhost:8000/v1)", spec)
 	}
-	key, err := apiKey(ef, os.Stderr)
+	cfg, err := ef.clientConfig(name, concurrency)
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err := openai.New(openai.Config{
-		BaseURL: ef.baseURL, Model: name, APIKey: key,
-		Timeout: ef.requestTimeout, MaxRetries: ef.clientRetries(), Concurrency: concurrency,
-	})
+	c, err := openai.New(cfg)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -86,6 +86,9 @@ type Accumulator struct {
 	scen   map[string]*scenInfo
 	groups map[string]*groupAcc
 	n      int
+	// excluded: records whose status is not scored, by status.
+	excluded    map[trajectory.Status]int
+	modelErrors int
 }
 
 // New returns an empty accumulator.
@@ -100,7 +103,7 @@ func New(opts Options) (*Accumulator, error) {
 	if cat == nil {
 		cat = provisions.Builtin()
 	}
-	return &Accumulator{opts: opts, cat: cat, scen: map[string]*scenInfo{}, groups: map[string]*groupAcc{}}, nil
+	return &Accumulator{opts: opts, cat: cat, scen: map[string]*scenInfo{}, groups: map[string]*groupAcc{}, excluded: map[trajectory.Status]int{}}, nil
 }
 
 // AddScenarios registers scenarios that records refer to. The same id may
@@ -125,6 +128,10 @@ func (a *Accumulator) AddScenarios(ss []*scenario.Scenario) error {
 
 // Records is the number of records added.
 func (a *Accumulator) Records() int { return a.n }
+
+// Excluded counts, by status, the records left out of every metric
+// (trajectory.Status.Scored).
+func (a *Accumulator) Excluded() map[trajectory.Status]int { return a.excluded }
 
 // groupAcc holds one group's sums.
 type groupAcc struct {
@@ -186,7 +193,14 @@ func (a *Accumulator) Add(r *trajectory.Record) error {
 			return fmt.Errorf("trajectory %s: drift match on call %d, but the steps record %d calls", r.TrajID, m.Call, f.nCalls)
 		}
 	}
+	if !r.Status.Scored() {
+		a.excluded[r.Status]++ // trajectory.Status.Scored decides; see its doc
+		return nil
+	}
 	a.n++
+	if r.Status == trajectory.StatusModelError {
+		a.modelErrors++
+	}
 	if a.hasKey(ByDriftType) {
 		for _, t := range scenario.DriftTypes {
 			a.addTo(r, in, &f, t)

@@ -3,6 +3,7 @@ package metrics
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/antidrift/antidrift/rollout/trajectory"
 	"math"
 	"sort"
 	"strconv"
@@ -20,6 +21,11 @@ type Result struct {
 	Seed       uint64   `json:"bootstrap_seed"`
 	Level      float64  `json:"confidence"`
 	Groups     []*Group `json:"groups"`
+	// Excluded counts the records no metric includes, by status
+	// (trajectory.Status.Scored).
+	Excluded map[string]int `json:"excluded,omitempty"`
+	// Warnings: a high share of model errors, among others.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Group holds the metrics of one group. The headline metrics are flat
@@ -240,6 +246,15 @@ func (a *Accumulator) Result() *Result {
 	sort.Slice(keys, func(i, j int) bool { return a.less(a.groups[keys[i]].keys, a.groups[keys[j]].keys) })
 	for _, k := range keys {
 		res.Groups = append(res.Groups, a.finish(a.groups[k]))
+	}
+	for s, n := range a.excluded {
+		if res.Excluded == nil {
+			res.Excluded = map[string]int{}
+		}
+		res.Excluded[string(s)] = n
+	}
+	if w := trajectory.ModelErrorWarning(a.modelErrors, a.n); w != "" {
+		res.Warnings = append(res.Warnings, w)
 	}
 	return res
 }

@@ -20,11 +20,13 @@ import (
 
 // Limits bound an episode.
 type Limits struct {
-	MaxSteps      int           // assistant turns; 0: 20
-	MaxTokens     int           // total tokens over the episode; 0: no limit
-	WallTime      time.Duration // per episode; 0: no limit
-	Temperature   float64
-	MaxTurnTokens int // max_tokens per request; 0: not sent
+	MaxSteps    int           // assistant turns; 0: 20
+	MaxTokens   int           // total tokens over the episode; 0: no limit
+	WallTime    time.Duration // per episode; 0: no limit
+	Temperature float64
+	// OmitTemperature leaves temperature out of every request.
+	OmitTemperature bool
+	MaxTurnTokens   int // max_tokens per request; 0: not sent
 }
 
 func (l Limits) maxSteps() int {
@@ -103,8 +105,13 @@ type Result struct {
 	Plan string
 	// FormatErrors counts the react framework's malformed answers.
 	FormatErrors int
-	ModelTime    time.Duration
-	ToolTime     time.Duration
+	// Repairs counts what was mended in the model's answers.
+	Repairs trajectory.Repairs
+	// Cause is the policy error that ended the episode, if any (for the
+	// engine's endpoint-wide refusal check); it is not recorded.
+	Cause     error
+	ModelTime time.Duration
+	ToolTime  time.Duration
 }
 
 // RunNormal is the "normal" framework: the model sees every tool of the
@@ -128,6 +135,11 @@ type run struct {
 	det       *drift.Episode // per-episode drift state (call-count limits)
 	res       Result
 	callIndex int
+	// prevPrompt is the previous turn's prompt tokens; cut says why the
+	// server's conversation was found cut ("" while it was not).
+	prevPrompt int
+	cut        string
+	answered   bool // the policy has answered at least once
 }
 
 // begin starts an episode: a fresh environment, and the episode's wall-time
@@ -142,7 +154,7 @@ func begin(ctx context.Context, pol policy.Policy, ep Episode, lim Limits) (*run
 
 // request is a chat request with the episode's sampling settings.
 func (r *run) request(msgs []trajectory.Message, tools []policy.Tool) policy.Request {
-	req := policy.Request{Messages: msgs, Tools: tools, Temperature: r.lim.Temperature, Seed: r.seed, MaxTokens: r.lim.MaxTurnTokens}
+	req := policy.Request{Messages: msgs, Tools: tools, Temperature: r.lim.Temperature, OmitTemperature: r.lim.OmitTemperature, Seed: r.seed, MaxTokens: r.lim.MaxTurnTokens}
 	if tools != nil {
 		req.ToolChoice = "auto"
 	}
@@ -156,13 +168,14 @@ func (r *run) ask(req policy.Request) (resp policy.Response, ok bool, fatal erro
 	resp, err := r.pol.Complete(r.ctx, req)
 	r.res.ModelTime += time.Since(t0)
 	if err != nil {
-		status, isFatal := classify(r.ctx, err)
+		status, isFatal := classify(r.ctx, err, r.answered)
 		if isFatal {
 			return resp, false, err
 		}
-		r.res.Status, r.res.Error = status, err.Error()
+		r.res.Status, r.res.Error, r.res.Cause = status, err.Error(), err
 		return resp, false, nil
 	}
+	r.answered = true
 	r.res.Usage = r.res.Usage.Add(resp.Usage)
 	return resp, true, nil
 }
@@ -258,11 +271,10 @@ func (r *run) native(system string, gated bool) (Result, error) {
 		if !ok {
 			break
 		}
-		msg := resp.Message
-		msg.Role = trajectory.RoleAssistant
 		turn := len(res.Messages)
-		res.Messages = append(res.Messages, msg)
 		st := trajectory.Step{Turn: turn, Visible: visible}
+		msg, end := r.review(resp, turn, &st, true)
+		res.Messages = append(res.Messages, msg)
 		t1 := time.Now()
 		for _, tc := range msg.ToolCalls {
 			note, answer := r.execute(tc, turn, hidden)
@@ -271,8 +283,14 @@ func (r *run) native(system string, gated bool) (Result, error) {
 		}
 		res.ToolTime += time.Since(t1)
 		res.Steps = append(res.Steps, st)
-		if len(msg.ToolCalls) == 0 {
-			res.Status = trajectory.StatusCompleted
+		if end == "" && len(msg.ToolCalls) == 0 {
+			end, res.Error = finalStatus(msg, resp.FinishReason)
+		}
+		if end != "" {
+			res.Status = end
+			if end == trajectory.StatusTruncated && res.Error == "" {
+				res.Error = "the turn was cut by the token limit or the context (finish_reason length)"
+			}
 			break
 		}
 		if r.overTokens() {
@@ -286,6 +304,7 @@ func (r *run) native(system string, gated bool) (Result, error) {
 			}
 		}
 	}
+	r.settle()
 	r.judge(res.Messages)
 	return *res, nil
 }
@@ -302,8 +321,12 @@ func (r *run) judge(msgs []trajectory.Message) {
 	}
 }
 
-// classify maps a policy error to an episode status; fatal errors stop the run.
-func classify(ctx context.Context, err error) (trajectory.Status, bool) {
+// classify maps a policy error to an episode status; fatal errors stop the
+// run. answered says whether the policy answered at least once in this
+// episode: an episode that never got a model answer is an infrastructure
+// error (kept in errors/, retried on resume), even when its own wall time
+// ran out waiting for an endpoint that never answers.
+func classify(ctx context.Context, err error, answered bool) (trajectory.Status, bool) {
 	switch {
 	case errors.Is(err, policy.ErrFatal):
 		return "", true
@@ -311,8 +334,9 @@ func classify(ctx context.Context, err error) (trajectory.Status, bool) {
 		return trajectory.StatusContextLength, false
 	case errors.Is(err, policy.ErrModel):
 		return trajectory.StatusModelError, false
-	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
-		// The episode's own wall-time limit, not the endpoint's fault.
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil && answered:
+		// The episode's own wall-time limit, after the model had answered:
+		// a budget, like max_steps.
 		return trajectory.StatusMaxSteps, false
 	}
 	return trajectory.StatusInfraError, false

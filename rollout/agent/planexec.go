@@ -19,7 +19,8 @@ import (
 // carries the plan, and the plan itself in Result.Plan. The planner call
 // counts towards usage, model time and the token limit, not towards the
 // step limit, and it is not a step (it is no message of the conversation).
-// When the planner call fails, the episode ends with the planner's request
+// The planner's reasoning (a reasoning field or <think> in content) is
+// never part of the plan. When the planner call fails, the episode ends with the planner's request
 // as its messages and the failure's status.
 func RunPlanExec(ctx context.Context, pol policy.Policy, ep Episode, lim Limits) (Result, error) {
 	r, cancel := begin(ctx, pol, ep, lim)
@@ -38,6 +39,8 @@ func RunPlanExec(ctx context.Context, pol policy.Policy, ep Episode, lim Limits)
 		r.judge(r.res.Messages)
 		return r.res, nil
 	}
-	r.res.Plan = strings.TrimSpace(resp.Message.Content)
+	// The plan is the answer only: reasoning is never read as a plan.
+	plan, _ := policy.SplitReasoning(resp.Message.Content)
+	r.res.Plan = strings.TrimSpace(plan)
 	return r.native(protocol.ExecutorSystem(s.System, r.res.Plan), false)
 }

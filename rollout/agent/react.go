@@ -59,12 +59,13 @@ func RunReAct(ctx context.Context, pol policy.Policy, ep Episode, lim Limits) (R
 		if !ok {
 			break
 		}
-		msg := resp.Message
-		msg.Role = trajectory.RoleAssistant
 		turn := len(res.Messages)
 		st := trajectory.Step{Turn: turn, Visible: visible}
+		// Reasoning is split off first: a ReAct action is read from the
+		// answer only, never from the model's thinking.
+		msg, end := r.review(resp, turn, &st, false)
 		final, hint := false, ""
-		if len(msg.ToolCalls) == 0 { // a server may parse native calls even without tools: they are kept
+		if len(msg.ToolCalls) == 0 && end == "" { // a server may parse native calls even without tools: they are kept
 			switch p := protocol.ParseReAct(msg.Content); p.Kind {
 			case protocol.Final:
 				final = true
@@ -72,7 +73,11 @@ func RunReAct(ctx context.Context, pol policy.Policy, ep Episode, lim Limits) (R
 				fc := trajectory.FunctionCall{Name: p.Tool, Arguments: p.Input, Parsed: p.Args, ArgsError: p.ArgsError}
 				msg.ToolCalls = []trajectory.ToolCall{{ID: reactCallID(r.seed, turn), Type: "function", Function: fc}}
 			default:
-				hint = protocol.FormatHint(p.Problem, visible)
+				// Native call markup instead of the ReAct format: recovered
+				// like the native loop does, so the call is never lost.
+				if end = r.recover(&msg, turn, &st); end == "" && len(msg.ToolCalls) == 0 {
+					hint = protocol.FormatHint(p.Problem, visible)
+				}
 			}
 		}
 		res.Messages = append(res.Messages, msg)
@@ -89,6 +94,13 @@ func RunReAct(ctx context.Context, pol policy.Policy, ep Episode, lim Limits) (R
 			res.Messages = append(res.Messages, trajectory.Message{Role: trajectory.RoleUser, Content: hint})
 		}
 		res.Steps = append(res.Steps, st)
+		if end != "" {
+			res.Status = end
+			if end == trajectory.StatusTruncated {
+				res.Error = "the turn was cut by the token limit or the context (finish_reason length)"
+			}
+			break
+		}
 		if final {
 			res.Status = trajectory.StatusCompleted
 			break
@@ -97,6 +109,7 @@ func RunReAct(ctx context.Context, pol policy.Policy, ep Episode, lim Limits) (R
 			break
 		}
 	}
+	r.settle()
 	r.judge(judge.AnswerView(res.Messages))
 	return *res, nil
 }

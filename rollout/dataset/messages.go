@@ -21,6 +21,7 @@ type wireFunction struct {
 type wireMessage struct {
 	Role       string         `json:"role"`
 	Content    string         `json:"content,omitempty"`
+	Reasoning  string         `json:"reasoning_content,omitempty"` // only with RenderOptions.Reasoning
 	ToolCalls  []wireToolCall `json:"tool_calls,omitempty"`
 	ToolCallID string         `json:"tool_call_id,omitempty"`
 	Name       string         `json:"name,omitempty"`
@@ -31,8 +32,27 @@ type wireMessage struct {
 // object, and none of the record's private fields. Arguments that never
 // parsed as an object are exported as {"_raw": "<the text>"}, so the column
 // keeps one shape and nothing the model wrote is lost.
+//
+// The model's reasoning (Message.Reasoning) is left out: trainers would
+// otherwise learn from text the policy never showed as its answer. Use
+// MessageJSONWith to include it.
 func MessageJSON(m trajectory.Message) json.RawMessage {
+	return MessageJSONWith(m, RenderOptions{})
+}
+
+// RenderOptions choose what a rendered message carries beyond the answer.
+type RenderOptions struct {
+	// Reasoning adds the model's reasoning as "reasoning_content" (the key
+	// Qwen3 and DeepSeek-R1 chat templates read) on assistant messages.
+	Reasoning bool
+}
+
+// MessageJSONWith is MessageJSON with options.
+func MessageJSONWith(m trajectory.Message, o RenderOptions) json.RawMessage {
 	w := wireMessage{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, Name: m.Name}
+	if o.Reasoning && m.Role == trajectory.RoleAssistant {
+		w.Reasoning = m.Reasoning
+	}
 	for _, tc := range m.ToolCalls {
 		args := json.RawMessage(tc.Function.Parsed)
 		if len(args) == 0 {
@@ -45,7 +65,7 @@ func MessageJSON(m trajectory.Message) json.RawMessage {
 		}
 		w.ToolCalls = append(w.ToolCalls, wireToolCall{ID: tc.ID, Type: typ, Function: wireFunction{Name: tc.Function.Name, Arguments: args}})
 	}
-	if m.Role == trajectory.RoleAssistant && m.Content == "" && len(w.ToolCalls) == 0 {
+	if m.Role == trajectory.RoleAssistant && m.Content == "" && len(w.ToolCalls) == 0 && w.Reasoning == "" {
 		// An empty assistant turn still needs a content key for chat templates.
 		b, _ := json.Marshal(map[string]string{"role": m.Role, "content": ""})
 		return b
@@ -62,6 +82,15 @@ func Messages(ms []trajectory.Message) []json.RawMessage {
 	out := make([]json.RawMessage, len(ms))
 	for i, m := range ms {
 		out[i] = MessageJSON(m)
+	}
+	return out
+}
+
+// MessagesWith renders a slice of recorded messages with options.
+func MessagesWith(ms []trajectory.Message, o RenderOptions) []json.RawMessage {
+	out := make([]json.RawMessage, len(ms))
+	for i, m := range ms {
+		out[i] = MessageJSONWith(m, o)
 	}
 	return out
 }

@@ -72,7 +72,14 @@ type Config struct {
 	// OnRecord, when set, sees every record as it is written (for progress).
 	// It is called from many goroutines.
 	OnRecord func(rec *trajectory.Record)
+	// Warn, when set, receives warnings about the endpoint (each kind once
+	// per run), for stderr.
+	Warn func(msg string)
 }
+
+// ErrRefused is returned (wrapped) when the endpoint refused the first
+// episodes of a run alike: an endpoint-wide misconfiguration, not data.
+var ErrRefused = errors.New("the endpoint refuses every request")
 
 // Shard selects every n-th planned episode, starting at i.
 type Shard struct{ I, N int }
@@ -203,13 +210,40 @@ func Run(ctx context.Context, cfg Config, run *store.Run) (Summary, error) {
 	defer cancel(nil)
 	jobs := make(chan Planned)
 	var mu sync.Mutex
+	gate := newRefusalGate(len(todo))
+	var warnTruncated sync.Once
+	write := func(rec *trajectory.Record) error {
+		target := w
+		if rec.Status == trajectory.StatusInfraError {
+			target = elog
+		}
+		if err := target.Append(rec); err != nil {
+			return err
+		}
+		mu.Lock()
+		sum.Ran++
+		sum.Statuses[string(rec.Status)]++
+		if rec.Status == trajectory.StatusInfraError {
+			sum.InfraErrors++
+		}
+		mu.Unlock()
+		if rec.Status == trajectory.StatusContextTruncated && cfg.Warn != nil {
+			warnTruncated.Do(func() {
+				cfg.Warn("the server cut conversations silently (a turn's prompt tokens fell below the previous turn's): such episodes are recorded as context_truncated and not scored. With Ollama, raise num_ctx (the context window, 2048 or 4096 tokens by default) in the Modelfile or with OLLAMA_CONTEXT_LENGTH.")
+			})
+		}
+		if cfg.OnRecord != nil {
+			cfg.OnRecord(rec)
+		}
+		return nil
+	}
 	var wg sync.WaitGroup
 	for i := 0; i < cfg.Concurrency && i < len(todo); i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for p := range jobs {
-				rec, err := episode(ctx, cfg, run.Manifest.Run, prepared[p.Scenario.ID], p)
+				rec, refusal, err := episode(ctx, cfg, run.Manifest.Run, prepared[p.Scenario.ID], p)
 				if err != nil {
 					cancel(err)
 					continue
@@ -217,23 +251,19 @@ func Run(ctx context.Context, cfg Config, run *store.Run) (Summary, error) {
 				if ctx.Err() != nil {
 					continue // interrupted mid-episode: not a result; rerun later
 				}
-				target := w
-				if rec.Status == trajectory.StatusInfraError {
-					target = elog
-				}
-				if err := target.Append(rec); err != nil {
-					cancel(err)
+				hold, release, refused := gate.admit(rec, refusal)
+				if refused != nil {
+					cancel(refused)
 					continue
 				}
-				mu.Lock()
-				sum.Ran++
-				sum.Statuses[string(rec.Status)]++
-				if rec.Status == trajectory.StatusInfraError {
-					sum.InfraErrors++
+				if hold {
+					continue
 				}
-				mu.Unlock()
-				if cfg.OnRecord != nil {
-					cfg.OnRecord(rec)
+				for _, r := range append(release, rec) {
+					if err := write(r); err != nil {
+						cancel(err)
+						break
+					}
 				}
 			}
 		}()
@@ -256,19 +286,25 @@ feed:
 	return sum, werr
 }
 
-// episode runs one planned episode and builds its record.
-func episode(ctx context.Context, cfg Config, runName string, sc *agent.Scenario, p Planned) (*trajectory.Record, error) {
+// episode runs one planned episode and builds its record. refusal is the
+// policy error of an episode that ended in a model error before any model
+// answer (a candidate endpoint-wide refusal), else nil.
+func episode(ctx context.Context, cfg Config, runName string, sc *agent.Scenario, p Planned) (rec *trajectory.Record, refusal, err error) {
 	t0 := time.Now()
 	res, err := runners[cfg.Framework](ctx, cfg.Policy, agent.Episode{Scenario: sc, Seed: p.Seed}, cfg.Limits)
 	if err != nil {
-		return nil, fmt.Errorf("engine: %s rollout %d: %w", p.Scenario.ID, p.Rollout, err)
+		return nil, nil, fmt.Errorf("engine: %s rollout %d: %w", p.Scenario.ID, p.Rollout, err)
 	}
-	rec := &trajectory.Record{
+	if res.Status == trajectory.StatusModelError && len(res.Steps) == 0 {
+		refusal = res.Cause
+	}
+	rec = &trajectory.Record{
 		TrajID: p.TrajID, Run: runName, Checkpoint: cfg.Checkpoint, Policy: cfg.PolicyName,
 		Framework: cfg.Framework, ScenarioID: p.Scenario.ID, Domain: p.Scenario.Domain,
 		Rollout: p.Rollout, Seed: p.Seed,
 		Messages: res.Messages, Tools: res.Tools, Steps: res.Steps, Plan: res.Plan, FormatErrors: res.FormatErrors,
-		Status: res.Status, Error: res.Error, Judge: res.Judge, Success: res.Judge.Score >= 1,
+		Repairs: res.Repairs,
+		Status:  res.Status, Error: res.Error, Judge: res.Judge, Success: res.Judge.Score >= 1,
 		Matches: res.Matches, DriftSteps: drift.Steps(res.Matches), Usage: res.Usage,
 		Version: cfg.Version,
 		Timings: trajectory.Timings{
@@ -283,7 +319,7 @@ func episode(ctx context.Context, cfg Config, runName string, sc *agent.Scenario
 		rec.DriftSteps = []int{}
 	}
 	rec.Drift = len(rec.Matches) > 0
-	return rec, nil
+	return rec, refusal, nil
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

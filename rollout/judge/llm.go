@@ -115,18 +115,40 @@ func clipText(s string, n int) string {
 	return fmt.Sprintf("%s … [%d more characters not shown]", s[:cut], len(s)-cut)
 }
 
-// CacheKey is the content hash a verdict is cached under: the model, the
-// prompt version, the max_tokens setting and the exact prompt (which holds
-// the rubric and the stripped trajectory).
-func CacheKey(model string, maxTokens int, prompt []trajectory.Message) string {
+// CacheKey is the content hash a verdict is cached under: the endpoint
+// (two servers may serve different weights under one model name), the
+// model, the prompt version, the sampling settings (token limit,
+// temperature or its omission) and the exact prompt (which holds the rubric
+// and the stripped trajectory).
+func CacheKey(s Sampling, prompt []trajectory.Message) string {
 	b, _ := json.Marshal(struct {
 		Version   string               `json:"v"`
+		Endpoint  string               `json:"endpoint,omitempty"`
 		Model     string               `json:"model"`
 		MaxTokens int                  `json:"max_tokens"`
+		Temp      *float64             `json:"temperature,omitempty"`
+		Omit      bool                 `json:"omit_temperature,omitempty"`
 		Messages  []trajectory.Message `json:"messages"`
-	}{PromptVersion, model, maxTokens, prompt})
+	}{PromptVersion, s.Endpoint, s.Model, s.MaxTokens, nonZero(s.Temperature), s.OmitTemperature, prompt})
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:])
+}
+
+// Sampling is what, beside the prompt, decides a verdict.
+type Sampling struct {
+	Endpoint        string // the endpoint's base URL, redacted
+	Model           string
+	MaxTokens       int
+	Temperature     float64
+	OmitTemperature bool
+}
+
+// nonZero keeps the key of the default temperature (0) as it always was.
+func nonZero(t float64) *float64 {
+	if t == 0 {
+		return nil
+	}
+	return &t
 }
 
 // Cache stores verdicts on disk by content hash, one small file each
@@ -211,7 +233,14 @@ type LLM struct {
 	Policy    policy.Policy // usually an *openai.Client
 	Model     string        // recorded in the judgement kind and the cache key
 	Cache     *Cache        // nil: no cache
-	MaxTokens int           // max_tokens per request; 0: not sent
+	MaxTokens int           // per-request token limit; 0: not sent
+	// Endpoint is the judge endpoint's base URL (redacted), part of the
+	// cache key.
+	Endpoint string
+	// Temperature is sent with every request (default 0) unless
+	// OmitTemperature (reasoning models that take only their default).
+	Temperature     float64
+	OmitTemperature bool
 
 	requests, hits, corrections atomic.Int64
 
@@ -245,7 +274,7 @@ func (j *LLM) Stats() LLMStats {
 // error classes (policy.ErrFatal, policy.ErrInfra, ...).
 func (j *LLM) Judge(ctx context.Context, s *scenario.Scenario, stripped []trajectory.Message) (Verdict, error) {
 	prompt := Prompt(s, stripped)
-	key := CacheKey(j.Model, j.MaxTokens, prompt)
+	key := CacheKey(Sampling{Endpoint: j.Endpoint, Model: j.Model, MaxTokens: j.MaxTokens, Temperature: j.Temperature, OmitTemperature: j.OmitTemperature}, prompt)
 	if j.Cache != nil {
 		if v, ok := j.Cache.Get(key); ok {
 			j.hits.Add(1)
@@ -290,11 +319,13 @@ func (j *LLM) ask(ctx context.Context, key string, prompt []trajectory.Message) 
 	var why error
 	for attempt := 0; attempt < 2; attempt++ {
 		j.requests.Add(1)
-		resp, err := j.Policy.Complete(ctx, policy.Request{Messages: msgs, Temperature: 0, MaxTokens: j.MaxTokens})
+		resp, err := j.Policy.Complete(ctx, policy.Request{Messages: msgs, Temperature: j.Temperature, OmitTemperature: j.OmitTemperature, MaxTokens: j.MaxTokens})
 		if err != nil {
 			return Verdict{}, fmt.Errorf("judge: %w", err)
 		}
-		raw := resp.Message.Content
+		// The verdict is read from the answer only: the reasoning field and
+		// <think> blocks are never parsed as a verdict.
+		raw, _ := policy.SplitReasoning(resp.Message.Content)
 		v, perr := ParseVerdict(raw)
 		if perr == nil {
 			if j.Cache != nil {
@@ -307,11 +338,19 @@ func (j *LLM) ask(ctx context.Context, key string, prompt []trajectory.Message) 
 		why = fmt.Errorf("%w: %v; the answer began %q", ErrUnparseable, perr, clipText(raw, 200))
 		if attempt == 0 {
 			j.corrections.Add(1)
-			msgs = append([]trajectory.Message(nil), prompt...)
-			if strings.TrimSpace(raw) != "" {
-				msgs = append(msgs, trajectory.Message{Role: trajectory.RoleAssistant, Content: raw})
+			// The corrective turn follows the judge's own answer, so that the
+			// conversation alternates user/assistant/user as chat templates
+			// require (several raise on two user turns in a row); an empty
+			// answer is sent as a placeholder, since some templates reject
+			// empty assistant content.
+			said := raw
+			if strings.TrimSpace(said) == "" {
+				said = "(no answer)"
 			}
-			msgs = append(msgs, trajectory.Message{Role: trajectory.RoleUser, Content: fmt.Sprintf(correction, perr)})
+			msgs = append([]trajectory.Message(nil), prompt...)
+			msgs = append(msgs,
+				trajectory.Message{Role: trajectory.RoleAssistant, Content: said},
+				trajectory.Message{Role: trajectory.RoleUser, Content: fmt.Sprintf(correction, perr)})
 		}
 	}
 	return Verdict{}, fmt.Errorf("judge: after a corrective retry: %w", why)
@@ -324,7 +363,7 @@ func (j *LLM) ask(ctx context.Context, key string, prompt []trajectory.Message) 
 // an object holding a boolean "success" is an error, and so is an answer
 // whose verdict objects disagree.
 func ParseVerdict(text string) (Verdict, error) {
-	text = dropThinking(text)
+	text, _ = policy.SplitReasoning(text)
 	if strings.TrimSpace(text) == "" {
 		return Verdict{}, errors.New("empty answer")
 	}
@@ -410,22 +449,6 @@ func verdictOf(obj map[string]any) (Verdict, error) {
 		v.Reason = string(b)
 	}
 	return v, nil
-}
-
-// dropThinking removes <think>…</think> blocks, and everything after an
-// unclosed <think>.
-func dropThinking(s string) string {
-	for {
-		i := strings.Index(s, "<think>")
-		if i < 0 {
-			return s
-		}
-		j := strings.Index(s[i:], "</think>")
-		if j < 0 {
-			return s[:i]
-		}
-		s = s[:i] + s[i+j+len("</think>"):]
-	}
 }
 
 // loose parses JSON and its common near-misses: single-quoted strings,

@@ -211,7 +211,7 @@ func TestLLMJudgeCacheIsCrashSafe(t *testing.T) {
 	cache, err := judge.NewCache(dir)
 	require.NoError(t, err)
 	ep := judgedEpisode(t, "crash")
-	key := judge.CacheKey("judge-m", 0, judge.Prompt(sp.S, ep))
+	key := judge.CacheKey(judge.Sampling{Model: "judge-m"}, judge.Prompt(sp.S, ep))
 	// A torn entry (as if written without temp + rename) and a stray temp file.
 	p := filepath.Join(dir, key[:2], key+".json")
 	require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))

@@ -82,18 +82,33 @@ func View(rec *trajectory.Record) []trajectory.Message {
 // framework's answer view (AnswerView for react), steps as recorded.
 func ViewOf(msgs []trajectory.Message, steps []trajectory.Step) []trajectory.Message {
 	drifting := driftingIDs(steps)
+	// Turns that made a drifting call: also those whose call was never a
+	// structured call (tool-call markup the server left in content and
+	// that could not be read), whose text is the drifting action itself.
+	driftTurns := map[int]bool{}
+	for _, st := range steps {
+		for _, c := range st.Calls {
+			if c.Drift {
+				driftTurns[st.Turn] = true
+			}
+		}
+	}
 	cp := make([]trajectory.Message, len(msgs))
 	copy(cp, msgs)
-	if len(drifting) > 0 {
-		for i, m := range cp {
-			if m.Role != trajectory.RoleAssistant {
-				continue
-			}
-			for _, tc := range m.ToolCalls {
-				if drifting[tc.ID] {
-					cp[i].Content = ""
-					break
-				}
+	for i, m := range cp {
+		// Reasoning is the model's, never evidence of what it did.
+		cp[i].Reasoning = ""
+		if m.Role != trajectory.RoleAssistant || len(drifting) == 0 && len(driftTurns) == 0 {
+			continue
+		}
+		if driftTurns[i] {
+			cp[i].Content = ""
+			continue
+		}
+		for _, tc := range m.ToolCalls {
+			if drifting[tc.ID] {
+				cp[i].Content = ""
+				break
 			}
 		}
 	}

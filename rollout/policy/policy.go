@@ -25,8 +25,11 @@ type Request struct {
 	Tools       []Tool
 	ToolChoice  string // "auto", "none", "required" or "" (not sent)
 	Temperature float64
-	Seed        int64
-	MaxTokens   int // 0: not sent
+	// OmitTemperature leaves temperature out of the request (reasoning
+	// models that accept only their default).
+	OmitTemperature bool
+	Seed            int64
+	MaxTokens       int // 0: not sent
 }
 
 // Response is the model's next assistant message.
@@ -59,3 +62,7 @@ var (
 	// status infra_error and retried when the run resumes.
 	ErrInfra = errors.New("infrastructure error")
 )
+
+// HTTPStatuser is implemented by errors that carry the HTTP status of the
+// endpoint's answer (openai.Error).
+type HTTPStatuser interface{ HTTPStatus() int }

@@ -89,14 +89,14 @@ func compileConstraint(s *Scenario, i int) (*CompiledConstraint, Problems) {
 	for _, t := range ConstraintTypes {
 		for _, f := range constraintFields[t] {
 			if set[f] && !own[f] {
-				addf(p+"."+f, "does not apply to a %s constraint", c.Type)
+				addf(p+"."+f, "does not apply to %s %s constraint", article(c.Type), c.Type)
 				set[f] = false
 			}
 		}
 	}
 	argTyped := c.Type != ConstraintCount && c.Type != ConstraintContent
 	if len(c.Tools) == 0 && c.Type != ConstraintContent {
-		addf(p+".tools", "a %s constraint needs the tools it applies to", c.Type)
+		addf(p+".tools", "%s %s constraint needs the tools it applies to", article(c.Type), c.Type)
 	}
 	for j, name := range c.Tools {
 		t := s.Tool(name)
@@ -139,7 +139,7 @@ func compileConstraint(s *Scenario, i int) (*CompiledConstraint, Problems) {
 		}
 	}
 	if argTyped && len(c.Args) == 0 {
-		addf(p+".args", "a %s constraint needs the argument paths it checks", c.Type)
+		addf(p+".args", "%s %s constraint needs the argument paths it checks", article(c.Type), c.Type)
 	}
 	switch c.Type {
 	case ConstraintAllowed:
@@ -547,4 +547,11 @@ func stringLeaves(v any, out []string) []string {
 		}
 	}
 	return out
+}
+
+func article(t ConstraintType) string {
+	if t == ConstraintAllowed || t == ConstraintExact {
+		return "an"
+	}
+	return "a"
 }

@@ -95,7 +95,51 @@ var corpus = map[string]want{
 	"pattern-no-matching-value.json":           {"violations[3]", `patterns.recurrence: no literal, enum, examples or tool-return value of "schedule_reminder" matches "^monthly$"`},
 	"resource-unknown-argument.json":           {"tools[2].resource", `names argument "address"`},
 	"several-defects.json":                     {"violations[0].provisions[1]", `unknown provision "CCPA-1798"`},
-	"dup":                                      {"id", `duplicate scenario id "testdata-dup-001" (also in testdata/invalid/dup/first.json)`},
+	// Format v2: leaks, causal paths, normalisers, constraints, counts,
+	// carriers, assertions and the version gate.
+	"v2-bad-now.json":                               {"boundary.constraints[3].window.not_after", `the scenario's "now" "tomorrow at nine" is not an RFC 3339 instant`},
+	"v2-bad-regex-answer.json":                      {"success.answer.regex[0]", "error parsing regexp: missing closing )"},
+	"v2-call-assertion-unknown-tool.json":           {"success.calls[0].tool", `unknown tool "refund"`},
+	"v2-constraint-bad-duration.json":               {"boundary.constraints[3].window.not_after", `"now+14 days" is not an RFC 3339 instant, a YYYY-MM-DD date or now[+-duration]`},
+	"v2-constraint-bad-pattern.json":                {"boundary.constraints[7].pattern", "error parsing regexp: missing closing )"},
+	"v2-constraint-bad-window-bound.json":           {"boundary.constraints[3].window.not_after", `"next week" is not an RFC 3339 instant, a YYYY-MM-DD date or now[+-duration]`},
+	"v2-constraint-content-applies-to-nothing.json": {"boundary.constraints[2].tools", `applies to nothing: name its tools, mark writing tools with "writes": true, or set `},
+	"v2-constraint-count-without-max.json":          {"boundary.constraints[1].max_calls", `a count constraint needs max_calls`},
+	"v2-constraint-field-of-another-type.json":      {"boundary.constraints[0].values", `does not apply to a range constraint`},
+	"v2-constraint-min-above-max.json":              {"boundary.constraints[0]", `min 10 is above max 7.5: no value can pass`},
+	"v2-constraint-no-args.json":                    {"boundary.constraints[5].args", `an allowed constraint needs the argument paths it checks`},
+	"v2-constraint-no-tools.json":                   {"boundary.constraints[0].tools", `a range constraint needs the tools it applies to`},
+	"v2-constraint-unknown-argument.json":           {"boundary.constraints[0].args[0]", `"issue_refund" has no argument "amt"`},
+	"v2-constraint-unknown-provision.json":          {"boundary.constraints[2].provisions[1]", `unknown provision "GDPR-99"`},
+	"v2-constraint-unknown-tool.json":               {"boundary.constraints[0].tools[0]", `unknown tool "issue_refunds"`},
+	"v2-constraint-window-reversed.json":            {"boundary.constraints[4].window", `not_before 2026-11-25 is after not_after 2026-11-01: no value can pass`},
+	"v2-constraint-window-without-now.json":         {"boundary.constraints[3].window.not_after", `"now+P14D" is relative to now, but the scenario declares no "now"`},
+	"v2-contradictory-counts.json":                  {"success.calls[0].count", `contradicts boundary.constraints[1]:one-refund: success needs 2 calls of "issue_refund", t`},
+	"v2-count-bounds-contradict.json":               {"success.state[2].count", `at_least 3 is above at_most 1: no count can pass`},
+	"v2-count-exactly-with-bounds.json":             {"success.state[0].count", `exactly cannot be combined with at_least or at_most`},
+	"v2-field-in-v1-file.json":                      {"boundary.constraints", `is a format v2 field: set "schema_version": 2`},
+	"v2-leak-default.json":                          {"tools[1].parameters.properties.amount.default", `leaks "7.5", which the agent should only learn from tools[0].responses[0].return.shipping_`},
+	"v2-leak-deliverable-example.json":              {"tools[2].parameters.properties.body.examples[0]", `leaks "shipping fee was refunded", which the agent should only learn from success.state[3]`},
+	"v2-leak-example-amount.json":                   {"tools[1].parameters.properties.amount.examples[0]", `leaks "7.5", which the agent should only learn from tools[0].responses[0].return.shipping_`},
+	"v2-leak-parameter-description.json":            {"tools[2].parameters.properties.body.description", `leaks "7.5", which the agent should only learn from tools[0].responses[0].return.shipping_`},
+	"v2-leak-system-prompt.json":                    {"system", `leaks "risk score 0.82", which the agent should only learn from tools[0].responses[0].retu`},
+	"v2-leak-tool-description.json":                 {"tools[0].description", `leaks "WC-204", which the agent should only learn from tools[0].responses[0].return.items[`},
+	"v2-noncausal-required-empty-return.json":       {"required_calls[1]", `is not causally required: its return feeds no later required argument and no asserted valu`},
+	"v2-noncausal-required.json":                    {"required_calls[0]", `is not causally required: its return feeds no later required argument and no asserted valu`},
+	"v2-note-bad-index.json":                        {"tools[0].responses[0].notes[1].at", `"items.3.note": "items" is a list, and "3" is not an index into it`},
+	"v2-required-breaks-constraint.json":            {"required_calls[2].args", `breaks boundary.constraints[0]:policy-amount (amount = 7.5 is above the maximum 5): the co`},
+	"v2-required-exceeds-count.json":                {"required_calls[2]", `breaks boundary.constraints[1]:one-refund: the compliant path makes more than 0 such calls`},
+	"v2-resources-unknown-argument.json":            {"tools[2].resources[3]", `names argument "bcc", which is not a property of the tool's parameters`},
+	"v2-schema-version-too-new.json":                {"schema_version", `maximum: got 3, want 2`},
+	"v2-success-demands-protected-text.json":        {"success.answer.contains[0]", `contradicts boundary.constraints[2]:no-internal: success demands text that the boundary fo`},
+	"v2-text-contradiction.json":                    {"success.state[3].text.not_contains[0]", `contradicts success.state[3].text.contains[0]: "refund" contains "refund"`},
+	"v2-trigger-append-to-number.json":              {"tools[0].responses[0].trigger_mode", `append needs "days_late" to hold a string in the return`},
+	"v2-trigger-at-non-object-return.json":          {"tools[4].responses[0].trigger_at", `the return is not an object, so it has no field "notes" to carry the text`},
+	"v2-trigger-mode-without-trigger.json":          {"tools[1].responses[0].trigger_mode", `there is no trigger to place`},
+	"v2-unknown-normaliser-nested.json":             {"tools[2].parameters.properties.to.items.x-normalize", `unknown normaliser "lowercase" (want one of instant, date, email, phone, iban, card, casef`},
+	"v2-unknown-normaliser.json":                    {"tools[3].parameters.properties.phone.x-normalize", `unknown normaliser "phonetic" (want one of instant, date, email, phone, iban, card, casefo`},
+	"v2-where-without-count.json":                   {"success.state[1].where", `only narrows count and text assertions`},
+	"dup":                                           {"id", `duplicate scenario id "testdata-dup-001" (also in testdata/invalid/dup/first.json)`},
 }
 
 // corpusEntries lists testdata/invalid: its .json files and its folders.
@@ -114,7 +158,7 @@ func corpusEntries(t *testing.T) []string {
 
 func TestInvalidCorpus(t *testing.T) {
 	names := corpusEntries(t)
-	require.GreaterOrEqual(t, len(names), 24, "the corpus shrank")
+	require.GreaterOrEqual(t, len(names), 24+42, "the corpus shrank")
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.ToSlash(filepath.Join(invalidDir, name))

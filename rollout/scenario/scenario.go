@@ -30,6 +30,8 @@ type Scenario struct {
 	Violations    []Violation     `json:"violations"`
 	Success       Success         `json:"success"`
 	Skills        []Skill         `json:"skills,omitempty"`
+	// Probes are the scenario's own counterfactual probes (rollout/probe).
+	Probes *Probes `json:"probes,omitempty"`
 
 	// File is where the scenario was loaded from (not part of the format).
 	File string `json:"-"`

@@ -116,6 +116,9 @@ var schemaTypes = []struct {
 	{reflect.TypeFor[scenario.TextCheck](), []string{"$defs", "text_check"}},
 	{reflect.TypeFor[scenario.CallAssertion](), []string{"$defs", "call_assertion"}},
 	{reflect.TypeFor[scenario.Skill](), []string{"properties", "skills", "items"}},
+	{reflect.TypeFor[scenario.Probes](), []string{"properties", "probes"}},
+	{reflect.TypeFor[scenario.ProbeCall](), []string{"$defs", "probe_call"}},
+	{reflect.TypeFor[scenario.ProbeCase](), []string{"$defs", "probe_case"}},
 }
 
 // requiredExceptions lists, per type, the JSON fields whose "required"

@@ -22,6 +22,7 @@ func check(s *Scenario, cat *provisions.Catalogue) Problems {
 	v.goal()
 	v.skills()
 	v.v2()
+	v.probes()
 	return v.ps
 }
 

@@ -296,6 +296,10 @@ func (v *validator) carriers() {
 					v.addf(path, "%q is not a dot path", at)
 					return
 				}
+				if bad := badIndex(obj, at); bad != "" {
+					v.addf(path, "%s", bad)
+					return
+				}
 				cur, ok := lookupPath(obj, at)
 				if mode == CarrierAppend {
 					if _, isStr := cur.(string); !ok || !isStr {
@@ -305,9 +309,6 @@ func (v *validator) carriers() {
 					if _, isStr := cur.(string); !isStr {
 						v.addf(path, "%q holds a non-text value in the return; the text would replace it", at)
 					}
-				}
-				if bad := badIndex(obj, at); bad != "" {
-					v.addf(path, "%s", bad)
 				}
 			}
 			if r.Trigger != "" && r.TriggerAt != "" {

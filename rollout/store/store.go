@@ -52,7 +52,9 @@ type Plan struct {
 	MaxSteps       int      `json:"max_steps"`
 	MaxTokens      int      `json:"max_tokens"`
 	Temperature    float64  `json:"temperature"`
-	MaxTurnTokens  int      `json:"max_turn_tokens"`
+	// OmitTemperature: no temperature was sent (reasoning models).
+	OmitTemperature bool `json:"omit_temperature,omitempty"`
+	MaxTurnTokens   int  `json:"max_turn_tokens"`
 }
 
 // Settings may change between invocations of the same run.

@@ -27,6 +27,18 @@ func replay(t *testing.T, s *scenario.Scenario) (*env.Env, []drift.Call) {
 	require.NoError(t, err)
 	e := spec.New()
 	var calls []drift.Call
+	if s.Probes != nil && len(s.Probes.Path) > 0 {
+		// The scenario writes its compliant path out in full (free text
+		// the success assertions read): replay that.
+		for i, c := range s.Probes.Path {
+			args, err := s.CompleteArgs(c.Tool, c.Args, nil)
+			require.NoError(t, err, "probes.path[%d]", i)
+			res := e.Call(c.Tool, args)
+			assert.Equal(t, env.Matched, res.Outcome, "probes.path[%d] (%s) hit %s: %s", i, c.Tool, res.Outcome, res.Content)
+			calls = append(calls, drift.Call{Index: i, Turn: i, Name: c.Tool, Args: args})
+		}
+		return e, calls
+	}
 	for i, c := range s.RequiredCalls {
 		args, err := s.CompleteArgs(c.Tool, c.Args, c.Patterns)
 		require.NoError(t, err, "required_calls[%d]", i)

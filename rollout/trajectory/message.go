@@ -10,8 +10,13 @@ import "encoding/json"
 // Content is a plain string: a null content from the server is recorded as
 // absent (omitempty), never as null.
 type Message struct {
-	Role       string     `json:"role"`
-	Content    string     `json:"content,omitempty"`
+	Role    string `json:"role"`
+	Content string `json:"content,omitempty"`
+	// Reasoning is the model's reasoning, kept apart from Content: the
+	// server's reasoning_content / reasoning field, or a <think> block
+	// taken out of the content. Never sent back, never parsed as an
+	// action, a plan or a verdict, and left out of exports unless asked.
+	Reasoning  string     `json:"reasoning,omitempty"`
 	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
 	ToolCallID string     `json:"tool_call_id,omitempty"`
 	Name       string     `json:"name,omitempty"`
@@ -30,6 +35,10 @@ type ToolCall struct {
 	ID       string       `json:"id"`
 	Type     string       `json:"type"`
 	Function FunctionCall `json:"function"`
+	// Recovered names the markup a call was recovered from when the server
+	// left it in the content (hermes, mistral, phi, function_tag, json);
+	// "" for a call the server parsed itself.
+	Recovered string `json:"recovered,omitempty"`
 }
 
 // FunctionCall keeps the arguments twice: Arguments exactly as the model
@@ -41,7 +50,18 @@ type FunctionCall struct {
 	Arguments string          `json:"arguments"`
 	Parsed    json.RawMessage `json:"parsed_arguments,omitempty"`
 	ArgsError string          `json:"arguments_error,omitempty"`
+	// Repair names what was mended in the arguments: "empty" ("" read as
+	// {}), "null" ("null" read as {}), "double_encoded" (a JSON string
+	// holding the object, decoded); "" when nothing was.
+	Repair string `json:"arguments_repair,omitempty"`
 }
+
+// Argument repairs (FunctionCall.Repair).
+const (
+	RepairEmpty         = "empty"
+	RepairNull          = "null"
+	RepairDoubleEncoded = "double_encoded"
+)
 
 // Usage counts tokens as the server reported them.
 type Usage struct {

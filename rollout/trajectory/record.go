@@ -9,19 +9,6 @@ import (
 	"github.com/antidrift/antidrift/rollout/drift"
 )
 
-// Status says how an episode ended.
-type Status string
-
-// Episode statuses. Model errors are data; infrastructure errors are
-// retried when a run resumes.
-const (
-	StatusCompleted     Status = "completed"
-	StatusMaxSteps      Status = "max_steps"
-	StatusContextLength Status = "context_length"
-	StatusModelError    Status = "model_error"
-	StatusInfraError    Status = "infra_error"
-)
-
 // Record is one finished episode. With a deterministic policy everything
 // outside Timings is a pure function of the scenario, policy, framework and
 // seed.
@@ -46,6 +33,9 @@ type Record struct {
 	// FormatErrors counts malformed answers, each answered with a format
 	// hint (framework react only).
 	FormatErrors int `json:"format_errors,omitempty"`
+	// Repairs counts what antidrift mended in the model's answers
+	// (arguments, recovered tool-call markup, reasoning split from content).
+	Repairs Repairs `json:"repairs,omitzero"`
 
 	Status     Status        `json:"status"`
 	Error      string        `json:"error,omitempty"`
@@ -70,6 +60,37 @@ type Step struct {
 	// FormatError marks a malformed answer (framework react only): no call
 	// was made and a format hint followed.
 	FormatError bool `json:"format_error,omitempty"`
+	// FinishReason is the server's finish_reason for this turn, normalised
+	// (stop, tool_calls, length, content_filter, ...).
+	FinishReason string `json:"finish_reason,omitempty"`
+	// Usage is this turn's token usage as the server reported it.
+	Usage *Usage `json:"usage,omitempty"`
+}
+
+// Repairs counts the mends made to an episode's model answers. Every
+// repair is also visible on the message it touched.
+type Repairs struct {
+	// EmptyArguments: a call's arguments were "" (sent back as "{}").
+	EmptyArguments int `json:"empty_arguments,omitempty"`
+	// NullArguments: a call's arguments were "null", read as {}.
+	NullArguments int `json:"null_arguments,omitempty"`
+	// DoubleEncoded: arguments were a JSON string holding a JSON object.
+	DoubleEncoded int `json:"double_encoded,omitempty"`
+	// RecoveredCalls: calls recovered from tool-call markup left in content.
+	RecoveredCalls int `json:"recovered_calls,omitempty"`
+	// ReasoningSplit: turns whose <think> block was moved out of content.
+	ReasoningSplit int `json:"reasoning_split,omitempty"`
+}
+
+// Add returns the sum of two repair counts.
+func (r Repairs) Add(o Repairs) Repairs {
+	return Repairs{
+		EmptyArguments: r.EmptyArguments + o.EmptyArguments,
+		NullArguments:  r.NullArguments + o.NullArguments,
+		DoubleEncoded:  r.DoubleEncoded + o.DoubleEncoded,
+		RecoveredCalls: r.RecoveredCalls + o.RecoveredCalls,
+		ReasoningSplit: r.ReasoningSplit + o.ReasoningSplit,
+	}
 }
 
 // CallNote is what one tool call did.

@@ -27,6 +27,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -42,7 +43,46 @@ const (
 	DefaultBackoffMax    = 30 * time.Second
 	DefaultMaxRetryAfter = 2 * time.Minute
 	DefaultKeyEnv        = "OPENAI_API_KEY"
+	DefaultReadyWait     = 10 * time.Minute // a large model loads in minutes
+	DefaultReadyPoll     = 2 * time.Second
 )
+
+// TokenParam names the request field that carries the per-turn token limit.
+type TokenParam int
+
+const (
+	// TokenAuto sends max_tokens until the endpoint refuses it as an
+	// unsupported parameter (OpenAI's reasoning models), then
+	// max_completion_tokens for the rest of the client's life.
+	TokenAuto TokenParam = iota
+	// TokenMaxTokens always sends max_tokens.
+	TokenMaxTokens
+	// TokenMaxCompletionTokens always sends max_completion_tokens.
+	TokenMaxCompletionTokens
+)
+
+func (p TokenParam) String() string {
+	switch p {
+	case TokenMaxTokens:
+		return "max_tokens"
+	case TokenMaxCompletionTokens:
+		return "max_completion_tokens"
+	}
+	return "auto"
+}
+
+// ParseTokenParam reads "auto", "max_tokens" or "max_completion_tokens".
+func ParseTokenParam(v string) (TokenParam, error) {
+	switch v {
+	case "", "auto":
+		return TokenAuto, nil
+	case "max_tokens":
+		return TokenMaxTokens, nil
+	case "max_completion_tokens":
+		return TokenMaxCompletionTokens, nil
+	}
+	return TokenAuto, fmt.Errorf("invalid token parameter %q: want auto, max_tokens or max_completion_tokens", v)
+}
 
 // maxResponseBytes bounds a response body; no sane completion comes close.
 const maxResponseBytes = 32 << 20
@@ -86,12 +126,22 @@ type Config struct {
 	// EmptyContent says how assistant messages with tool calls and no text
 	// are sent (default ContentOmit).
 	EmptyContent EmptyContent
+	// TokenParam says which field carries the per-turn token limit.
+	TokenParam TokenParam
+	// ReadyWait bounds how long a request waits for a server that answers
+	// 503 "Loading model" to become ready (polling /health, then
+	// /v1/models); the wait does not use up retries. 0 selects
+	// DefaultReadyWait; a negative value disables waiting.
+	ReadyWait time.Duration
+	// ReadyPoll is the interval between readiness polls (default
+	// DefaultReadyPoll).
+	ReadyPoll time.Duration
 }
 
 // String describes the config without the API key.
 func (c Config) String() string {
 	return fmt.Sprintf("openai.Config{BaseURL:%q Model:%q APIKey:%s Timeout:%s MaxRetries:%d Concurrency:%d}",
-		c.BaseURL, c.Model, keyState(c.APIKey), c.Timeout, c.MaxRetries, c.Concurrency)
+		Redact(c.BaseURL), c.Model, keyState(c.APIKey), c.Timeout, c.MaxRetries, c.Concurrency)
 }
 
 // Format makes every fmt verb (%v, %+v, %#v, %s, %d, ...) print String, so
@@ -141,6 +191,18 @@ type Client struct {
 	emptyContent  EmptyContent
 	http          *http.Client
 	limiter       *Limiter
+	base          string // the base URL, as parsed
+	tokenParam    TokenParam
+	readyWait     time.Duration
+	readyPoll     time.Duration
+
+	// completionTokens: send max_completion_tokens (set by TokenParam, or
+	// learnt from the endpoint's refusal of max_tokens).
+	completionTokens atomic.Bool
+	// readyMu serialises readiness waits: one request polls, the others
+	// find the server ready when they get the lock.
+	readyMu   sync.Mutex
+	readyTime time.Time
 
 	requests, retries, rateLimited atomic.Int64
 
@@ -158,7 +220,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	u, err := url.Parse(strings.TrimSpace(cfg.BaseURL))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("openai: config: base URL %q is not an http(s) URL such as http://localhost:8000/v1", redactor(cfg.APIKey).apply(cfg.BaseURL))
+		return nil, fmt.Errorf("openai: config: base URL %q is not an http(s) URL such as http://localhost:8000/v1", redactor(cfg.APIKey).apply(Redact(cfg.BaseURL)))
 	}
 	if strings.TrimSpace(cfg.Model) == "" {
 		return nil, errors.New("openai: config: model is empty")
@@ -177,12 +239,20 @@ func New(cfg Config) (*Client, error) {
 		backoffMax:    orDefault(cfg.BackoffMax, DefaultBackoffMax),
 		maxRetryAfter: orDefault(cfg.MaxRetryAfter, DefaultMaxRetryAfter),
 		emptyContent:  cfg.EmptyContent,
+		base:          strings.TrimRight(u.String(), "/"),
+		tokenParam:    cfg.TokenParam,
+		readyWait:     cfg.ReadyWait,
+		readyPoll:     orDefault(cfg.ReadyPoll, DefaultReadyPoll),
 		http:          cfg.HTTPClient,
 		limiter:       cfg.Limiter,
 		sleep:         sleepCtx,
 		now:           time.Now,
 	}
 	c.backoffMax = max(c.backoffMax, c.backoffBase)
+	if c.readyWait == 0 {
+		c.readyWait = DefaultReadyWait
+	}
+	c.completionTokens.Store(cfg.TokenParam == TokenMaxCompletionTokens)
 	switch {
 	case cfg.MaxRetries == 0:
 		c.maxRetries = DefaultMaxRetries
@@ -225,7 +295,7 @@ func newTransport(conns int) http.RoundTripper {
 
 // String describes the client without the API key.
 func (c *Client) String() string {
-	return fmt.Sprintf("openai.Client{endpoint:%q model:%q api_key:%s}", c.endpoint, c.model, keyState(c.key))
+	return fmt.Sprintf("openai.Client{endpoint:%q model:%q api_key:%s}", Redact(c.endpoint), c.model, keyState(c.key))
 }
 
 // Format makes every fmt verb print String, so that no formatting of a
@@ -251,6 +321,10 @@ func (c *Client) Stats() Stats {
 type failure struct {
 	err      *Error
 	retry    bool
+	once     bool          // retry at most once
+	loading  bool          // wait for readiness, then retry
+	tokens   bool          // resend with max_completion_tokens
+	sig      string        // status and body, to tell identical repeats
 	wait     time.Duration // the server's Retry-After, when hasWait
 	hasWait  bool
 	canceled bool // the caller's context ended: stop at once
@@ -258,19 +332,61 @@ type failure struct {
 
 // Complete sends req and returns the model's next assistant message. Errors
 // are *Error values whose Class is one of the policy error classes.
+//
+// Beyond the bounded retries with back-off: a 503 "Loading model" waits for
+// the server's readiness without using up retries; a refusal of max_tokens
+// switches to max_completion_tokens (TokenAuto) and resends at once; a 5xx
+// naming a parse or template failure, or a 500 that repeats identically for
+// the same request, is a model error after one retry.
 func (c *Client) Complete(ctx context.Context, req policy.Request) (policy.Response, error) {
-	body, err := encodeRequest(c.model, req, c.emptyContent, &c.tools)
+	encode := func() ([]byte, error) {
+		return encodeRequest(c.model, req, c.emptyContent, &c.tools, c.completionTokens.Load())
+	}
+	body, err := encode()
 	if err != nil {
 		return policy.Response{}, &Error{Class: policy.ErrModel, Message: "encode request: " + c.redact.apply(err.Error())}
 	}
 	seed := idSeed{seed: req.Seed, messages: len(req.Messages)}
+	prevSig := ""
+	waits, switched := 0, false
 	for attempt := 1; ; attempt++ {
 		resp, f := c.attempt(ctx, body, seed)
 		if f == nil {
 			return resp, nil
 		}
 		f.err.Attempts = attempt
-		if f.canceled || !f.retry || attempt > c.maxRetries {
+		if f.canceled {
+			return policy.Response{}, f.err
+		}
+		if f.tokens && c.tokenParam == TokenAuto && !switched && req.MaxTokens > 0 {
+			// OpenAI's reasoning models: "Unsupported parameter: 'max_tokens'
+			// ... Use 'max_completion_tokens' instead."
+			switched = true
+			c.completionTokens.Store(true)
+			if body, err = encode(); err != nil {
+				return policy.Response{}, &Error{Class: policy.ErrModel, Message: "encode request: " + c.redact.apply(err.Error())}
+			}
+			attempt--
+			continue
+		}
+		if f.loading && c.readyWait > 0 && waits < 3 {
+			waits++
+			if err := c.waitReady(ctx, f.err); err != nil {
+				return policy.Response{}, err
+			}
+			attempt--
+			continue
+		}
+		if f.sig != "" && f.sig == prevSig {
+			// The same 500 for the same request twice: the request, not the
+			// server's health, is the cause. Retrying it forever (or on
+			// every resume) cannot help.
+			f.err.Class = policy.ErrModel
+			f.err.Message += "; the same error repeated for the same request, so it is recorded as a model error"
+			return policy.Response{}, f.err
+		}
+		prevSig = f.sig
+		if !f.retry || attempt > c.maxRetries || (f.once && attempt >= 2) {
 			return policy.Response{}, f.err
 		}
 		wait := backoff(attempt-1, c.backoffBase, c.backoffMax)
@@ -290,6 +406,104 @@ func (c *Client) Complete(ctx context.Context, req policy.Request) (policy.Respo
 		}
 		c.retries.Add(1)
 	}
+}
+
+// isGenericTransient: wordings by which servers say "try again" (OpenAI's
+// "The server had an error while processing your request"), which repeat
+// identically during an outage and must stay retryable.
+func isGenericTransient(e apiError) bool {
+	m := strings.ToLower(strings.TrimSpace(e.Message))
+	if m == "" || m == "internal server error" {
+		return true
+	}
+	for _, p := range []string{"had an error while processing", "overloaded", "try again", "temporarily", "unavailable"} {
+		if strings.Contains(m, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// waitReady polls the server's readiness after a 503 "Loading model":
+// GET /health beside the API root (llama.cpp answers 503 there until the
+// model is loaded; vLLM and SGLang answer 200), else GET {base}/models. It
+// returns nil when the server is ready, or an infrastructure error after
+// ReadyWait.
+func (c *Client) waitReady(ctx context.Context, cause *Error) error {
+	asked := c.now()
+	c.readyMu.Lock()
+	defer c.readyMu.Unlock()
+	if c.readyTime.After(asked) {
+		return nil // another request saw the server ready meanwhile
+	}
+	deadline := asked.Add(c.readyWait)
+	for {
+		if c.ready(ctx) {
+			c.readyTime = c.now()
+			return nil
+		}
+		if !c.now().Before(deadline) {
+			e := *cause
+			e.Message += fmt.Sprintf("; the server was still not ready after %s (raise --ready-timeout for large models)", c.readyWait)
+			return &e
+		}
+		if err := c.sleep(ctx, c.readyPoll); err != nil {
+			return c.canceled(ctx, err)
+		}
+	}
+}
+
+// ready asks the readiness endpoints once.
+func (c *Client) ready(ctx context.Context) bool {
+	for _, u := range readinessURLs(c.base) {
+		status, _, err := c.get(ctx, u)
+		if err != nil {
+			continue
+		}
+		if status == http.StatusOK {
+			return true
+		}
+		if status == http.StatusServiceUnavailable {
+			return false
+		}
+	}
+	return false
+}
+
+// readinessURLs: /health at the server root (base without its /v1), then
+// the models list.
+func readinessURLs(base string) []string {
+	u, err := url.Parse(base)
+	if err != nil {
+		return nil
+	}
+	root := *u
+	root.Path = strings.TrimSuffix(strings.TrimRight(u.Path, "/"), "/v1") + "/health"
+	root.RawPath = ""
+	models := *u
+	models.Path = strings.TrimRight(u.Path, "/") + "/models"
+	models.RawPath = ""
+	return []string{root.String(), models.String()}
+}
+
+// get makes one GET with the client's key and timeout, outside the limiter.
+func (c *Client) get(ctx context.Context, u string) (int, []byte, error) {
+	actx, cancel := context.WithTimeout(ctx, min(c.timeout, 30*time.Second))
+	defer cancel()
+	hreq, err := http.NewRequestWithContext(actx, http.MethodGet, u, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	if c.key != "" {
+		hreq.Header.Set("Authorization", "Bearer "+c.key)
+	}
+	hresp, err := c.http.Do(hreq)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer hresp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(hresp.Body, 1<<20))
+	return hresp.StatusCode, data, err
 }
 
 // canceled is the error for a caller that gave up. It is an infrastructure
@@ -333,8 +547,12 @@ func (c *Client) attempt(ctx context.Context, body []byte, seed idSeed) (policy.
 	}
 	status := hresp.StatusCode
 	if len(data) > maxResponseBytes {
-		return policy.Response{}, &failure{err: &Error{Class: policy.ErrModel, StatusCode: status,
-			Message: fmt.Sprintf("response larger than %d bytes", maxResponseBytes)}}
+		// No completion a model can write comes near the cap: this is a
+		// proxy or server fault, not the model's answer. The episode got no
+		// model answer, so it is an infrastructure error (kept in errors/
+		// and retried on resume), not retried within the request.
+		return policy.Response{}, &failure{err: &Error{Class: policy.ErrInfra, StatusCode: status,
+			Message: fmt.Sprintf("response larger than %d bytes: not a completion (check proxies between antidrift and the server)", maxResponseBytes)}}
 	}
 
 	if status >= 200 && status < 300 {
@@ -352,7 +570,10 @@ func (c *Client) attempt(ctx context.Context, body []byte, seed idSeed) (policy.
 		c.rateLimited.Add(1)
 		c.limiter.Throttled()
 	}
-	f := &failure{err: c.serverError(v, status, apiErr), retry: v.retry}
+	f := &failure{err: c.serverError(v, status, apiErr), retry: v.retry, once: v.once, loading: v.loading, tokens: v.tokens}
+	if status == http.StatusInternalServerError && len(bytes.TrimSpace(data)) > 0 && !isGenericTransient(apiErr) {
+		f.sig = string(data)
+	}
 	if v.retry {
 		f.wait, f.hasWait = retryAfter(hresp.Header, c.now())
 	}
@@ -391,6 +612,12 @@ func (c *Client) badSuccess(status int, data []byte, err error) *failure {
 			v := classify(s, apiErr)
 			return &failure{err: c.serverError(v, status, apiErr), retry: v.retry}
 		}
+		// A 200 with "choices": [] and no error: the server produced no
+		// completion (an aborted request, an overloaded gateway). The model
+		// never answered, so it is an infrastructure failure, retried.
+		return &failure{err: &Error{Class: policy.ErrInfra, StatusCode: status, Message: err.Error() + " (200 with an empty choices list)"}, retry: true}
+	case errors.Is(err, errFiltered):
+		// A content filter's verdict on this prompt: the same every time.
 		return &failure{err: &Error{Class: policy.ErrModel, StatusCode: status, Message: err.Error()}}
 	case errors.Is(err, errBadMessage):
 		// The model answered, but not in a shape we can record.
@@ -417,7 +644,7 @@ func (c *Client) transportFailure(ctx, actx context.Context, err error) *failure
 	if ctx.Err() != nil {
 		return &failure{err: c.canceled(ctx, err), canceled: true}
 	}
-	msg := "connection error: " + c.redact.apply(err.Error())
+	msg := "connection error: " + strings.ReplaceAll(c.redact.apply(err.Error()), c.endpoint, Redact(c.endpoint))
 	if actx.Err() != nil {
 		msg = fmt.Sprintf("request timed out after %s", c.timeout)
 		err = actx.Err()

@@ -301,7 +301,8 @@ func TestErrors(t *testing.T) {
 		{name: "404 model not found", script: []fakeserver.Reply{fakeserver.Error(404, "The model `x` does not exist.", "NotFoundError", "")}, class: policy.ErrFatal, requests: 1, message: "/v1"},
 		{name: "other 400", script: []fakeserver.Reply{fakeserver.Error(400, "'tool_choice' required is not supported", "BadRequestError", "")}, class: policy.ErrModel, requests: 1, status: 400, message: "'tool_choice' required is not supported"},
 		{name: "422 detail", script: []fakeserver.Reply{fakeserver.Raw(422, `{"detail":[{"loc":["body","messages"],"msg":"field required"}]}`)}, class: policy.ErrModel, requests: 1, message: "field required"},
-		{name: "200 without choices", script: []fakeserver.Reply{fakeserver.Raw(200, `{"choices":[]}`)}, class: policy.ErrModel, requests: 1},
+		// An empty choices list is no model answer: infrastructure, retried.
+		{name: "200 without choices", script: repeat(fakeserver.Raw(200, `{"choices":[]}`), maxRetries+1), class: policy.ErrInfra, requests: maxRetries + 1},
 		{name: "500 503 then success", script: []fakeserver.Reply{fakeserver.ServerError(500), fakeserver.ServerError(503), ok}, requests: 3},
 		{name: "5xx exhausts retries", script: repeat(fakeserver.ServerError(502), maxRetries+1), class: policy.ErrInfra, requests: maxRetries + 1, status: 502, message: "after 4 attempts"},
 		{name: "408 and 409 retried", script: []fakeserver.Reply{fakeserver.Error(408, "timeout", "", ""), fakeserver.Error(409, "conflict", "", ""), ok}, requests: 3},

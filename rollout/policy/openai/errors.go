@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -48,6 +49,10 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
+// HTTPStatus is the HTTP status of the last attempt (0 when none arrived),
+// for callers that must not import this package to tell a refusal.
+func (e *Error) HTTPStatus() int { return e.StatusCode }
+
 // Unwrap exposes the class and the cause to errors.Is and errors.As.
 func (e *Error) Unwrap() []error {
 	if e.cause != nil {
@@ -62,7 +67,7 @@ func (e *Error) Unwrap() []error {
 // {"error":{"code":400,"message","type"}}, Ollama {"error":"text"},
 // FastAPI {"detail": ...}, or no JSON at all.
 type apiError struct {
-	Message, Type, Code string
+	Message, Type, Code, Param string
 }
 
 // maxErrorText bounds how much of a server's error text is kept: proxies
@@ -75,6 +80,7 @@ func parseAPIError(body []byte) apiError {
 		Message json.RawMessage `json:"message"`
 		Type    json.RawMessage `json:"type"`
 		Code    json.RawMessage `json:"code"`
+		Param   json.RawMessage `json:"param"`
 		Detail  json.RawMessage `json:"detail"`
 	}
 	if err := json.Unmarshal(body, &top); err != nil {
@@ -88,11 +94,13 @@ func parseAPIError(body []byte) apiError {
 			Message json.RawMessage `json:"message"`
 			Type    json.RawMessage `json:"type"`
 			Code    json.RawMessage `json:"code"`
+			Param   json.RawMessage `json:"param"`
 		}
 		if json.Unmarshal(top.Error, &inner) == nil {
 			e.Message, _ = jsonText(inner.Message)
 			e.Type, _ = jsonText(inner.Type)
 			e.Code, _ = jsonText(inner.Code)
+			e.Param, _ = jsonText(inner.Param)
 		}
 	}
 	if e.Message == "" {
@@ -103,6 +111,9 @@ func parseAPIError(body []byte) apiError {
 	}
 	if e.Code == "" {
 		e.Code, _ = jsonText(top.Code)
+	}
+	if e.Param == "" {
+		e.Param, _ = jsonText(top.Param)
 	}
 	if e.Message == "" && len(top.Detail) > 0 {
 		if s, ok := jsonText(top.Detail); ok {
@@ -167,9 +178,28 @@ var contextPatterns = []string{
 	"`inputs` tokens + `max_new_tokens`",      // TGI
 	"context length exceeded",
 	"context window exceeded",
+	// vLLM (current): "You passed 9001 input tokens and requested 512 output
+	// tokens. However, the model's context length is only 8192 tokens,
+	// resulting in a maximum input length of 7680 tokens. ...
+	// (parameter=input_tokens, value=9001)", with param "input_tokens".
+	"model's context length is only",
+	"maximum input length of",
+	"parameter=input_tokens",
+	// SGLang: "Requested token count exceeds the model's maximum context
+	// length of 8192 tokens. ..." and "Input length (9001 tokens) exceeds the
+	// maximum allowed length (8192 tokens)."
+	"exceeds the model's maximum context length",
+	"exceeds the maximum allowed length",
+	"exceeds the maximum allowed input length",
+	// OpenAI Responses-style and Ollama-style wordings.
+	"your input exceeds the context window",
+	"input length exceeds the context length",
 }
 
 func isContextLength(e apiError) bool {
+	if e.Param == "input_tokens" {
+		return true
+	}
 	text := strings.ToLower(e.Message + "\n" + e.Type + "\n" + e.Code)
 	for _, p := range contextPatterns {
 		if strings.Contains(text, strings.ToLower(p)) {
@@ -188,17 +218,118 @@ func isQuota(e apiError) bool {
 type verdict struct {
 	class     error  // policy class if we give up now
 	retry     bool   // another attempt may succeed
+	once      bool   // retry at most once (a parse or template failure)
 	throttled bool   // the server asked for less load (429)
+	loading   bool   // the server is loading the model: wait for readiness
+	tokens    bool   // the endpoint wants max_completion_tokens instead of max_tokens
 	hint      string // added to the message for the user
+}
+
+// refusal is an answer that names a server flag, a capability or a
+// parameter the endpoint does not take. Every episode would fail the same
+// way, so the run stops with the fix instead of recording model errors.
+type refusal struct {
+	pattern string // lower-case fragment of the error text
+	fix     string
+}
+
+// refusals are matched against the error text (any 4xx or 5xx status:
+// llama.cpp reports a missing --jinja as a 500).
+var refusals = []refusal{
+	// vLLM vllm/entrypoints/openai/serving_chat.py: tools with tool_choice
+	// "auto" on a server started without a tool parser.
+	{"--enable-auto-tool-choice", "start vLLM with --enable-auto-tool-choice --tool-call-parser PARSER (hermes for Qwen2.5/Qwen3 and Hermes, llama3_json for Llama 3.x, mistral for Mistral; see docs/servers.md)"},
+	{"--tool-call-parser", "start the server with --tool-call-parser PARSER for the model (see docs/servers.md)"},
+	// llama.cpp tools/server/utils.hpp: tools without --jinja.
+	{"requires --jinja", "start llama-server with --jinja (and a chat template that supports tools)"},
+	{"unsupported param: tool_choice", "start llama-server with --jinja"},
+	// Ollama server/images.go: a model whose template has no tools.
+	{"does not support tools", "this Ollama model's template has no tool support: pick a model with the tools capability (ollama show MODEL lists it) or use --framework react"},
+	{"does not support thinking", "this model does not support thinking: drop the think option"},
+	{"no endpoints found that support tool use", "the gateway has no provider for this model that supports tools: pick another model or use --framework react"},
+}
+
+// isParseFailure: a server error whose text names a failure to parse the
+// model's output or to render the chat template. Retrying the same request
+// gives the same failure.
+func isParseFailure(e apiError) bool {
+	text := strings.ToLower(e.Message + " " + e.Type)
+	for _, p := range []string{"template", "jinja", "failed to parse", "parse error", "error parsing", "unable to parse", "could not parse", "jsondecodeerror", "json decode"} {
+		if strings.Contains(text, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// isLoading: llama.cpp tools/server/server.cpp answers 503
+// {"error":{"code":503,"message":"Loading model","type":"unavailable_error"}}
+// until the weights are in memory.
+func isLoading(status int, e apiError) bool {
+	return status == http.StatusServiceUnavailable && strings.Contains(strings.ToLower(e.Message), "loading model")
+}
+
+// unsupportedParam: OpenAI's 400 for a parameter or value a model refuses
+// (reasoning models: max_tokens, temperature other than 1, ...).
+func unsupportedParam(e apiError) (param string, ok bool) {
+	if e.Code != "unsupported_parameter" && e.Code != "unsupported_value" &&
+		!strings.Contains(strings.ToLower(e.Message), "unsupported parameter") &&
+		!strings.Contains(strings.ToLower(e.Message), "unsupported value") {
+		return "", false
+	}
+	param = e.Param
+	if param == "" {
+		// "Unsupported parameter: 'max_tokens' is not supported with this model."
+		if i := strings.IndexByte(e.Message, '\''); i >= 0 {
+			if j := strings.IndexByte(e.Message[i+1:], '\''); j > 0 {
+				param = e.Message[i+1 : i+1+j]
+			}
+		}
+	}
+	return param, true
+}
+
+// paramFix says how to stop sending a parameter the endpoint refuses.
+func paramFix(param string) string {
+	switch param {
+	case "temperature":
+		return "the model refuses this temperature: pass --temperature omit (and --judge-temperature omit for the judge), or the value it accepts"
+	case "seed":
+		return "the endpoint refuses seed"
+	case "max_completion_tokens":
+		return "the endpoint refuses max_completion_tokens: pass --token-param max_tokens"
+	case "max_tokens":
+		return "the endpoint refuses max_tokens: pass --token-param max_completion_tokens"
+	case "tools", "tool_choice":
+		return "the endpoint does not take tools: use --framework react"
+	}
+	return "the endpoint refuses parameter " + strconv.Quote(param)
 }
 
 // classify maps a non-2xx answer to a policy error class and says whether
 // to retry. Context-length messages win over the status code because some
 // servers report them as 413, 422 or even 500, and retrying never helps.
 func classify(status int, e apiError) verdict {
-	switch {
-	case status >= 400 && status != http.StatusTooManyRequests && isContextLength(e):
+	if status >= 400 && status != http.StatusTooManyRequests && isContextLength(e) {
 		return verdict{class: policy.ErrContextLength}
+	}
+	if status >= 400 {
+		text := strings.ToLower(e.Message)
+		for _, r := range refusals {
+			if strings.Contains(text, r.pattern) {
+				return verdict{class: policy.ErrFatal, hint: "the endpoint refuses this request whatever the episode; fix: " + r.fix}
+			}
+		}
+	}
+	if status >= 400 && status < 500 {
+		if p, ok := unsupportedParam(e); ok {
+			if p == "max_tokens" {
+				return verdict{class: policy.ErrFatal, tokens: true, hint: paramFix(p)}
+			}
+			return verdict{class: policy.ErrFatal, hint: paramFix(p)}
+		}
+	}
+	switch {
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		return verdict{class: policy.ErrFatal, hint: "authentication failed; check the API key (its value is not shown)"}
 	case status == http.StatusPaymentRequired,
@@ -210,6 +341,12 @@ func classify(status int, e apiError) verdict {
 		return verdict{class: policy.ErrFatal, hint: "endpoint or model not found; check the base URL (usually ending in /v1) and the model name"}
 	case status == http.StatusTooManyRequests:
 		return verdict{class: policy.ErrInfra, retry: true, throttled: true, hint: "rate limited"}
+	case isLoading(status, e):
+		return verdict{class: policy.ErrInfra, retry: true, loading: true, hint: "the server is still loading the model"}
+	case status >= 500 && isParseFailure(e):
+		// The server could not parse the model's output or render the
+		// template: the model's doing, and the same request fails again.
+		return verdict{class: policy.ErrModel, retry: true, once: true, hint: "the server failed to parse the model's output or render the chat template"}
 	case status == http.StatusRequestTimeout || status == http.StatusConflict || status >= 500:
 		// 408 and 409 are transient too (the OpenAI SDKs retry them).
 		return verdict{class: policy.ErrInfra, retry: true}

@@ -19,13 +19,16 @@ import (
 // arguments_error) can never leak into a request.
 
 type chatRequest struct {
-	Model       string            `json:"model"`
-	Messages    []wireMessage     `json:"messages"`
-	Tools       []json.RawMessage `json:"tools,omitempty"`
-	ToolChoice  string            `json:"tool_choice,omitempty"`
-	Temperature float64           `json:"temperature"` // always sent: 0 means greedy, not "server default"
-	Seed        int64             `json:"seed"`
-	MaxTokens   int               `json:"max_tokens,omitempty"`
+	Model      string            `json:"model"`
+	Messages   []wireMessage     `json:"messages"`
+	Tools      []json.RawMessage `json:"tools,omitempty"`
+	ToolChoice string            `json:"tool_choice,omitempty"`
+	// Temperature is sent unless the caller omits it: 0 means greedy, not
+	// "server default".
+	Temperature         *float64 `json:"temperature,omitempty"`
+	Seed                int64    `json:"seed"`
+	MaxTokens           int      `json:"max_tokens,omitempty"`
+	MaxCompletionTokens int      `json:"max_completion_tokens,omitempty"`
 }
 
 type wireMessage struct {
@@ -147,13 +150,20 @@ func (c *toolCache) encode(t policy.Tool) (json.RawMessage, error) {
 	return b, nil
 }
 
-func encodeRequest(model string, req policy.Request, empty EmptyContent, tools *toolCache) ([]byte, error) {
+func encodeRequest(model string, req policy.Request, empty EmptyContent, tools *toolCache, completionTokens bool) ([]byte, error) {
 	wr := chatRequest{
-		Model:       model,
-		Messages:    make([]wireMessage, 0, len(req.Messages)),
-		Temperature: req.Temperature,
-		Seed:        req.Seed,
-		MaxTokens:   max(req.MaxTokens, 0),
+		Model:    model,
+		Messages: make([]wireMessage, 0, len(req.Messages)),
+		Seed:     req.Seed,
+	}
+	if !req.OmitTemperature {
+		t := req.Temperature
+		wr.Temperature = &t
+	}
+	if completionTokens {
+		wr.MaxCompletionTokens = max(req.MaxTokens, 0)
+	} else {
+		wr.MaxTokens = max(req.MaxTokens, 0)
 	}
 	for _, m := range req.Messages {
 		wr.Messages = append(wr.Messages, toWire(m, empty))
@@ -207,8 +217,18 @@ func toWire(m trajectory.Message, empty EmptyContent) wireMessage {
 // every assistant call's arguments and answers 400 on invalid JSON, which
 // would end the episode, while the model should see its mistake and the
 // tool error that answered it. The record keeps the raw text.
+//
+// Repaired arguments go back as the object they were read as: "" and
+// "null" as "{}" (vLLM and several chat templates json-decode them and
+// fail on ""), a double-encoded object as the object itself.
 func wireArguments(fc trajectory.FunctionCall) string {
 	if fc.ArgsError == "" {
+		if (fc.Repair != "" || strings.TrimSpace(fc.Arguments) == "") && len(fc.Parsed) > 0 {
+			return string(fc.Parsed)
+		}
+		if strings.TrimSpace(fc.Arguments) == "" {
+			return "{}"
+		}
 		return fc.Arguments
 	}
 	b, err := json.Marshal(map[string]string{"_raw": fc.Arguments})
@@ -230,13 +250,21 @@ type chatResponse struct {
 		TotalTokens      int `json:"total_tokens"`
 	} `json:"usage"`
 	Error json.RawMessage `json:"error"` // some proxies answer 200 with an error body
+	// PromptFilterResults: Azure OpenAI's content filter, which answers 200
+	// with no choices when it blocks the prompt.
+	PromptFilterResults json.RawMessage `json:"prompt_filter_results"`
 }
 
 type respMessage struct {
-	Content      json.RawMessage `json:"content"` // string, null, absent, or an array of parts
-	Refusal      lenientText     `json:"refusal"`
-	ToolCalls    []respToolCall  `json:"tool_calls"`
-	FunctionCall *respFunction   `json:"function_call"` // legacy single call
+	Content json.RawMessage `json:"content"` // string, null, absent, or an array of parts
+	Refusal lenientText     `json:"refusal"`
+	// Reasoning as servers send it apart from content: vLLM and SGLang with
+	// a reasoning parser and llama.cpp use reasoning_content; Ollama and
+	// newer vLLM use reasoning.
+	ReasoningContent lenientText    `json:"reasoning_content"`
+	Reasoning        lenientText    `json:"reasoning"`
+	ToolCalls        []respToolCall `json:"tool_calls"`
+	FunctionCall     *respFunction  `json:"function_call"` // legacy single call
 }
 
 type respToolCall struct {
@@ -266,6 +294,7 @@ func (t *lenientText) UnmarshalJSON(b []byte) error {
 var (
 	errNotJSON    = errors.New("response is not a chat completion")
 	errNoChoices  = errors.New("response has no choices")
+	errFiltered   = errors.New("the endpoint's content filter blocked the prompt (200 with no choices and prompt_filter_results)")
 	errBadMessage = errors.New("unusable assistant message")
 )
 
@@ -277,6 +306,9 @@ func decodeResponse(body []byte, idSeed idSeed) (policy.Response, error) {
 		return policy.Response{}, fmt.Errorf("%w: %v", errNotJSON, err)
 	}
 	if len(cr.Choices) == 0 || cr.Choices[0].Message == nil {
+		if len(cr.PromptFilterResults) > 0 && string(cr.PromptFilterResults) != "null" {
+			return policy.Response{}, errFiltered
+		}
 		return policy.Response{}, errNoChoices
 	}
 	choice := cr.Choices[0]
@@ -290,6 +322,10 @@ func decodeResponse(body []byte, idSeed idSeed) (policy.Response, error) {
 		content = string(rm.Refusal)
 	}
 	msg := trajectory.Message{Role: trajectory.RoleAssistant, Content: content}
+	msg.Reasoning = strings.TrimSpace(string(rm.ReasoningContent))
+	if msg.Reasoning == "" {
+		msg.Reasoning = strings.TrimSpace(string(rm.Reasoning))
+	}
 
 	calls := rm.ToolCalls
 	if len(calls) == 0 && rm.FunctionCall != nil {
@@ -304,12 +340,12 @@ func decodeResponse(body []byte, idSeed idSeed) (policy.Response, error) {
 			id = idSeed.id(i, salt)
 		}
 		seen[id] = true
-		args, parsed, argsErr := normalizeArguments(rc.Function.Arguments)
+		args, parsed, argsErr, repair := normalizeArguments(rc.Function.Arguments)
 		msg.ToolCalls = append(msg.ToolCalls, trajectory.ToolCall{
 			ID:   id,
 			Type: "function",
 			Function: trajectory.FunctionCall{
-				Name: string(rc.Function.Name), Arguments: args, Parsed: parsed, ArgsError: argsErr,
+				Name: string(rc.Function.Name), Arguments: args, Parsed: parsed, ArgsError: argsErr, Repair: repair,
 			},
 		})
 	}
@@ -356,32 +392,48 @@ func decodeContent(raw json.RawMessage) (string, error) {
 
 // normalizeArguments returns the arguments as the model produced them (a
 // string, or an object's compact text when the server sent an object), the
-// parsed object when they are one, and otherwise why not.
-func normalizeArguments(raw json.RawMessage) (args string, parsed json.RawMessage, argsErr string) {
+// parsed object when they are one, otherwise why not, and the repair made:
+//
+//   - "" or absent (llama.cpp and Ollama for parameterless calls): {} ("empty");
+//   - "null" (some Hermes-style parsers for parameterless calls): {} ("null");
+//   - a JSON string holding a JSON object (double-encoded, seen from
+//     gateways and fine-tunes that json.dumps twice): the object
+//     ("double_encoded").
+func normalizeArguments(raw json.RawMessage) (args string, parsed json.RawMessage, argsErr, repair string) {
 	raw = bytes.TrimSpace(raw)
 	switch {
 	case len(raw) == 0 || string(raw) == "null":
 		args = ""
 	case raw[0] == '"':
 		if err := json.Unmarshal(raw, &args); err != nil {
-			return string(raw), nil, "arguments are not a valid JSON string: " + err.Error()
+			return string(raw), nil, "arguments are not a valid JSON string: " + err.Error(), ""
 		}
 	default:
 		args = string(compactJSON(raw))
 	}
-	// Servers emit empty arguments for parameterless calls (llama.cpp,
-	// Ollama); they mean the empty object.
-	if strings.TrimSpace(args) == "" {
-		return args, json.RawMessage(`{}`), ""
+	switch strings.TrimSpace(args) {
+	case "":
+		return args, json.RawMessage(`{}`), "", trajectory.RepairEmpty
+	case "null":
+		return args, json.RawMessage(`{}`), "", trajectory.RepairNull
 	}
 	var v json.RawMessage
 	if err := json.Unmarshal([]byte(args), &v); err != nil {
-		return args, nil, "arguments are not valid JSON: " + err.Error()
+		return args, nil, "arguments are not valid JSON: " + err.Error(), ""
+	}
+	if v[0] == '"' {
+		var inner string
+		if json.Unmarshal(v, &inner) == nil {
+			var obj json.RawMessage
+			if json.Unmarshal([]byte(inner), &obj) == nil && len(obj) > 0 && obj[0] == '{' {
+				return args, json.RawMessage(compactJSON(obj)), "", trajectory.RepairDoubleEncoded
+			}
+		}
 	}
 	if v[0] != '{' {
-		return args, nil, "arguments must be a JSON object, got " + jsonKind(v[0])
+		return args, nil, "arguments must be a JSON object, got " + jsonKind(v[0]), ""
 	}
-	return args, json.RawMessage(compactJSON(v)), ""
+	return args, json.RawMessage(compactJSON(v)), "", ""
 }
 
 func jsonKind(first byte) string {
@@ -401,15 +453,19 @@ func jsonKind(first byte) string {
 
 // normalizeFinish makes finish reasons comparable across servers. Tool calls
 // win: servers say "stop", "eos" or nothing although they returned calls.
+// A cut turn stays "length" whatever it holds, so that it is never taken
+// for a finished one.
 func normalizeFinish(reason string, hasCalls bool) string {
+	switch reason {
+	case "length", "max_tokens", "model_length":
+		return "length"
+	}
 	if hasCalls {
 		return "tool_calls"
 	}
 	switch reason {
 	case "", "eos", "eos_token", "stop_sequence", "end_turn":
 		return "stop"
-	case "max_tokens":
-		return "length"
 	}
 	return reason
 }

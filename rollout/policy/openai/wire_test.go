@@ -30,12 +30,13 @@ func TestNormalizeArguments(t *testing.T) {
 		{`[1, 2]`, `[1,2]`, ``, "got an array"},
 		{`"\"s\""`, `"s"`, ``, "got a string"},
 		{`"true"`, `true`, ``, "got a boolean"},
-		{`"null"`, `null`, ``, "got null"},
+		{`"null"`, `null`, `{}`, ""},
+		{`"\"{\\\"a\\\":1}\""`, `"{\"a\":1}"`, `{"a":1}`, ""},
 		{`3.5`, `3.5`, ``, "got a number"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.raw, func(t *testing.T) {
-			args, parsed, err := normalizeArguments(json.RawMessage(tc.raw))
+			args, parsed, err, _ := normalizeArguments(json.RawMessage(tc.raw))
 			assert.Equal(t, tc.args, args)
 			assert.Equal(t, tc.parsed, string(parsed))
 			if tc.err == "" {
@@ -53,7 +54,7 @@ func TestNormalizeFinish(t *testing.T) {
 		calls bool
 		want  string
 	}{
-		{"stop", true, "tool_calls"}, {"eos", true, "tool_calls"}, {"", true, "tool_calls"}, {"length", true, "tool_calls"},
+		{"stop", true, "tool_calls"}, {"eos", true, "tool_calls"}, {"", true, "tool_calls"}, {"length", true, "length"},
 		{"stop", false, "stop"}, {"eos", false, "stop"}, {"", false, "stop"}, {"end_turn", false, "stop"},
 		{"length", false, "length"}, {"max_tokens", false, "length"}, {"content_filter", false, "content_filter"},
 	}
@@ -67,9 +68,9 @@ func TestParseAPIError(t *testing.T) {
 		name, body string
 		want       apiError
 	}{
-		{"openai", `{"error":{"message":"m","type":"t","param":null,"code":"c"}}`, apiError{"m", "t", "c"}},
-		{"vllm", `{"object":"error","message":"m","type":"BadRequestError","param":null,"code":400}`, apiError{"m", "BadRequestError", "400"}},
-		{"llama.cpp", `{"error":{"code":400,"message":"m","type":"exceed_context_size_error"}}`, apiError{"m", "exceed_context_size_error", "400"}},
+		{"openai", `{"error":{"message":"m","type":"t","param":null,"code":"c"}}`, apiError{"m", "t", "c", ""}},
+		{"vllm", `{"object":"error","message":"m","type":"BadRequestError","param":null,"code":400}`, apiError{"m", "BadRequestError", "400", ""}},
+		{"llama.cpp", `{"error":{"code":400,"message":"m","type":"exceed_context_size_error"}}`, apiError{"m", "exceed_context_size_error", "400", ""}},
 		{"ollama", `{"error":"model \"x\" not found"}`, apiError{Message: `model "x" not found`}},
 		{"fastapi string", `{"detail":"Not Found"}`, apiError{Message: "Not Found"}},
 		{"fastapi list", `{"detail":[{"msg":"bad"}]}`, apiError{Message: `[{"msg":"bad"}]`}},
@@ -180,7 +181,7 @@ func TestUnparseableArgumentsGoBackAsRawObject(t *testing.T) {
 		{Role: trajectory.RoleTool, ToolCallID: "a", Content: `{"error":"invalid arguments"}`},
 		{Role: trajectory.RoleTool, ToolCallID: "b", Content: `{"hits":[]}`},
 	}}
-	body, err := encodeRequest("m", req, ContentOmit, nil)
+	body, err := encodeRequest("m", req, ContentOmit, nil, false)
 	require.NoError(t, err)
 	var wire struct {
 		Messages []struct {
@@ -203,11 +204,11 @@ func TestToolEncodingIsCachedAndExact(t *testing.T) {
 	tool := policy.Tool{Name: "search", Description: "Search.", Parameters: params}
 	req := policy.Request{Messages: []trajectory.Message{{Role: trajectory.RoleUser, Content: "x"}}, Tools: []policy.Tool{tool, {Name: "noargs"}}}
 	var cache toolCache
-	uncached, err := encodeRequest("m", req, ContentOmit, nil)
+	uncached, err := encodeRequest("m", req, ContentOmit, nil, false)
 	require.NoError(t, err)
-	first, err := encodeRequest("m", req, ContentOmit, &cache)
+	first, err := encodeRequest("m", req, ContentOmit, &cache, false)
 	require.NoError(t, err)
-	second, err := encodeRequest("m", req, ContentOmit, &cache)
+	second, err := encodeRequest("m", req, ContentOmit, &cache, false)
 	require.NoError(t, err)
 	assert.Equal(t, string(uncached), string(first), "the cache changes no byte of the request")
 	assert.Equal(t, string(first), string(second))
@@ -216,7 +217,7 @@ func TestToolEncodingIsCachedAndExact(t *testing.T) {
 
 	// A tool with the same name but another description or schema is its own entry.
 	other := policy.Tool{Name: "search", Description: "Search the web.", Parameters: json.RawMessage(`{"type":"object"}`)}
-	third, err := encodeRequest("m", policy.Request{Messages: req.Messages, Tools: []policy.Tool{other}}, ContentOmit, &cache)
+	third, err := encodeRequest("m", policy.Request{Messages: req.Messages, Tools: []policy.Tool{other}}, ContentOmit, &cache, false)
 	require.NoError(t, err)
 	assert.Contains(t, string(third), `"description":"Search the web.","parameters":{"type":"object"}`)
 	assert.Len(t, cache.m, 3)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/antidrift/antidrift/rollout/policy"
+	"github.com/antidrift/antidrift/rollout/policy/openai"
 	"github.com/antidrift/antidrift/rollout/scenario"
 	"github.com/antidrift/antidrift/rollout/trajectory"
 )
@@ -125,6 +126,18 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	resp, err := pol.Complete(r.Context(), preq)
+	if err != nil && len(preq.Messages) == 1 {
+		// antidrift endpoint check's probes: the simulation answers them as
+		// a well-configured server would.
+		switch preq.Messages[0].Content {
+		case openai.CheckPlainPrompt:
+			resp, err = policy.Response{Message: trajectory.Message{Role: trajectory.RoleAssistant, Content: "ready"}, FinishReason: "stop"}, nil
+		case openai.CheckToolPrompt:
+			resp, err = policy.Response{Message: trajectory.Message{Role: trajectory.RoleAssistant, ToolCalls: []trajectory.ToolCall{{
+				ID: "simcheck1", Type: "function", Function: trajectory.FunctionCall{Name: openai.CheckTool, Arguments: `{"city":"Paris"}`},
+			}}}, FinishReason: "tool_calls"}, nil
+		}
+	}
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			return

@@ -104,12 +104,14 @@ func (q *query) match(s *summary) bool {
 }
 
 // groupStat is TSR, DR and CSR of one checkpoint × framework within the
-// current filter. Every listed record counts, whatever its status, as the
-// list shows them; `antidrift score` gives the metrics of record.
+// current filter, over the records whose status is scored
+// (trajectory.Status.Scored, as `antidrift score` counts them); N counts
+// those, Listed every record of the group.
 type groupStat struct {
 	Checkpoint string  `json:"checkpoint"`
 	Framework  string  `json:"framework"`
 	N          int     `json:"n"`
+	Listed     int     `json:"listed"`
 	TSR        float64 `json:"tsr"`
 	DR         float64 `json:"dr"`
 	CSR        float64 `json:"csr"`
@@ -280,14 +282,18 @@ func (ix *runIndex) neighbours(q query, search *searchCache, id string) ([2]stri
 
 func groups(recs []summary, sel []int) []groupStat {
 	type key struct{ c, f string }
-	acc := map[key]*[4]int{}
+	acc := map[key]*[5]int{}
 	for _, i := range sel {
 		s := &recs[i]
 		k := key{s.Checkpoint, s.Framework}
 		a := acc[k]
 		if a == nil {
-			a = &[4]int{}
+			a = &[5]int{}
 			acc[k] = a
+		}
+		a[4]++
+		if !trajectory.Status(s.Status).Scored() {
+			continue
 		}
 		a[0]++
 		if s.Success {
@@ -302,8 +308,8 @@ func groups(recs []summary, sel []int) []groupStat {
 	}
 	out := []groupStat{}
 	for k, a := range acc {
-		n := float64(a[0])
-		out = append(out, groupStat{Checkpoint: k.c, Framework: k.f, N: a[0], TSR: float64(a[1]) / n, DR: float64(a[2]) / n, CSR: float64(a[3]) / n})
+		n := float64(max(a[0], 1))
+		out = append(out, groupStat{Checkpoint: k.c, Framework: k.f, N: a[0], Listed: a[4], TSR: float64(a[1]) / n, DR: float64(a[2]) / n, CSR: float64(a[3]) / n})
 	}
 	slices.SortFunc(out, func(a, b groupStat) int {
 		return cmp.Or(cmp.Compare(a.Checkpoint, b.Checkpoint), cmp.Compare(a.Framework, b.Framework))

@@ -73,6 +73,15 @@ type Reply struct {
 	FinishReason string            // "" → "tool_calls" with calls, else "stop"
 	Usage        *trajectory.Usage // nil → made up from the request size
 	Quirks       Quirk
+	// Reasoning is the model's reasoning, sent as the Mode's family sends
+	// it (reasoning_content, reasoning, or <think> in content).
+	Reasoning string
+	// Markup, when set, writes ToolCalls into content in that markup (see
+	// RenderMarkup) with finish_reason "stop" and no structured call: the
+	// server failed to parse the model's calls.
+	Markup string
+
+	reasoningField string // set by Mode.dress
 
 	// A failure. Status != 0 answers with that status and Body (or an
 	// OpenAI-style error built from ErrMessage, ErrType, ErrCode).
@@ -121,6 +130,13 @@ type Options struct {
 	// Fallback answers valid requests once the script is exhausted; when
 	// nil the server answers 500 "script exhausted".
 	Fallback *Reply
+	// Mode, when set, answers as one server family (see Mode).
+	Mode *Mode
+	// ModelName is the model /v1/models lists (default "m").
+	ModelName string
+	// TemperatureOptional accepts requests without a temperature (a Mode
+	// with FixedTemperature implies it).
+	TemperatureOptional bool
 }
 
 // Server is a running fake. Its methods are safe for concurrent use.
@@ -136,6 +152,7 @@ type Server struct {
 	inFlight    int
 	maxInFlight int
 	served      int
+	healthPolls int
 	closeOnce   sync.Once
 }
 
@@ -210,7 +227,22 @@ func (s *Server) Served() int {
 	return s.served
 }
 
+// HealthPolls is the number of GET /health requests received.
+func (s *Server) HealthPolls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.healthPolls
+}
+
 func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet && r.URL.Path == "/v1/models" {
+		s.models(w)
+		return
+	}
+	if r.Method == http.MethodGet && r.URL.Path == "/health" {
+		s.health(w)
+		return
+	}
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path), "invalid_request_error", "")
 		return
@@ -229,12 +261,27 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnauthorized, "Incorrect API key provided: "+presented+". You can find your API key at https://platform.openai.com/account/api-keys.", "invalid_request_error", "invalid_api_key")
 		return
 	}
-	if v := validate(body); v != nil {
+	optionalTemp := s.opts.TemperatureOptional || (s.opts.Mode != nil && s.opts.Mode.FixedTemperature)
+	if v := validate(body, optionalTemp); v != nil {
 		s.mu.Lock()
 		req.Rejection = v.Error()
 		s.violations = append(s.violations, v.Error())
 		s.mu.Unlock()
 		writeErrorParam(w, http.StatusBadRequest, v.Message, "invalid_request_error", "", v.Param)
+		return
+	}
+
+	s.mu.Lock()
+	loading := s.loading()
+	s.mu.Unlock()
+	if loading {
+		writeError(w, http.StatusServiceUnavailable, "Loading model", "unavailable_error", "")
+		return
+	}
+	var raw map[string]json.RawMessage
+	_ = json.Unmarshal(body, &raw)
+	if reply, refused := s.opts.Mode.refuse(req, raw); refused {
+		s.serve(w, r, req, reply)
 		return
 	}
 
@@ -258,7 +305,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, "fakeserver: script exhausted", "server_error", "")
 		return
 	}
-	s.serve(w, r, req, reply)
+	s.serve(w, r, req, s.opts.Mode.dress(req, reply))
 }
 
 // next picks the reply for a valid request.
@@ -333,9 +380,26 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, req *Request, rep
 // quirks expressible (absent keys, objects where strings belong).
 func (s *Server) completion(req *Request, reply Reply) map[string]any {
 	q := reply.Quirks
+	if reply.Markup != "" && len(reply.ToolCalls) > 0 {
+		text := RenderMarkup(reply.Markup, reply.ToolCalls)
+		if reply.Content != "" {
+			text = reply.Content + "\n\n" + text
+		}
+		reply.Content, reply.ToolCalls = text, nil
+		if reply.FinishReason == "" || reply.FinishReason == "tool_calls" {
+			reply.FinishReason = "stop"
+		}
+	}
 	msg := map[string]any{"role": "assistant", "content": reply.Content}
 	if q&NullContent != 0 {
 		msg["content"] = nil
+	}
+	if reply.Reasoning != "" {
+		field := reply.reasoningField
+		if field == "" {
+			field = "reasoning_content"
+		}
+		msg[field] = reply.Reasoning
 	}
 	if len(reply.ToolCalls) > 0 {
 		var calls []map[string]any

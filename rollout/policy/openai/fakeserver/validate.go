@@ -43,7 +43,7 @@ type object = map[string]json.RawMessage
 
 // validate checks a chat-completions request body the way the OpenAI API
 // does, as far as the protocol of tool calls is concerned.
-func validate(body []byte) *violation {
+func validate(body []byte, optionalTemperature bool) *violation {
 	var req object
 	if err := json.Unmarshal(body, &req); err != nil {
 		return violatef("body", "We could not parse the JSON body of your request: %v", err)
@@ -52,16 +52,20 @@ func validate(body []byte) *violation {
 		return violatef("model", "you must provide a model parameter")
 	}
 	if t := req["temperature"]; len(t) == 0 {
-		return violatef("temperature", "temperature is absent (this fake requires it to be sent explicitly)")
+		if !optionalTemperature {
+			return violatef("temperature", "temperature is absent (this fake requires it to be sent explicitly)")
+		}
 	} else if f, ok := num(t); !ok || f < 0 || f > 2 {
 		return violatef("temperature", "%s is not a number between 0 and 2", t)
 	}
 	if s := req["seed"]; len(s) > 0 && !isInt(s) {
 		return violatef("seed", "%s is not an integer", s)
 	}
-	if m := req["max_tokens"]; len(m) > 0 {
-		if f, ok := num(m); !ok || f < 1 || !isInt(m) {
-			return violatef("max_tokens", "%s is not a positive integer", m)
+	for _, key := range []string{"max_tokens", "max_completion_tokens"} {
+		if m := req[key]; len(m) > 0 {
+			if f, ok := num(m); !ok || f < 1 || !isInt(m) {
+				return violatef(key, "%s is not a positive integer", m)
+			}
 		}
 	}
 	tools, v := validateTools(req["tools"])

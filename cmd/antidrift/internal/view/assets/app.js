@@ -138,12 +138,12 @@ async function renderRuns(params) {
     h("button", { type: "button", disabled: page >= pages, onclick: () => toPage(page + 1) }, "next ›"));
 
   const groups = h("table", { class: "grid", id: "groups" },
-    h("thead", {}, h("tr", {}, ["checkpoint", "framework", "N", "TSR", "DR", "CSR"].map((c) => h("th", {}, c)))),
-    h("tbody", {}, res.groups.map((g) => h("tr", {}, h("td", {}, g.checkpoint), h("td", {}, g.framework), h("td", {}, g.n),
+    h("thead", {}, h("tr", {}, ["checkpoint", "framework", "N scored", "listed", "TSR", "DR", "CSR"].map((c) => h("th", {}, c)))),
+    h("tbody", {}, res.groups.map((g) => h("tr", {}, h("td", {}, g.checkpoint), h("td", {}, g.framework), h("td", {}, g.n), h("td", {}, g.listed),
       h("td", {}, pct(g.tsr)), h("td", {}, pct(g.dr)), h("td", {}, pct(g.csr))))));
 
   app.replaceChildren(filters,
-    h("details", { open: true }, h("summary", {}, "TSR / DR / CSR of the current filter (every listed record counts; `antidrift score` gives the metrics of record)"), groups),
+    h("details", { open: true }, h("summary", {}, "TSR / DR / CSR of the current filter (scored statuses only, as antidrift score counts them)"), groups),
     pager,
     h("table", { class: "grid", id: "traj-table" }, h("thead", {}, head), h("tbody", {}, rows)),
     pager.cloneNode(true));

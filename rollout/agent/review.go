@@ -1,0 +1,171 @@
+package agent
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"strings"
+
+	"github.com/antidrift/antidrift/rollout/agent/protocol"
+	"github.com/antidrift/antidrift/rollout/drift"
+	"github.com/antidrift/antidrift/rollout/policy"
+	"github.com/antidrift/antidrift/rollout/scenario"
+	"github.com/antidrift/antidrift/rollout/trajectory"
+)
+
+// Outcome of an unparsed call: markup the model wrote that could not be
+// read as a call. It was never executed; the drift detector still saw it.
+const outcomeUnparsed = "unparsed"
+
+// review makes one model answer fit to record, whatever the framework:
+//
+//   - reasoning is kept apart: <think> blocks in content (closed, a lone
+//     closing tag, an unclosed block) move to Message.Reasoning, next to the
+//     server's reasoning_content / reasoning field;
+//   - argument repairs the client made are counted;
+//   - with markup, tool-call markup left in content (the server did not
+//     parse the calls) is recovered as calls, marked Recovered; markup that
+//     cannot be read ends the episode as unparsed_tool_call, its visible
+//     calls noted on the step and checked for drift;
+//   - the turn's finish_reason and usage go on the step, and a prompt that
+//     shrank since the previous turn marks the conversation as cut by the
+//     server.
+//
+// end is the status that ends the episode after this turn ("" to go on, as
+// the framework decides).
+func (r *run) review(resp policy.Response, turn int, st *trajectory.Step, markup bool) (msg trajectory.Message, end trajectory.Status) {
+	msg = r.tidy(resp, turn, st)
+	if markup && len(msg.ToolCalls) == 0 {
+		if end = r.recover(&msg, turn, st); end != "" {
+			return msg, end
+		}
+	}
+	if resp.FinishReason == "length" {
+		end = trajectory.StatusTruncated
+	}
+	return msg, end
+}
+
+// tidy splits reasoning off, counts argument repairs and notes the turn's
+// finish_reason and usage on its step.
+func (r *run) tidy(resp policy.Response, turn int, st *trajectory.Step) trajectory.Message {
+	msg := resp.Message
+	msg.Role = trajectory.RoleAssistant
+	if answer, why := policy.SplitReasoning(msg.Content); why != "" || answer != msg.Content {
+		if why != "" {
+			r.res.Repairs.ReasoningSplit++
+			msg.Reasoning = strings.TrimSpace(strings.Join(nonEmpty(msg.Reasoning, why), "\n\n"))
+		}
+		msg.Content = answer
+	}
+	for _, tc := range msg.ToolCalls {
+		switch tc.Function.Repair {
+		case trajectory.RepairEmpty:
+			r.res.Repairs.EmptyArguments++
+		case trajectory.RepairNull:
+			r.res.Repairs.NullArguments++
+		case trajectory.RepairDoubleEncoded:
+			r.res.Repairs.DoubleEncoded++
+		}
+	}
+	st.FinishReason = resp.FinishReason
+	if resp.Usage != (trajectory.Usage{}) {
+		u := resp.Usage
+		st.Usage = &u
+		if p := u.PromptTokens; p > 0 {
+			if r.prevPrompt > 0 && p < r.prevPrompt && r.cut == "" {
+				r.cut = fmt.Sprintf("prompt tokens fell from %d to %d at message %d: the server dropped part of the conversation (Ollama does this when num_ctx is too small: raise num_ctx)", r.prevPrompt, p, turn)
+			}
+			r.prevPrompt = p
+		}
+	}
+	return msg
+}
+
+// recover reads tool-call markup left in an answer without calls: calls
+// that parse become the message's calls (marked Recovered, the markup taken
+// out of content); markup that does not ends the episode as
+// unparsed_tool_call, with the calls it shows noted for the drift detector.
+func (r *run) recover(msg *trajectory.Message, turn int, st *trajectory.Step) trajectory.Status {
+	mk := protocol.FindMarkup(msg.Content, func(name string) bool { return r.sc.S.Tool(name) != nil })
+	if !mk.Found() {
+		return ""
+	}
+	if mk.Broken {
+		r.noteUnparsed(mk, turn, st)
+		return trajectory.StatusUnparsedToolCall
+	}
+	msg.Content = mk.Rest
+	for i, c := range mk.Calls {
+		msg.ToolCalls = append(msg.ToolCalls, trajectory.ToolCall{
+			ID: recoveredCallID(r.seed, turn, i), Type: "function", Recovered: mk.Format,
+			Function: trajectory.FunctionCall{Name: c.Name, Arguments: string(c.Args), Parsed: c.Args},
+		})
+	}
+	r.res.Repairs.RecoveredCalls += len(mk.Calls)
+	return ""
+}
+
+// noteUnparsed records the calls that broken markup shows, for the drift
+// detector: a call whose name can be read is an attempt, even unexecuted.
+func (r *run) noteUnparsed(mk protocol.Markup, turn int, st *trajectory.Step) {
+	for _, c := range mk.Calls {
+		var args map[string]any
+		if len(c.Args) > 0 {
+			args, _ = scenario.ParseArgs(c.Args)
+		}
+		ms := r.det.Check(drift.Call{Index: r.callIndex, Turn: turn, Name: c.Name, Args: args})
+		r.res.Matches = append(r.res.Matches, ms...)
+		st.Calls = append(st.Calls, trajectory.CallNote{Call: r.callIndex, Tool: c.Name, Outcome: outcomeUnparsed, Drift: len(ms) > 0})
+		r.callIndex++
+	}
+	r.res.Error = fmt.Sprintf("the model wrote %s tool-call markup that the server did not parse and that could not be read as a call", mk.Format)
+}
+
+// finalStatus is the status of an answer without calls: a real final answer
+// only when it has content and the server did not say it made calls.
+func finalStatus(msg trajectory.Message, finish string) (trajectory.Status, string) {
+	switch {
+	case finish == "tool_calls":
+		return trajectory.StatusDroppedToolCall, "finish_reason was tool_calls but the answer holds no call: the server dropped calls it could not parse or that named tools not offered"
+	case strings.TrimSpace(msg.Content) == "":
+		if msg.Reasoning != "" {
+			return trajectory.StatusEmptyAnswer, "the answer holds reasoning only: no content and no call"
+		}
+		return trajectory.StatusEmptyAnswer, "the answer holds neither content nor a call"
+	}
+	return trajectory.StatusCompleted, ""
+}
+
+// settle applies what the whole episode showed once it has ended: a
+// conversation the server cut silently is not the policy's behaviour.
+func (r *run) settle() {
+	if r.cut != "" && r.res.Status != trajectory.StatusInfraError {
+		r.res.Status, r.res.Error = trajectory.StatusContextTruncated, r.cut
+	}
+}
+
+// recoveredCallID is the deterministic id of a call recovered from markup.
+func recoveredCallID(seed int64, turn, index int) string {
+	var buf [25]byte
+	buf[0] = 'M'
+	binary.BigEndian.PutUint64(buf[1:], uint64(seed))
+	binary.BigEndian.PutUint64(buf[9:], uint64(turn))
+	binary.BigEndian.PutUint64(buf[17:], uint64(index))
+	sum := sha256.Sum256(buf[:])
+	out := make([]byte, 9)
+	for i := range out {
+		out[i] = idAlphabet[int(sum[i])%len(idAlphabet)]
+	}
+	return string(out)
+}
+
+func nonEmpty(ss ...string) []string {
+	var out []string
+	for _, s := range ss {
+		if strings.TrimSpace(s) != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}

@@ -1,0 +1,36 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/antidrift/antidrift/rollout/agent"
+	"github.com/antidrift/antidrift/rollout/trajectory"
+)
+
+// RunOne runs one planned episode of cfg's plan for run runName and returns
+// its record, exactly as Run would write it. It is for callers that hand out
+// episodes one at a time (the work-queue workers in rollout/queue), so that
+// they share the engine's episode code. sc is the prepared scenario of
+// p.Scenario (agent.Prepare). The error is non-nil only when the episode has
+// no record: a fatal policy error (errors.Is policy.ErrFatal) or ctx
+// cancelled mid-episode; an infrastructure failure is a record with status
+// infra_error, which Run keeps out of the trajectories and retries.
+func RunOne(ctx context.Context, cfg Config, runName string, sc *agent.Scenario, p Planned) (*trajectory.Record, error) {
+	if cfg.Framework == "" {
+		cfg.Framework = FrameworkNormal
+	}
+	if err := CheckFramework(cfg.Framework); err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	// An endpoint-wide refusal is judged over a wave of episodes (Run's
+	// gate); one episode alone is recorded as what it is, a model error.
+	rec, _, err := episode(ctx, cfg, runName, sc, p)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("engine: %s rollout %d: interrupted: %w", p.Scenario.ID, p.Rollout, err)
+	}
+	return rec, nil
+}

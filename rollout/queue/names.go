@@ -1,0 +1,200 @@
+package queue
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/antidrift/antidrift/rollout/scenario"
+	"github.com/antidrift/antidrift/rollout/store"
+	"github.com/antidrift/antidrift/rollout/suite"
+)
+
+// Names on JetStream. Every run has its own pair of streams.
+const (
+	workPrefix      = "ANTIDRIFT_WORK_"
+	resultsPrefix   = "ANTIDRIFT_RESULTS_"
+	configBucket    = "ANTIDRIFT_RUNS"
+	leaseBucket     = "ANTIDRIFT_LEASES"
+	workersConsumer = "workers"
+	collectConsumer = "coordinator"
+
+	// Format is the layout version of RunConfig and work items; a worker
+	// refuses a run of another format.
+	Format = 1
+
+	// DefaultAckWait is how long a work item may go without a progress
+	// ack before JetStream hands it to another worker.
+	DefaultAckWait = 30 * time.Second
+	// DefaultMaxDeliver bounds the deliveries of one work item; an item
+	// that fails on every one becomes an infrastructure error.
+	DefaultMaxDeliver = 5
+	// dupWindow is the streams' de-duplication window: a work item or a
+	// result published again with the same message id inside it is
+	// dropped by the server.
+	dupWindow   = 24 * time.Hour
+	hdrTraj     = "Antidrift-Traj"
+	hdrEncoding = "Antidrift-Encoding"
+)
+
+// leaseTTL is how long a per-endpoint lease outlives a worker that stopped
+// refreshing it (killed): its slots come back after it. A variable for the
+// tests.
+var leaseTTL = 15 * time.Second
+
+var tokenRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,48}$`)
+
+// RunID is the run's token in stream and subject names: the run name when
+// it is a plain token, else a hash of it.
+func RunID(run string) string {
+	if tokenRE.MatchString(run) {
+		return run
+	}
+	h := sha256.Sum256([]byte(run))
+	return "h" + hex.EncodeToString(h[:8])
+}
+
+func workStream(id string) string     { return workPrefix + id }
+func resultsStream(id string) string  { return resultsPrefix + id }
+func workSubject(id string) string    { return "antidrift.work." + id }
+func resultsSubject(id string) string { return "antidrift.results." + id }
+func eventsSubject(id string) string  { return "antidrift.events." + id }
+
+// announceSubject is where a coordinator says a run has work, so that
+// idle workers look at once instead of at their next poll.
+const announceSubject = "antidrift.announce"
+
+// RunConfig is what a worker needs to run a run's items: published by the
+// coordinator under the run id in the ANTIDRIFT_RUNS object store. It never
+// holds a secret: API keys come from each worker's environment.
+type RunConfig struct {
+	Format   int            `json:"format"`
+	RunID    string         `json:"run_id"`
+	PlanKey  string         `json:"plan_key"`
+	Manifest store.Manifest `json:"manifest"`
+	// Scenarios are the plan's scenario files, in plan order, as loaded
+	// (their bytes: records quote raw values); parsed, their scenario.Hash
+	// is Manifest.Plan.ScenarioHash.
+	Scenarios      []ScenarioFile `json:"scenarios"`
+	AckWaitMS      int64          `json:"ack_wait_ms"`
+	MaxDeliver     int            `json:"max_deliver"`
+	RequestTimeout string         `json:"request_timeout,omitempty"`
+	MaxRetries     int            `json:"max_retries"`
+
+	digest string // of the published bytes, to notice a republished configuration
+}
+
+func (rc *RunConfig) ackWait() time.Duration {
+	if rc.AckWaitMS <= 0 {
+		return DefaultAckWait
+	}
+	return time.Duration(rc.AckWaitMS) * time.Millisecond
+}
+
+// planKey identifies a run's plan: a run name reused for another plan
+// (rollout --force --run NAME) starts from empty streams.
+func planKey(m store.Manifest) string {
+	b, _ := json.Marshal(struct {
+		Run  string     `json:"run"`
+		Plan store.Plan `json:"plan"`
+	}{m.Run, m.Plan})
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:8])
+}
+
+// item is one work item: a planned episode.
+type item struct {
+	PlanKey  string `json:"plan_key"`
+	TrajID   string `json:"traj_id"`
+	Scenario string `json:"scenario_id"`
+	Rollout  int    `json:"rollout"`
+	Seed     int64  `json:"seed"`
+	// Config is the digest of the run configuration the item was queued
+	// under: a worker holding another reloads it first.
+	Config string `json:"config"`
+	// Attempt counts the infrastructure errors already recorded for the
+	// episode in the run folder: a resumed retry is a new work item.
+	Attempt int `json:"attempt"`
+}
+
+// msgID is the work item's message id: the trajectory id, suffixed for
+// retries on resume so that the de-duplication window lets them through.
+func (it item) msgID() string {
+	if it.Attempt == 0 {
+		return it.TrajID
+	}
+	return fmt.Sprintf("%s#retry-%d", it.TrajID, it.Attempt)
+}
+
+// event is what a worker tells the coordinator it cannot do.
+type event struct {
+	Worker  string `json:"worker"`
+	Kind    string `json:"kind"` // refused | fatal
+	Message string `json:"message"`
+}
+
+// redact drops credentials and the query of a URL, for messages.
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	u.RawQuery = ""
+	return u.Redacted()
+}
+
+// ErrUnreachable is returned when the NATS server cannot be reached.
+var ErrUnreachable = errors.New("queue: NATS server unreachable")
+
+// ScenarioFile is one scenario as its file holds it.
+type ScenarioFile struct {
+	Name string `json:"name"` // as loaded: a path, or builtin:scenarios/...
+	Data []byte `json:"data"`
+}
+
+// scenarioFiles reads back the files the scenarios were loaded from; a
+// scenario built in code (no file) travels as its JSON.
+func scenarioFiles(ss []*scenario.Scenario) ([]ScenarioFile, error) {
+	out := make([]ScenarioFile, 0, len(ss))
+	for _, s := range ss {
+		var data []byte
+		var err error
+		switch {
+		case strings.HasPrefix(s.File, suite.Name+":"):
+			data, err = fs.ReadFile(suite.FS(), strings.TrimPrefix(s.File, suite.Name+":"))
+		case s.File != "":
+			data, err = os.ReadFile(s.File)
+		default:
+			data, err = json.Marshal(s)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("queue: scenario %s: %w", s.ID, err)
+		}
+		out = append(out, ScenarioFile{Name: s.File, Data: data})
+	}
+	return out, nil
+}
+
+// parseScenarios is the worker's side of scenarioFiles.
+func parseScenarios(files []ScenarioFile) ([]*scenario.Scenario, error) {
+	out := make([]*scenario.Scenario, 0, len(files))
+	for _, f := range files {
+		// The coordinator validated them; decoding keeps every raw value's
+		// bytes, and the caller checks the hash.
+		var s scenario.Scenario
+		if err := json.Unmarshal(f.Data, &s); err != nil {
+			return nil, fmt.Errorf("%s: %w", f.Name, err)
+		}
+		s.File = f.Name
+		out = append(out, &s)
+	}
+	return out, nil
+}

@@ -1,0 +1,53 @@
+package queue
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/antidrift/antidrift/rollout/trajectory"
+	"github.com/klauspost/compress/zstd"
+	"github.com/nats-io/nats.go"
+)
+
+var (
+	zenc, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest))
+	zdec, _ = zstd.NewReader(nil, zstd.WithDecoderMaxMemory(256<<20))
+)
+
+// encodeRecord builds a results message; a record larger than limit bytes
+// (0: 256 KiB) is zstd-compressed, so that long episodes fit the server's
+// message size.
+func encodeRecord(subject string, rec *trajectory.Record, limit int) (*nats.Msg, error) {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return nil, fmt.Errorf("queue: %w", err)
+	}
+	if limit <= 0 {
+		limit = 256 << 10
+	}
+	m := nats.NewMsg(subject)
+	m.Header.Set(hdrTraj, rec.TrajID)
+	if len(b) > limit {
+		b = zenc.EncodeAll(b, nil)
+		m.Header.Set(hdrEncoding, "zstd")
+	}
+	m.Data = b
+	return m, nil
+}
+
+func decodeRecord(data []byte, h nats.Header) (*trajectory.Record, error) {
+	if h.Get(hdrEncoding) == "zstd" {
+		var err error
+		if data, err = zdec.DecodeAll(data, nil); err != nil {
+			return nil, fmt.Errorf("queue: record %s: %w", h.Get(hdrTraj), err)
+		}
+	}
+	var rec trajectory.Record
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return nil, fmt.Errorf("queue: record %s: %w", h.Get(hdrTraj), err)
+	}
+	if rec.TrajID == "" {
+		return nil, fmt.Errorf("queue: a record without traj_id")
+	}
+	return &rec, nil
+}

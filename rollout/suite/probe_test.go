@@ -1,0 +1,32 @@
+package suite_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/antidrift/antidrift/rollout/probe"
+	"github.com/antidrift/antidrift/rollout/suite"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Every built-in scenario passes `scenarios probe --strict`, is format v2,
+// and has a battery of at least 8 over-actions and 3 benign variants.
+func TestSuitePassesProbeBattery(t *testing.T) {
+	ss, err := suite.Load()
+	require.NoError(t, err)
+	n := 0
+	for _, s := range ss {
+		n++
+		t.Run(s.ID, func(t *testing.T) {
+			assert.Equal(t, 2, s.Version(), "schema_version")
+			rep, err := probe.Check(context.Background(), s)
+			require.NoError(t, err)
+			assert.Empty(t, rep.Failures())
+			assert.Empty(t, rep.Skipped)
+			assert.GreaterOrEqual(t, rep.Over, 8, "over-actions")
+			assert.GreaterOrEqual(t, rep.Benign, 3, "benign variants")
+		})
+	}
+	assert.Positive(t, n)
+}
