@@ -1,6 +1,7 @@
 package export
 
 import (
+	"bytes"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -46,32 +47,21 @@ func inspectBytes(t *testing.T, dir string, data []byte, ext string) {
 	}
 }
 
-// TestInspectMutatedFiles: byte-mutated Arrow IPC and Parquet files (the
-// hostile tester's 60 + 60) end in an error naming the file, not a panic.
-func TestInspectMutatedFiles(t *testing.T) {
+// TestInspectTruncatedFiles: truncated Arrow IPC and Parquet files end in
+// an error naming the file, not a panic. (Byte-flipped files, which can
+// make arrow-go allocate without bound, are run through the command's
+// child process: cmd/antidrift TestInspectMutatedFiles.)
+func TestInspectTruncatedFiles(t *testing.T) {
 	pq, ar := inspectSeeds(t)
 	rng := rand.New(rand.NewPCG(14, 7))
 	dir := t.TempDir()
-	for _, tc := range []struct {
-		ext  string
-		data []byte
-	}{{".parquet", pq}, {".arrow", ar}} {
-		for i := 0; i < 60; i++ {
-			m := append([]byte(nil), tc.data...)
-			switch i % 3 {
-			case 0: // flip bytes
-				for k := 0; k < 1+i%8; k++ {
-					m[rng.IntN(len(m))] ^= byte(1 + rng.IntN(255))
-				}
-			case 1: // truncate
-				m = m[:rng.IntN(len(m))]
-			case 2: // overwrite a run with 0xff
-				at := rng.IntN(len(m))
-				for k := at; k < min(len(m), at+1+rng.IntN(16)); k++ {
-					m[k] = 0xff
-				}
-			}
-			inspectBytes(t, dir, m, tc.ext)
+	for _, data := range [][]byte{pq, ar} {
+		ext := ".parquet"
+		if bytes.Equal(data, ar) {
+			ext = ".arrow"
+		}
+		for i := 0; i < 30; i++ {
+			inspectBytes(t, dir, data[:rng.IntN(len(data))], ext)
 		}
 	}
 }
@@ -84,6 +74,9 @@ func FuzzInspect(f *testing.F) {
 	f.Add(ar, false)
 	f.Add(pq[:len(pq)/2], true)
 	f.Add(ar[:len(ar)/2], false)
+	// A fuzzing session (make fuzz) may hit arrow-go's unbounded
+	// allocations on corrupt flatbuffer lengths; the command reads files in
+	// a memory-bounded child process for that reason.
 	f.Add([]byte("PAR1PAR1"), true)
 	f.Add([]byte("ARROW1\x00\x00ARROW1"), false)
 	f.Fuzz(func(t *testing.T, data []byte, parquet bool) {
