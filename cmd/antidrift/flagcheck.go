@@ -68,6 +68,15 @@ func checkFlags(cmd *cobra.Command, _ []string) error {
 		}
 		var v float64
 		switch f.Value.Type() {
+		case "float|omit": // --temperature: a number, or omit
+			if f.Value.String() == "omit" {
+				return
+			}
+			x, err := strconv.ParseFloat(f.Value.String(), 64)
+			if err != nil {
+				return
+			}
+			v = x
 		case "int", "int64", "float64":
 			x, err := strconv.ParseFloat(f.Value.String(), 64)
 			if err != nil {

@@ -360,7 +360,7 @@ func TestMaxRetriesZeroMeansZero(t *testing.T) {
 		want    int64
 	}{{"0", 1}, {"2", 3}} {
 		hits.Store(0)
-		code, _, _ := runScenarios(t, "rollout", "--policy", "openai:m", "--base-url", srv.URL+"/v1", "--max-retries", tc.retries,
+		code, _, _ := runScenarios(t, "rollout", "--policy", "openai:m", "--skip-endpoint-check", "--base-url", srv.URL+"/v1", "--max-retries", tc.retries,
 			"--rollouts", "1", "--limit", "1", "--concurrency", "1", "--out", t.TempDir())
 		assert.NotEqual(t, 0, code)
 		assert.Equal(t, tc.want, hits.Load(), "--max-retries %s", tc.retries)
