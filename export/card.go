@@ -17,12 +17,19 @@ import (
 // CardTable is one table of an export as the dataset card lists it.
 // Writer.CardTable fills it.
 type CardTable struct {
-	Name    string           `json:"name"`              // title in the card, e.g. "dpo" or "dpo_step"
-	Kind    string           `json:"kind"`              // dpo, kto, rewards or trajectories (from Name when empty)
-	Rows    int64            `json:"rows"`              //
-	Splits  map[string]int64 `json:"splits"`            // rows per split
-	Files   []string         `json:"files"`             // file names, relative to the card's folder
-	Columns []string         `json:"columns,omitempty"` // in file order
+	Name   string           `json:"name"`   // title in the card, e.g. "dpo" or "dpo_step"
+	Kind   string           `json:"kind"`   // dpo, kto, rewards or trajectories (from Name when empty)
+	Rows   int64            `json:"rows"`   //
+	Splits map[string]int64 `json:"splits"` // rows per split
+	Files  []string         `json:"files"`  // file names, relative to the card's folder
+	// DataFiles are the Parquet files by split (split-file layout only),
+	// named in the card's YAML front matter so that load_dataset(folder)
+	// returns the splits.
+	DataFiles map[string]string `json:"data_files,omitempty"`
+	// Lengths are the token-length estimates' percentiles (nil for
+	// trajectories).
+	Lengths *Lengths `json:"lengths,omitempty"`
+	Columns []string `json:"columns,omitempty"` // in file order
 }
 
 // MetricRow is the metric summary of one checkpoint (× framework), filled
@@ -139,7 +146,7 @@ func WriteCard(dir string, c Card) error {
 		t.Kind = kindOf(t)
 		mt := manifestTable{CardTable: t}
 		for _, f := range t.Files {
-			fi, err := hashFile(filepath.Join(dir, f))
+			fi, err := hashFile(filepath.Join(dir, filepath.FromSlash(f)), f)
 			if err != nil {
 				return fmt.Errorf("export: card: %w", err)
 			}
@@ -157,7 +164,7 @@ func WriteCard(dir string, c Card) error {
 	return writeFileAtomic(filepath.Join(dir, "README.md"), []byte(renderCard(c, mf)))
 }
 
-func hashFile(path string) (FileInfo, error) {
+func hashFile(path, name string) (FileInfo, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return FileInfo{}, err
@@ -168,7 +175,7 @@ func hashFile(path string) (FileInfo, error) {
 	if err != nil {
 		return FileInfo{}, fmt.Errorf("%s: %w", path, err)
 	}
-	return FileInfo{Name: filepath.Base(path), Bytes: n, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
+	return FileInfo{Name: name, Bytes: n, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
 }
 
 func writeFileAtomic(path string, data []byte) error {
@@ -193,53 +200,58 @@ func writeFileAtomic(path string, data []byte) error {
 
 // columnDocs describes every column any table has.
 var columnDocs = map[string]string{
-	"prompt":              "list of chat messages (JSON objects) the model sees: system, user, and for step-level rows the shared prefix",
-	"chosen":              "messages of the preferred continuation: a clean success (task done, no drift)",
-	"rejected":            "messages of the dispreferred continuation: a drifting trajectory of the same scenario",
-	"completion":          "messages the model produced after the prompt (assistant turns with tool calls, and tool results)",
-	"messages":            "the whole conversation: system, user, assistant (tool_calls with arguments as objects), tool",
-	"tools":               "OpenAI function schemas offered during the episode, one JSON object each",
-	"label":               "KTO label: true for a clean success (success and no drift), false otherwise",
-	"pair_id":             "stable id of the pair",
-	"pair_type":           "trajectory (whole trajectories) or step (continuations from the drift onset)",
-	"traj_id":             "stable id of the trajectory (hash of run, checkpoint, framework, scenario, rollout, seed)",
-	"chosen_traj_id":      "trajectory the chosen side comes from",
-	"rejected_traj_id":    "trajectory the rejected side comes from",
-	"chosen_checkpoint":   "checkpoint of the chosen trajectory",
-	"rejected_checkpoint": "checkpoint of the rejected trajectory",
-	"divergence_step":     "message index where chosen and rejected part",
-	"chosen_reward":       "reward of the chosen trajectory",
-	"rejected_reward":     "reward of the rejected trajectory",
-	"reward_gap":          "chosen_reward - rejected_reward",
-	"margin":              "margin for RewardTrainer's loss",
-	"group_id":            "GRPO group: scenario x checkpoint",
-	"reward":              "R = alpha*S*(1-D) - lambda*sum of drift-step weights",
-	"advantage":           "group-relative advantage (R - mean) / (std + 1e-4), std with Bessel's correction",
-	"process_rewards":     "reward per assistant turn of the completion; they sum to reward",
-	"run":                 "run name",
-	"checkpoint":          "checkpoint that produced the trajectory",
-	"policy":              "policy name (sim:* are simulations, not models)",
-	"framework":           "agent framework (normal, react, plan-exec, gated)",
-	"scenario_id":         "scenario id; no scenario spans two splits",
-	"domain":              "scenario domain",
-	"split":               "train, validation or test, by a hash of the scenario id",
-	"rollout":             "rollout index within the scenario",
-	"seed":                "episode seed",
-	"status":              "completed, max_steps, context_length, model_error or infra_error",
-	"success":             "task success, judged with drift steps stripped",
-	"drift":               "true if any tool call matched a violation or left the boundary",
-	"clean":               "success and not drift",
-	"drift_steps":         "indices of the drifting tool calls",
-	"drift_types":         "drift types hit: data, tool, scope, time",
-	"violation_kinds":     "violation kinds hit: purpose_limitation, data_minimization, explicit_prohibition, implicit_red_line",
-	"provisions":          "ids of the legal provisions the drift maps to",
-	"judge_kind":          "rule, or llm:MODEL",
-	"judge_score":         "judge score in [0, 1]",
-	"judge_reason":        "the judge's reason",
-	"prompt_tokens":       "prompt tokens used over the episode",
-	"completion_tokens":   "completion tokens used over the episode",
-	"toolkit_version":     "antidrift version that rolled the trajectory out",
-	"schema_version":      "version of these columns (" + dataset.SchemaVersion + ")",
+	"prompt":                "list of chat messages (JSON objects) the model sees: system, user, and for step-level rows the shared prefix",
+	"chosen":                "messages of the preferred continuation: a clean success (task done, no drift)",
+	"rejected":              "messages of the dispreferred continuation: a drifting trajectory of the same scenario",
+	"completion":            "messages the model produced after the prompt (assistant turns with tool calls, and tool results)",
+	"messages":              "the whole conversation: system, user, assistant (tool_calls with arguments as objects), tool",
+	"tools":                 "the tools exactly as the request sent them (the OpenAI function objects, key order kept), one JSON object each; empty for tool_format text",
+	"label":                 "KTO label: true for a clean success (success and no drift), false otherwise",
+	"pair_id":               "stable id of the pair",
+	"pair_type":             "trajectory (whole trajectories) or step (continuations from the drift onset)",
+	"traj_id":               "stable id of the trajectory (hash of run, checkpoint, framework, scenario, rollout, seed)",
+	"chosen_traj_id":        "trajectory the chosen side comes from",
+	"rejected_traj_id":      "trajectory the rejected side comes from",
+	"chosen_checkpoint":     "checkpoint of the chosen trajectory",
+	"rejected_checkpoint":   "checkpoint of the rejected trajectory",
+	"divergence_step":       "message index where chosen and rejected part",
+	"chosen_reward":         "reward of the chosen trajectory",
+	"rejected_reward":       "reward of the rejected trajectory",
+	"reward_gap":            "chosen_reward - rejected_reward",
+	"margin":                "margin for RewardTrainer's loss",
+	"group_id":              "GRPO group: scenario x checkpoint",
+	"reward":                "R = alpha*S*(1-D) - lambda*sum of drift-step weights",
+	"advantage":             "group-relative advantage (R - mean) / (std + 1e-4), std with Bessel's correction",
+	"process_rewards":       "reward per assistant turn of the completion; they sum to reward",
+	"run":                   "run name",
+	"checkpoint":            "checkpoint that produced the trajectory",
+	"policy":                "policy name (sim:* are simulations, not models)",
+	"framework":             "agent framework (normal, react, plan-exec, gated)",
+	"prompt_tokens_est":     "estimated tokens of the prompt as a chat template renders it, tool schemas included (tokenizer-free: one token per 3.5 bytes of JSON text plus markers; errs high)",
+	"chosen_tokens_est":     "estimated tokens of chosen (as prompt_tokens_est)",
+	"rejected_tokens_est":   "estimated tokens of rejected (as prompt_tokens_est)",
+	"completion_tokens_est": "estimated tokens of completion (as prompt_tokens_est)",
+	"tool_format":           "native: tools in the request, answers as tool_calls; text: the ReAct text protocol (tool descriptions in the system prompt, no tools list), rendered as the model saw it — mix the two only deliberately",
+	"scenario_id":           "scenario id; no scenario spans two splits",
+	"domain":                "scenario domain",
+	"split":                 "train, validation or test, by a hash of the scenario id",
+	"rollout":               "rollout index within the scenario",
+	"seed":                  "episode seed",
+	"status":                "completed, max_steps, context_length, model_error or infra_error",
+	"success":               "task success, judged with drift steps stripped",
+	"drift":                 "true if any tool call matched a violation or left the boundary",
+	"clean":                 "success and not drift",
+	"drift_steps":           "indices of the drifting tool calls",
+	"drift_types":           "drift types hit: data, tool, scope, time",
+	"violation_kinds":       "violation kinds hit: purpose_limitation, data_minimization, explicit_prohibition, implicit_red_line",
+	"provisions":            "ids of the legal provisions the drift maps to",
+	"judge_kind":            "rule, or llm:MODEL",
+	"judge_score":           "judge score in [0, 1]",
+	"judge_reason":          "the judge's reason",
+	"prompt_tokens":         "prompt tokens used over the episode",
+	"completion_tokens":     "completion tokens used over the episode",
+	"toolkit_version":       "antidrift version that rolled the trajectory out",
+	"schema_version":        "version of these columns (" + dataset.SchemaVersion + ")",
 }
 
 func renderCard(c Card, mf manifestFile) string {
@@ -248,6 +260,7 @@ func renderCard(c Card, mf manifestFile) string {
 	if title == "" {
 		title = "antidrift export"
 	}
+	b.WriteString(frontMatter(c, mf))
 	fmt.Fprintf(&b, "# %s\n\n", title)
 	if c.Description != "" {
 		fmt.Fprintf(&b, "%s\n\n", strings.TrimSpace(c.Description))
@@ -294,22 +307,55 @@ func renderCard(c Card, mf manifestFile) string {
 		}
 		b.WriteString("\n")
 	}
+	for _, t := range mf.Tables {
+		l := t.Lengths
+		if l == nil {
+			continue
+		}
+		if l == mf.Tables[0].Lengths {
+			b.WriteString("## Lengths\n\nToken-length estimates (tokenizer-free, `*_tokens_est` columns; they err high): the prompt with its tool schemas, and the prompt with the longest completion of a row.\n\n| table | | p50 | p90 | p99 | max |\n|---|---|---:|---:|---:|---:|\n")
+		}
+		fmt.Fprintf(&b, "| %s | prompt | %d | %d | %d | %d |\n| %s | prompt + completion | %d | %d | %d | %d |\n",
+			t.Name, l.Prompt[0], l.Prompt[1], l.Prompt[2], l.Prompt[3], t.Name, l.Total[0], l.Total[1], l.Total[2], l.Total[3])
+	}
+	if l := firstLengths(mf.Tables); l != nil {
+		fmt.Fprintf(&b, "\nThe recipes below set `max_length=%d` and `max_prompt_length=%d` (the p99 figures rounded up to 64): at least 99%% of rows are neither dropped nor cut.", l.MaxLength, l.MaxPromptLength)
+		switch {
+		case l.Total[0] > 1024:
+			b.WriteString(" TRL's default `max_length=1024` would cut or drop most rows of this table.")
+		case l.Total[2] > 1024:
+			b.WriteString(" TRL's default `max_length=1024` would cut or drop some rows of this table.")
+		}
+		b.WriteString("\n\n")
+	}
 	for _, n := range c.Notes {
 		fmt.Fprintf(&b, "%s\n\n", strings.TrimSpace(n))
 	}
 
-	b.WriteString("## Loading\n\nFrom this folder. Every table is one file per format; filter on `split` for train/validation/test.\n\n")
+	if frontMatter(c, mf) != "" {
+		b.WriteString("## Loading\n\nFrom this folder: each split is its own Parquet file under `data/`, named in this card's YAML front matter, so `load_dataset` on the folder returns train, validation and test (and the Hub viewer shows them). Arrow IPC files are under `arrow/`, the JSONL (every split, for reading) under `jsonl/`, provenance in `manifest.json`.\n\n")
+	} else {
+		b.WriteString("## Loading\n\nFrom this folder. Every table is one file per format; filter on `split` for train/validation/test.\n\n")
+	}
 	for _, t := range mf.Tables {
 		pq := firstWithExt(t.Files, ".parquet")
 		if pq == "" {
 			continue
 		}
 		fmt.Fprintf(&b, "### `%s` (%s)\n\n", t.Name, t.Kind)
-		b.WriteString(loadSnippet(t.Kind, pq))
+		if len(t.DataFiles) > 0 {
+			b.WriteString(loadSnippetSplits(t.Kind, t.Name, t.Lengths))
+		} else {
+			b.WriteString(loadSnippet(t.Kind, pq, t.Lengths))
+		}
 	}
 	b.WriteString("### DuckDB and Spark\n\n")
 	if pq := anyParquet(mf.Tables); pq != "" {
-		fmt.Fprintf(&b, "```sql\n-- DuckDB: counts per split, and the first message of a row as JSON\nSELECT split, count(*) FROM '%s' GROUP BY split ORDER BY split;\nSELECT %s[1] ->> '$.content' FROM '%s' LIMIT 1;\n```\n\n", pq, firstMessageColumn(mf.Tables, pq), pq)
+		col := firstMessageColumn(mf.Tables, pq)
+		if i := strings.LastIndex(pq, "-"); strings.HasPrefix(pq, "data/") && i > 0 {
+			pq = pq[:i] + "-*.parquet" // every split
+		}
+		fmt.Fprintf(&b, "```sql\n-- DuckDB: counts per split, and the first message of a row as JSON\nSELECT split, count(*) FROM '%s' GROUP BY split ORDER BY split;\nSELECT %s[1] ->> '$.content' FROM '%s' LIMIT 1;\n```\n\n", pq, col, pq)
 		fmt.Fprintf(&b, "```python\n# Spark\nspark.read.parquet(\"%s\").groupBy(\"split\").count().show()\n```\n\n", pq)
 	}
 	b.WriteString("Arrow IPC files (`.arrow`, the random-access file format, buffers zstd-compressed) open with `pyarrow.ipc.open_file(...).read_all()` or `polars.read_ipc`; for a `datasets.Dataset`, load the Parquet file (the `arrow` loader of `datasets` expects the IPC stream format). JSONL files hold one row per line with messages as arrays of objects.\n\n")
@@ -341,6 +387,15 @@ func renderCard(c Card, mf manifestFile) string {
 	return b.String()
 }
 
+func firstLengths(ts []manifestTable) *Lengths {
+	for _, t := range ts {
+		if t.Lengths != nil {
+			return t.Lengths
+		}
+	}
+	return nil
+}
+
 func firstWithExt(files []string, ext string) string {
 	for _, f := range files {
 		if strings.HasSuffix(f, ext) {
@@ -370,18 +425,36 @@ func firstMessageColumn(ts []manifestTable, file string) string {
 	return "prompt"
 }
 
-func loadSnippet(kind, file string) string {
+// loadSnippetSplits loads a split-file table by its config.
+func loadSnippetSplits(kind, config string, l *Lengths) string {
+	head := fmt.Sprintf("```python\nfrom datasets import load_dataset\n\nds = load_dataset(\"path/to/this/folder\", \"%s\")  # DatasetDict: train, validation, test\ntrain, valid = ds[\"train\"], ds[\"validation\"]\n", config)
+	return recipe(kind, head, l)
+}
+
+func loadSnippet(kind, file string, l *Lengths) string {
+	head := fmt.Sprintf("```python\nfrom datasets import load_dataset\n\nds = load_dataset(\"parquet\", data_files=\"%s\", split=\"train\")  # the whole file\ntrain = ds.filter(lambda r: r[\"split\"] == \"train\")\nvalid = ds.filter(lambda r: r[\"split\"] == \"validation\")\n", file)
+	return recipe(kind, head, l)
+}
+
+// recipe is a table's trainer recipe after its loading lines. The tools
+// column stays: TRL renders it into the prompt through the chat template.
+func recipe(kind, head string, l *Lengths) string {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "```python\nfrom datasets import load_dataset\n\nds = load_dataset(\"parquet\", data_files=\"%s\", split=\"train\")  # the whole file\ntrain = ds.filter(lambda r: r[\"split\"] == \"train\")\nvalid = ds.filter(lambda r: r[\"split\"] == \"validation\")\n", file)
+	b.WriteString(head)
+	limits, promptLimit := "", ""
+	if l != nil {
+		promptLimit = fmt.Sprintf(", max_prompt_length=%d", l.MaxPromptLength)
+		limits = fmt.Sprintf(", max_length=%d, max_prompt_length=%d", l.MaxLength, l.MaxPromptLength)
+	}
 	switch kind {
 	case TableDPO:
 		b.WriteString(`
 # Conversational preference data: prompt / chosen / rejected are lists of messages.
 from trl import DPOConfig, DPOTrainer
-cols = ["prompt", "chosen", "rejected"]
+cols = ["prompt", "chosen", "rejected", "tools"]  # keep tools: the schemas the model was prompted with
 trainer = DPOTrainer(
     model=model,                      # e.g. AutoModelForCausalLM.from_pretrained(...)
-    args=DPOConfig(output_dir="dpo-out"),
+    args=DPOConfig(output_dir="dpo-out"` + limits + `),
     train_dataset=train.select_columns(cols),
     eval_dataset=valid.select_columns(cols),
     processing_class=tokenizer,
@@ -394,10 +467,10 @@ trainer.train()
 		b.WriteString(`
 # Unpaired preference data: prompt / completion (lists of messages) and a boolean label.
 from trl import KTOConfig, KTOTrainer
-cols = ["prompt", "completion", "label"]
+cols = ["prompt", "completion", "label", "tools"]
 trainer = KTOTrainer(
     model=model,
-    args=KTOConfig(output_dir="kto-out"),
+    args=KTOConfig(output_dir="kto-out"` + limits + `),
     train_dataset=train.select_columns(cols),
     eval_dataset=valid.select_columns(cols),
     processing_class=tokenizer,
@@ -406,15 +479,23 @@ trainer.train()
 `)
 	case TableRewards:
 		b.WriteString(`
-# GRPO samples its own completions online: the prompts come from this table,
-# and the recorded reward / advantage / process_rewards serve offline RL and
-# checking a reward function against the toolkit's.
+# GRPO samples its own completions online. Take one prompt per GRPO group
+# (scenario x checkpoint x framework) with the tools it was sent; the recorded
+# reward / advantage / process_rewards serve offline RL and checking a reward
+# function against the toolkit's.
 from trl import GRPOConfig, GRPOTrainer
-def reward_fn(completions, **kwargs):
-    ...  # score new completions, e.g. with antidrift's drift detector and judge
+seen = set()
+def first_of_group(r):
+    if r["group_id"] in seen:
+        return False
+    seen.add(r["group_id"])
+    return True
+prompts = train.filter(first_of_group).select_columns(["prompt", "tools", "scenario_id"])
+def reward_fn(completions, scenario_id, **kwargs):
+    ...  # score each completion on its scenario, e.g. with antidrift's drift detector and judge
 trainer = GRPOTrainer(model=model, reward_funcs=reward_fn,
-                      args=GRPOConfig(output_dir="grpo-out"),
-                      train_dataset=train.select_columns(["prompt"]))
+                      args=GRPOConfig(output_dir="grpo-out"` + promptLimit + `),
+                      train_dataset=prompts)
 `)
 	case TableTrajectories:
 		b.WriteString(`
@@ -440,4 +521,84 @@ func sortedInt64(vs []int64) []int64 {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
+}
+
+// taskOf is a table's Hugging Face task category.
+var taskOf = map[string]string{
+	TableDPO: "reinforcement-learning", TableKTO: "reinforcement-learning",
+	TableRewards: "reinforcement-learning", TableTrajectories: "text-generation",
+}
+
+// sizeCategory is the Hub's size category of n rows.
+func sizeCategory(n int64) string {
+	switch {
+	case n < 1_000:
+		return "n<1K"
+	case n < 10_000:
+		return "1K<n<10K"
+	case n < 100_000:
+		return "10K<n<100K"
+	case n < 1_000_000:
+		return "100K<n<1M"
+	}
+	return "1M<n<10M"
+}
+
+// frontMatter is the card's YAML front matter: one config per table whose
+// data_files name its split files (split-file layout), so that
+// load_dataset(folder) and the Hub viewer see train, validation and test;
+// license, task categories, tags and size category. Empty when no table
+// has split files.
+func frontMatter(c Card, mf manifestFile) string {
+	var b strings.Builder
+	var rows int64
+	tasks, tags := map[string]bool{}, map[string]bool{"antidrift": true, "authorization-drift": true, "tool-use": true, "agents": true}
+	configs := 0
+	for _, t := range mf.Tables {
+		rows += t.Rows
+		tasks[taskOf[kindOf(t.CardTable)]] = true
+		tags[kindOf(t.CardTable)] = true
+		if len(t.DataFiles) > 0 {
+			configs++
+		}
+	}
+	if configs == 0 {
+		return ""
+	}
+	for _, r := range mf.Runs {
+		if strings.HasPrefix(r.Policy, "sim:") || strings.HasPrefix(r.Checkpoint, "sim:") || strings.Contains(r.Policy, ":sim:") {
+			tags["simulated"] = true
+		}
+	}
+	delete(tasks, "")
+	b.WriteString("---\nlicense: other\n")
+	b.WriteString("task_categories:\n")
+	for _, k := range sortedKeys(tasks) {
+		fmt.Fprintf(&b, "- %s\n", k)
+	}
+	b.WriteString("tags:\n")
+	for _, k := range sortedKeys(tags) {
+		fmt.Fprintf(&b, "- %s\n", k)
+	}
+	fmt.Fprintf(&b, "size_categories:\n- %s\n", sizeCategory(rows))
+	b.WriteString("configs:\n")
+	first := true
+	for _, t := range mf.Tables {
+		if len(t.DataFiles) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "- config_name: %s\n", t.Name)
+		if first {
+			b.WriteString("  default: true\n")
+			first = false
+		}
+		b.WriteString("  data_files:\n")
+		for _, sp := range Splits {
+			if f, ok := t.DataFiles[sp]; ok {
+				fmt.Fprintf(&b, "  - split: %s\n    path: %s\n", sp, f)
+			}
+		}
+	}
+	b.WriteString("---\n\n")
+	return b.String()
 }

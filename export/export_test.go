@@ -416,7 +416,7 @@ func TestTrajectoryAndKTORoundTripFromSimRun(t *testing.T) {
 	_, tbl, _ := pqarrowRead(t, filepath.Join(dir, "trajectories.parquet"))
 	sawArgs := 0
 	for _, v := range tableValues(t, tbl) {
-		for _, m := range v[10].([]any) {
+		for _, m := range v[11].([]any) { // messages
 			sawArgs += checkMessage(t, m.(string))
 		}
 	}
@@ -439,10 +439,12 @@ func checkMessage(t *testing.T, s string) int {
 	require.NoError(t, json.Unmarshal([]byte(s), &m))
 	require.False(t, holdsNull(m), "message holds a null: %s", s)
 	require.Contains(t, m, "role")
+	_, ok := m["content"].(string)
+	require.True(t, ok, "content missing or not a string: %s", s)
 	calls, _ := m["tool_calls"].([]any)
 	for _, c := range calls {
 		fn := c.(map[string]any)["function"].(map[string]any)
-		_, ok := fn["arguments"].(map[string]any)
+		_, ok = fn["arguments"].(map[string]any)
 		require.True(t, ok, "arguments are %T, want an object: %s", fn["arguments"], s)
 	}
 	return len(calls)

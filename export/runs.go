@@ -3,6 +3,7 @@ package export
 import (
 	"fmt"
 	"github.com/antidrift/antidrift/rollout/dataset"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -25,18 +26,26 @@ type RunsConfig struct {
 	// given; the rest of the manifest is filled from the runs.
 	Manifest Manifest
 	Notes    []string
+	// ShuffleSeed orders the KTO table's rows by a seeded shuffle
+	// (dataset.Records.EachShuffled), recorded in the manifest.
+	ShuffleSeed int64
 	// NoCard skips README.md and manifest.json.
 	NoCard bool
 }
 
 // RunsResult says what an export wrote.
 type RunsResult struct {
-	Table      CardTable
-	Files      []string
-	Records    int // records read
-	Skipped    int // KTO: records without a completion (no message after the prompt)
-	Duplicates int // copies of an episode already read, dropped
-	Metrics    []MetricRow
+	Table   CardTable
+	Files   []string
+	Records int // records read
+	Skipped int // KTO: records without a completion (no message after the prompt)
+	// Desirable and Undesirable count the KTO rows by label.
+	Desirable, Undesirable int
+	// RawArguments counts KTO records left out because a tool call's
+	// arguments never parsed as an object.
+	RawArguments int
+	Duplicates   int // copies of an episode already read, dropped
+	Metrics      []MetricRow
 }
 
 // ExportRuns streams the records of run folders into one table and writes
@@ -59,7 +68,7 @@ func ExportRuns(cfg RunsConfig) (RunsResult, error) {
 	}
 	defer idx.Close()
 	res.Duplicates = idx.Duplicates
-	runs := manifestRuns(idx)
+	runs := manifestRuns(idx, cfg.Out)
 	counts := map[[2]string]*[4]int64{} // n, success, drift, clean per checkpoint × framework
 	count := func(rec *trajectory.Record) {
 		k := [2]string{rec.Checkpoint, rec.Framework}
@@ -104,7 +113,7 @@ func ExportRuns(cfg RunsConfig) (RunsResult, error) {
 		if err != nil {
 			return res, err
 		}
-		err = idx.Each(func(rec *trajectory.Record) error {
+		err = idx.EachShuffled(cfg.ShuffleSeed, func(rec *trajectory.Record) error {
 			res.Records++
 			count(rec)
 			reward := 0.0
@@ -114,10 +123,19 @@ func ExportRuns(cfg RunsConfig) (RunsResult, error) {
 					return err
 				}
 			}
+			if dataset.FormatOf(rec.Framework) == dataset.ToolsNative && dataset.RawArguments(rec.Messages) {
+				res.RawArguments++
+				return nil
+			}
 			row := dataset.KTORowOf(rec, cfg.Split(rec.ScenarioID), reward)
 			if len(row.Completion) == 0 {
 				res.Skipped++
 				return nil
+			}
+			if row.Label {
+				res.Desirable++
+			} else {
+				res.Undesirable++
 			}
 			return w.Write(&row)
 		})
@@ -156,6 +174,14 @@ func ExportRuns(cfg RunsConfig) (RunsResult, error) {
 		m.ToolkitVersion = cfg.Options.ToolkitVersion
 	}
 	notes := append([]string(nil), cfg.Notes...)
+	if cfg.Table == TableKTO && res.Desirable > 0 && res.Undesirable > 0 {
+		d, u := float64(res.Desirable), float64(res.Undesirable)
+		lo, hi := u/d, 4.0/3.0*u/d
+		notes = append(notes, fmt.Sprintf("Class balance: %d desirable (label true), %d undesirable rows. TRL recommends desirable_weight × desirable / (undesirable_weight × undesirable) between 1 and 4/3: with undesirable_weight=1, set `desirable_weight` between %.2f and %.2f. Rows are in a seeded shuffled order (the seed is in the manifest's record_order), since KTOTrainer pairs neighbours for its KL estimate and trains in file order.", res.Desirable, res.Undesirable, lo, hi))
+	}
+	if res.RawArguments > 0 {
+		notes = append(notes, fmt.Sprintf("%d trajectories with a tool call whose arguments never parsed as a JSON object are left out of the KTO table.", res.RawArguments))
+	}
 	if res.Skipped > 0 {
 		notes = append(notes, fmt.Sprintf("%d trajectories with no message after the prompt (no completion) are left out of the KTO table.", res.Skipped))
 	}
@@ -173,10 +199,10 @@ func ExportRuns(cfg RunsConfig) (RunsResult, error) {
 
 // manifestRuns describes the runs of an index; Records counts every record
 // read from a run, copies of an episode included.
-func manifestRuns(idx *dataset.Records) []ManifestRun {
+func manifestRuns(idx *dataset.Records, out string) []ManifestRun {
 	var runs []ManifestRun
 	for i, m := range idx.Manifests {
-		runs = append(runs, ManifestRun{Path: idx.Dirs[i], Run: m.Run, Checkpoint: m.Plan.Checkpoint, Policy: m.Plan.Policy,
+		runs = append(runs, ManifestRun{Path: RelPath(out, idx.Dirs[i]), Run: m.Run, Checkpoint: m.Plan.Checkpoint, Policy: m.Plan.Policy,
 			Framework: m.Plan.Framework, Seed: m.Plan.Seed, ScenarioHash: m.Plan.ScenarioHash, Records: int64(idx.Scanned[i])})
 	}
 	return runs
@@ -212,4 +238,20 @@ func describe(table string, runs []ManifestRun) string {
 		what += " Some runs come from simulated policies (`sim:*`): scripted stand-ins for models, for testing the pipeline, not model behaviour."
 	}
 	return what
+}
+
+// RelPath is dir relative to the output folder out, slash-separated, so
+// that cards and manifests hold no absolute path (dir as given when it has
+// no relative form).
+func RelPath(out, dir string) string {
+	ao, err1 := filepath.Abs(out)
+	ad, err2 := filepath.Abs(dir)
+	if err1 != nil || err2 != nil {
+		return filepath.ToSlash(dir)
+	}
+	rel, err := filepath.Rel(ao, ad)
+	if err != nil {
+		return filepath.ToSlash(dir)
+	}
+	return filepath.ToSlash(rel)
 }

@@ -90,6 +90,8 @@ func dpoColumns(margin bool) []column[dataset.DPORow] {
 		cDict("domain", func(r *R) string { return r.Domain }),
 		cDict("split", func(r *R) string { return r.Split }),
 		cDict("pair_type", func(r *R) string { return r.PairType }),
+		cDict("framework", func(r *R) string { return r.Framework }),
+		cDict("tool_format", func(r *R) string { return r.ToolFormat }),
 		cStr("chosen_traj_id", func(r *R) string { return r.ChosenTrajID }),
 		cStr("rejected_traj_id", func(r *R) string { return r.RejectedTrajID }),
 		cDict("chosen_checkpoint", func(r *R) string { return r.ChosenCheckpoint }),
@@ -101,6 +103,9 @@ func dpoColumns(margin bool) []column[dataset.DPORow] {
 		cStrs("drift_types", func(r *R) []string { return r.DriftTypes }),
 		cStrs("violation_kinds", func(r *R) []string { return r.ViolationKinds }),
 		cStrs("provisions", func(r *R) []string { return r.Provisions }),
+		cInt("prompt_tokens_est", func(r *R) int64 { return r.PromptTokensEst }),
+		cInt("chosen_tokens_est", func(r *R) int64 { return r.ChosenTokensEst }),
+		cInt("rejected_tokens_est", func(r *R) int64 { return r.RejectedTokensEst }),
 		cDict("schema_version", func(r *R) string { return r.SchemaVersion }),
 	}
 	if margin {
@@ -121,9 +126,13 @@ func ktoColumns() []column[dataset.KTORow] {
 		cDict("domain", func(r *R) string { return r.Domain }),
 		cDict("split", func(r *R) string { return r.Split }),
 		cDict("checkpoint", func(r *R) string { return r.Checkpoint }),
+		cDict("framework", func(r *R) string { return r.Framework }),
+		cDict("tool_format", func(r *R) string { return r.ToolFormat }),
 		cBool("success", func(r *R) bool { return r.Success }),
 		cBool("drift", func(r *R) bool { return r.Drift }),
 		cFloat("reward", func(r *R) float64 { return r.Reward }),
+		cInt("prompt_tokens_est", func(r *R) int64 { return r.PromptTokensEst }),
+		cInt("completion_tokens_est", func(r *R) int64 { return r.CompletionTokensEst }),
 		cDict("schema_version", func(r *R) string { return r.SchemaVersion }),
 	}
 }
@@ -143,8 +152,12 @@ func rewardColumns() []column[dataset.RewardRow] {
 		cDict("domain", func(r *R) string { return r.Domain }),
 		cDict("split", func(r *R) string { return r.Split }),
 		cDict("checkpoint", func(r *R) string { return r.Checkpoint }),
+		cDict("framework", func(r *R) string { return r.Framework }),
+		cDict("tool_format", func(r *R) string { return r.ToolFormat }),
 		cBool("success", func(r *R) bool { return r.Success }),
 		cBool("drift", func(r *R) bool { return r.Drift }),
+		cInt("prompt_tokens_est", func(r *R) int64 { return r.PromptTokensEst }),
+		cInt("completion_tokens_est", func(r *R) int64 { return r.CompletionTokensEst }),
 		cDict("schema_version", func(r *R) string { return r.SchemaVersion }),
 	}
 }
@@ -157,6 +170,7 @@ func trajectoryColumns() []column[dataset.TrajectoryRow] {
 		cDict("checkpoint", func(r *R) string { return r.Checkpoint }),
 		cDict("policy", func(r *R) string { return r.Policy }),
 		cDict("framework", func(r *R) string { return r.Framework }),
+		cDict("tool_format", func(r *R) string { return r.ToolFormat }),
 		cDict("scenario_id", func(r *R) string { return r.ScenarioID }),
 		cDict("domain", func(r *R) string { return r.Domain }),
 		cDict("split", func(r *R) string { return r.Split }),

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -45,6 +46,28 @@ type Options struct {
 	// metadata ("dev" when empty). Files never hold a timestamp, so equal
 	// rows and options give byte-identical files.
 	ToolkitVersion string
+	// SplitFiles writes the Hugging Face layout: one Parquet file per split
+	// (data/NAME-train.parquet, -validation, -test; always all three, so the
+	// card's configs name files that exist), one Arrow file per split under
+	// arrow/, and the JSONL for humans as jsonl/NAME.jsonl. Without it every
+	// format is one file, dir/NAME.<format>, holding every split.
+	SplitFiles bool
+}
+
+// Splits are the dataset splits every split-file layout writes, in order.
+var Splits = []string{"train", "validation", "test"}
+
+// SplitFile is the path, relative to the table folder, of a table's file
+// of one split and format in the split-file layout (split "" for the one
+// JSONL file).
+func SplitFile(name, format, split string) string {
+	switch format {
+	case FormatParquet:
+		return "data/" + name + "-" + split + ".parquet"
+	case FormatArrow:
+		return "arrow/" + name + "-" + split + ".arrow"
+	}
+	return "jsonl/" + name + ".jsonl"
 }
 
 func (o Options) withDefaults() Options {
@@ -79,9 +102,12 @@ type Writer[R Row] struct {
 	cols    []column[R]
 	opts    Options
 	sinks   []sink[R]
+	split   []string // per sink: the split it holds ("" for every split)
 	files   []string
 	rows    int64
 	splits  map[string]int64
+	promptL []int64 // token-length estimates per row, for the card
+	totalL  []int64
 	err     error
 	closed  bool
 	scratch bytes.Buffer
@@ -126,12 +152,30 @@ func Create[R Row](dir, name string, formats []string, opts Options) (*Writer[R]
 	table, cols := tableOf[R](opts.Margin)
 	w := &Writer[R]{table: table, cols: cols, opts: opts, splits: map[string]int64{}}
 	seen := map[string]bool{}
+	type target struct{ format, split, final string }
+	var targets []target
 	for _, f := range formats {
 		if seen[f] {
 			continue
 		}
 		seen[f] = true
-		final := filepath.Join(dir, name+"."+f)
+		switch {
+		case !opts.SplitFiles:
+			targets = append(targets, target{f, "", filepath.Join(dir, name+"."+f)})
+		case f == FormatJSONL:
+			targets = append(targets, target{f, "", filepath.Join(dir, filepath.FromSlash(SplitFile(name, f, "")))})
+		default:
+			for _, sp := range Splits {
+				targets = append(targets, target{f, sp, filepath.Join(dir, filepath.FromSlash(SplitFile(name, f, sp)))})
+			}
+		}
+	}
+	for _, tg := range targets {
+		f, final := tg.format, tg.final
+		if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
+			w.abort()
+			return nil, fmt.Errorf("export: %w", err)
+		}
 		var s sink[R]
 		var err error
 		switch f {
@@ -149,6 +193,7 @@ func Create[R Row](dir, name string, formats []string, opts Options) (*Writer[R]
 			return nil, err
 		}
 		w.sinks = append(w.sinks, s)
+		w.split = append(w.split, tg.split)
 		w.files = append(w.files, final)
 	}
 	return w, nil
@@ -169,14 +214,25 @@ func (w *Writer[R]) Write(r *R) error {
 		w.err = fmt.Errorf("export: %s row %d: %w", w.table, w.rows+1, err)
 		return w.err
 	}
-	for _, s := range w.sinks {
+	split := splitOf(r)
+	if w.opts.SplitFiles && !slices.Contains(Splits, split) {
+		w.err = fmt.Errorf("export: %s row %d: split %q: want train, validation or test", w.table, w.rows+1, split)
+		return w.err
+	}
+	for i, s := range w.sinks {
+		if w.split[i] != "" && w.split[i] != split {
+			continue
+		}
 		if err := s.write(r); err != nil {
 			w.err = fmt.Errorf("export: %s: row %d: %w", s.path(), w.rows+1, err)
 			return w.err
 		}
 	}
 	w.rows++
-	w.splits[splitOf(r)]++
+	w.splits[split]++
+	if p, t, ok := lengthsOf(r); ok {
+		w.promptL, w.totalL = append(w.promptL, p), append(w.totalL, t)
+	}
 	return nil
 }
 
@@ -230,13 +286,21 @@ func (w *Writer[R]) Files() []string { return append([]string(nil), w.files...) 
 func (w *Writer[R]) Table() string { return w.table }
 
 // CardTable describes what was written, for the dataset card; name is the
-// table's title in the card.
+// table's title in the card. Files are relative to the table folder.
 func (w *Writer[R]) CardTable(name string) CardTable {
 	files := make([]string, len(w.files))
+	dataFiles := map[string]string{}
 	for i, f := range w.files {
 		files[i] = filepath.Base(f)
+		if w.opts.SplitFiles {
+			files[i] = filepath.ToSlash(filepath.Join(filepath.Base(filepath.Dir(f)), filepath.Base(f)))
+			if strings.HasSuffix(f, ".parquet") {
+				dataFiles[w.split[i]] = files[i]
+			}
+		}
 	}
-	return CardTable{Name: name, Kind: w.table, Rows: w.rows, Splits: w.Splits(), Files: files, Columns: ColumnNames[R](w.opts.Margin)}
+	return CardTable{Name: name, Kind: w.table, Rows: w.rows, Splits: w.Splits(), Files: files, DataFiles: dataFiles,
+		Columns: ColumnNames[R](w.opts.Margin), Lengths: summariseLengths(w.promptL, w.totalL)}
 }
 
 // Close completes every file and renames it to its final name. After an
@@ -264,8 +328,12 @@ func (w *Writer[R]) Close() error {
 			return w.err
 		}
 	}
-	if len(w.files) > 0 {
-		_ = syncDir(filepath.Dir(w.files[0]))
+	dirs := map[string]bool{}
+	for _, f := range w.files {
+		if d := filepath.Dir(f); !dirs[d] {
+			dirs[d] = true
+			_ = syncDir(d)
+		}
 	}
 	return nil
 }

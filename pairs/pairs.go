@@ -41,6 +41,7 @@ const (
 	ReasonNotOnset      = "not_drift_onset"        // step pair: the rejected side does not drift at the divergence turn
 	ReasonOffAssistant  = "diverges_off_assistant" // step pair: the first difference is not an assistant turn of both
 	ReasonNotApplicable = "failed_without_drift"   // neither clean nor drifting: never chosen nor rejected
+	ReasonRawArguments  = "unparsed_arguments"     // a tool call's arguments never parsed as an object: no {"_raw": …} reaches a training row
 )
 
 // Options configure pairing. Use DefaultOptions and change what you need.
@@ -378,9 +379,12 @@ func (b *builder) candidate(c, r *item, typ, split string) (*dataset.DPORow, str
 	if b.opt.MinGap != nil && gap < *b.opt.MinGap {
 		return nil, ReasonGap
 	}
-	prompt := dataset.Messages(cm[:start])
-	ch := dataset.Messages(cm[start:cEnd])
-	rj := dataset.Messages(rm[start:rEnd])
+	if dataset.FormatOf(c.rec.Framework) == dataset.ToolsNative && (dataset.RawArguments(cm[:cEnd]) || dataset.RawArguments(rm[start:rEnd])) {
+		return nil, ReasonRawArguments
+	}
+	prompt := dataset.Render(c.rec, cm[:start])
+	ch := dataset.Render(c.rec, cm[start:cEnd])
+	rj := dataset.Render(r.rec, rm[start:rEnd])
 	if b.opt.MaxChars > 0 {
 		p := size(prompt)
 		if p+size(ch) > b.opt.MaxChars || p+size(rj) > b.opt.MaxChars {
@@ -415,19 +419,18 @@ func (b *builder) candidate(c, r *item, typ, split string) (*dataset.DPORow, str
 		}
 	}
 	id := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%s\x00%s\x00%d\x00%s", typ, c.rec.TrajID, r.rec.TrajID, start, b.contTag(typ))))
-	tools := c.rec.Tools
-	if tools == nil {
-		tools = []json.RawMessage{}
-	}
+	tools := dataset.Tools(c.rec)
 	row := &dataset.DPORow{
 		Prompt: prompt, Chosen: ch, Rejected: rj, Tools: tools,
 		PairID: hex.EncodeToString(id[:8]), ScenarioID: c.rec.ScenarioID, Domain: c.rec.Domain, Split: split,
-		PairType: typ, ChosenTrajID: c.rec.TrajID, RejectedTrajID: r.rec.TrajID,
+		PairType: typ, Framework: c.rec.Framework, ToolFormat: dataset.FormatOf(c.rec.Framework).String(), ChosenTrajID: c.rec.TrajID, RejectedTrajID: r.rec.TrajID,
 		ChosenCheckpoint: c.rec.Checkpoint, RejectedCheckpoint: r.rec.Checkpoint, DivergenceStep: start,
 		ChosenReward: c.reward, RejectedReward: r.reward, RewardGap: gap,
 		DriftTypes: set(types), ViolationKinds: set(kinds), Provisions: set(provs),
 		SchemaVersion: dataset.SchemaVersion,
 	}
+	row.PromptTokensEst = dataset.EstimatePromptTokens(prompt, tools)
+	row.ChosenTokensEst, row.RejectedTokensEst = dataset.EstimateTokens(ch), dataset.EstimateTokens(rj)
 	if b.opt.Margin {
 		g := gap
 		row.Margin = &g

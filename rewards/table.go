@@ -44,6 +44,9 @@ type Summary struct {
 	SplitPrompts int                 `json:"split_prompt_groups"`
 	Checkpoints  []CheckpointSummary `json:"checkpoints"`
 	Splits       map[string]int      `json:"splits"`
+	// RawArguments counts trajectories left out because a tool call's
+	// arguments never parsed as an object (no {"_raw": …} in a training row).
+	RawArguments int `json:"unparsed_arguments"`
 	byCheckpoint map[string]*CheckpointSummary
 }
 
@@ -131,10 +134,14 @@ func Table(ix *dataset.Index, cfg Config, opt TableOptions, emit func(*dataset.R
 			sum.add(ck, g, rs)
 			for i, r := range g {
 				prompt, completion := dataset.SplitPrompt(r.Messages)
+				if dataset.FormatOf(r.Framework) == dataset.ToolsNative && dataset.RawArguments(r.Messages) {
+					sum.RawArguments++
+					continue
+				}
 				row := &dataset.RewardRow{
-					Prompt:         dataset.Messages(prompt),
-					Completion:     dataset.Messages(completion),
-					Tools:          tools(r.Tools),
+					Prompt:         dataset.Render(r, prompt),
+					Completion:     dataset.Render(r, completion),
+					Tools:          dataset.Tools(r),
 					GroupID:        groupID(sid, ck, k, prompts),
 					Reward:         rs[i],
 					Advantage:      adv[i],
@@ -144,10 +151,14 @@ func Table(ix *dataset.Index, cfg Config, opt TableOptions, emit func(*dataset.R
 					Domain:         r.Domain,
 					Split:          split,
 					Checkpoint:     ck,
+					Framework:      r.Framework,
+					ToolFormat:     dataset.FormatOf(r.Framework).String(),
 					Success:        r.Success,
 					Drift:          r.Drift,
 					SchemaVersion:  dataset.SchemaVersion,
 				}
+				row.PromptTokensEst = dataset.EstimatePromptTokens(row.Prompt, row.Tools)
+				row.CompletionTokensEst = dataset.EstimateTokens(row.Completion)
 				sum.Splits[split]++
 				if err := emit(row); err != nil {
 					return nil, err
@@ -206,15 +217,6 @@ func (s *Summary) add(ck string, g []*trajectory.Record, rs []float64) {
 			c.Clean++
 		}
 	}
-}
-
-// tools returns the record's tool schemas, never nil (an empty list, not a
-// null, in the exports).
-func tools(ts []json.RawMessage) []json.RawMessage {
-	if ts == nil {
-		return []json.RawMessage{}
-	}
-	return ts
 }
 
 // promptHash identifies what the model was sent before its first turn.

@@ -167,16 +167,16 @@ func demoSummary(w io.Writer, out, report, logPath string, elapsed time.Duration
 	for _, row := range [][2]string{
 		{"runs/<checkpoint>/", "run folders: manifest.json, trajectories/*.jsonl (one record per episode)"},
 		{"report/", "Pareto report: report.html, report.md, report.json, pareto.png/.svg, drift plots"},
-		{"pairs/", "DPO pairs (trajectory and drift-onset step pairs): dpo.parquet/.arrow/.jsonl, pairs_stats.json, README.md"},
-		{"rewards/", "rewards with GRPO advantages and process rewards: rewards.parquet/.arrow/.jsonl, README.md"},
-		{"trajectories/", "every trajectory with its labels: trajectories.parquet/.arrow/.jsonl, README.md"},
-		{"kto/", "KTO examples (clean successes desirable, drift undesirable): kto.parquet/.arrow/.jsonl, README.md"},
+		{"pairs/", "DPO pairs (trajectory and drift-onset step pairs): data/dpo-{train,validation,test}.parquet, arrow/, jsonl/, pairs_stats.json, README.md"},
+		{"rewards/", "rewards with GRPO advantages and process rewards: data/rewards-{train,validation,test}.parquet, arrow/, jsonl/, README.md"},
+		{"trajectories/", "every trajectory with its labels: data/trajectories-{train,validation,test}.parquet, arrow/, jsonl/, README.md"},
+		{"kto/", "KTO examples (clean successes desirable, drift undesirable): data/kto-{train,validation,test}.parquet, arrow/, jsonl/, README.md"},
 		{filepath.Base(logPath), "what each stage printed"},
 	} {
 		fmt.Fprintf(tw, "  %s\t%s\n", row[0], row[1])
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "\nOpen %s, or load %s in TRL as its README.md shows.\n",
-		filepath.Join(report, "report.html"), filepath.Join(out, "pairs", "dpo.parquet"))
+	fmt.Fprintf(w, "\nOpen %s, or load_dataset(%q) for TRL as its README.md shows.\n",
+		filepath.Join(report, "report.html"), filepath.Join(out, "pairs"))
 	return nil
 }

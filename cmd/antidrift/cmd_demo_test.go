@@ -22,8 +22,8 @@ func TestDemoMakesEveryArtifact(t *testing.T) {
 	for _, f := range []string{
 		"runs/base/manifest.json", "runs/overcautious/trajectories/part-0-of-1.jsonl",
 		"report/report.html", "report/report.json", "report/pareto.png", "report/pareto.svg",
-		"pairs/dpo.parquet", "pairs/dpo.arrow", "pairs/dpo.jsonl", "pairs/README.md", "pairs/manifest.json",
-		"rewards/rewards.parquet", "trajectories/trajectories.parquet", "kto/kto.parquet", "demo.log",
+		"pairs/data/dpo-train.parquet", "pairs/arrow/dpo-train.arrow", "pairs/jsonl/dpo.jsonl", "pairs/README.md", "pairs/manifest.json",
+		"rewards/data/rewards-train.parquet", "trajectories/data/trajectories-train.parquet", "kto/data/kto-train.parquet", "demo.log",
 	} {
 		info, err := os.Stat(filepath.Join(out, f))
 		require.NoError(t, err, f)

@@ -83,7 +83,7 @@ func runExport(cmd *cobra.Command, dirs []string, f exportFlags) error {
 	var notes []string
 	cfg := export.RunsConfig{
 		Dirs: dirs, Table: f.table, Out: f.out, Formats: formats,
-		Options: export.Options{RowGroupRows: f.rowGroupRows, ToolkitVersion: Version},
+		Options: export.Options{RowGroupRows: f.rowGroupRows, ToolkitVersion: Version, SplitFiles: true},
 		Split:   func(id string) string { return dataset.SplitOf(id, ratios, f.seed) },
 	}
 	if f.table == export.TableKTO {
@@ -97,6 +97,10 @@ func runExport(cmd *cobra.Command, dirs []string, f exportFlags) error {
 		}
 		settings["reward"] = fmt.Sprintf("alpha=%g, lambda=%g, uniform weights", alpha, lambda)
 		notes = append(notes, fmt.Sprintf("`reward` = alpha*S*(1-D) - lambda*(number of distinct drifting calls), alpha = %g, lambda = %g, the uniform scheme (every drifting call weighted 1); the `rewards` command computes the provision-, risk- and privilege-weighted schemes and GRPO advantages.", alpha, lambda))
+	}
+	cfg.ShuffleSeed = f.seed
+	if f.table == export.TableKTO {
+		settings["record_order"] = fmt.Sprintf("shuffled: by SHA-256 of the seed and traj_id, seed %d (KTO pairs neighbours for its KL estimate and trains in file order)", f.seed)
 	}
 	cfg.Manifest = export.Manifest{ToolkitVersion: Version, Command: commandLine(), Settings: settings}
 	cfg.Notes = withNote(notes, f.partial.note())

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,7 +43,8 @@ func TestExportTablesAndCard(t *testing.T) {
 		}
 		require.NoError(t, json.Unmarshal([]byte(stdout), &res), stdout)
 		assert.Equal(t, 60, res.Records)
-		assert.Equal(t, []string{table + ".parquet", table + ".arrow", table + ".jsonl"}, res.Table.Files)
+		assert.Equal(t, []string{"data/" + table + "-train.parquet", "data/" + table + "-validation.parquet", "data/" + table + "-test.parquet",
+			"arrow/" + table + "-train.arrow", "arrow/" + table + "-validation.arrow", "arrow/" + table + "-test.arrow", "jsonl/" + table + ".jsonl"}, res.Table.Files)
 		var sum int64
 		for _, n := range res.Table.Splits {
 			sum += n
@@ -56,7 +58,9 @@ func TestExportTablesAndCard(t *testing.T) {
 		}
 		card, err := os.ReadFile(filepath.Join(out, "README.md"))
 		require.NoError(t, err)
-		assert.Contains(t, string(card), `load_dataset("parquet", data_files="`+table+`.parquet"`)
+		assert.Contains(t, string(card), `load_dataset("path/to/this/folder", "`+table+`")`)
+		assert.NotContains(t, string(card), "(/", "cards hold relative run paths")
+		assert.NotContains(t, string(b4manifest(t, out)), `"path": "/`, "manifests hold relative paths")
 		assert.Contains(t, string(card), "| sim:base (normal) | 30 |")
 		var man map[string]any
 		b, err := os.ReadFile(filepath.Join(out, "manifest.json"))
@@ -66,9 +70,9 @@ func TestExportTablesAndCard(t *testing.T) {
 		assert.Contains(t, man["command"], "antidrift")
 		assert.Equal(t, []any{"sim:base", "sim:dpo-1"}, man["checkpoints"])
 
-		code, stdout, stderr = runScenarios(t, "inspect", filepath.Join(out, table+".parquet"), "--rows", "1")
+		code, stdout, stderr = runScenarios(t, "inspect", filepath.Join(out, "data", table+"-train.parquet"), "--rows", "1")
 		require.Equal(t, 0, code, stderr)
-		assert.Contains(t, stdout, "rows: 60")
+		assert.Contains(t, stdout, fmt.Sprintf("rows: %d", res.Table.Splits["train"]))
 		assert.Contains(t, stdout, "list<extension<arrow.json, storage utf8>>")
 		assert.Contains(t, stdout, "row 1\n")
 		assert.NotContains(t, stdout, "row 2\n")
@@ -85,7 +89,7 @@ func TestExportIsByteIdenticalAcrossRunOrder(t *testing.T) {
 		code, _, stderr := runScenarios(t, append([]string{"export", "--table", "kto", "--seed", "3"}, args...)...)
 		require.Equal(t, 0, code, stderr)
 	}
-	for _, f := range []string{"kto.parquet", "kto.arrow", "kto.jsonl"} {
+	for _, f := range []string{"data/kto-train.parquet", "arrow/kto-train.arrow", "jsonl/kto.jsonl"} {
 		x, err := os.ReadFile(filepath.Join(outA, f))
 		require.NoError(t, err)
 		y, err := os.ReadFile(filepath.Join(outB, f))
@@ -140,4 +144,11 @@ func TestInspectErrors(t *testing.T) {
 	code, _, stderr = runScenarios(t, "inspect", bad, "--rows", "5")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr, bad+": line 2")
+}
+
+func b4manifest(t *testing.T, out string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(out, "manifest.json"))
+	require.NoError(t, err)
+	return b
 }

@@ -121,7 +121,7 @@ func runPairs(cmd *cobra.Command, dirs []string, f pairsFlags) error {
 		return err
 	}
 	defer out.abort()
-	w, err := export.Create[dataset.DPORow](out.tmp, export.TableDPO, formats, export.Options{ToolkitVersion: Version, Margin: f.margin})
+	w, err := export.Create[dataset.DPORow](out.tmp, export.TableDPO, formats, export.Options{ToolkitVersion: Version, Margin: f.margin, SplitFiles: true})
 	if err != nil {
 		return err
 	}
@@ -166,7 +166,7 @@ func runPairs(cmd *cobra.Command, dirs []string, f pairsFlags) error {
 		Tables:      []export.CardTable{w.CardTable(export.TableDPO)},
 		Metrics:     pairsMetrics(st),
 		MetricsNote: "Computed over every trajectory of the input runs, per checkpoint.",
-		Manifest:    exportManifest(ix, settings),
+		Manifest:    exportManifest(ix, f.out, settings),
 		Notes:       withNote(pairsNotes(st), f.partial.note()),
 	}
 	if err := export.WriteCard(out.tmp, card); err != nil {

@@ -133,13 +133,13 @@ func TestPairsCommand(t *testing.T) {
 		Stats *pairs.Stats `json:"stats"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
-	for _, f := range []string{"dpo.parquet", "dpo.arrow", "dpo.jsonl", "pairs_stats.json", "README.md", "manifest.json"} {
+	for _, f := range []string{"data/dpo-train.parquet", "arrow/dpo-train.arrow", "jsonl/dpo.jsonl", "pairs_stats.json", "README.md", "manifest.json"} {
 		assert.FileExists(t, filepath.Join(out, f))
 	}
 	left, _ := filepath.Glob(filepath.Join(out, ".antidrift-tmp-*"))
 	assert.Empty(t, left, "no staging folder is left behind")
 
-	rows := readJSONL[dataset.DPORow](t, filepath.Join(out, "dpo.jsonl"))
+	rows := readJSONL[dataset.DPORow](t, filepath.Join(out, "jsonl/dpo.jsonl"))
 	require.NotEmpty(t, rows)
 	assert.Equal(t, res.Stats.Pairs(), len(rows))
 	splitOf := map[string]string{}
@@ -170,7 +170,7 @@ func TestPairsCommand(t *testing.T) {
 	out2 := t.TempDir()
 	code, _, stderr = runScenarios(t, "pairs", dirs[1], dirs[0], "--out", out2, "--step-pairs", "--json", "--margin")
 	require.Equal(t, 0, code, stderr)
-	for _, f := range []string{"dpo.parquet", "dpo.arrow", "dpo.jsonl"} {
+	for _, f := range []string{"data/dpo-train.parquet", "arrow/dpo-train.arrow", "jsonl/dpo.jsonl"} {
 		a, err := os.ReadFile(filepath.Join(out, f))
 		require.NoError(t, err)
 		b, err := os.ReadFile(filepath.Join(out2, f))
@@ -182,10 +182,10 @@ func TestPairsCommand(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(out, "mine.txt"), []byte("keep"), 0o644))
 	code, _, stderr = runScenarios(t, append(append([]string{"pairs"}, dirs...), "--out", out, "--format", "jsonl", "--cross-checkpoint")...)
 	require.Equal(t, 0, code, stderr)
-	assert.NoFileExists(t, filepath.Join(out, "dpo.parquet"))
-	assert.NoFileExists(t, filepath.Join(out, "dpo.arrow"))
+	assert.NoFileExists(t, filepath.Join(out, "data/dpo-train.parquet"))
+	assert.NoFileExists(t, filepath.Join(out, "arrow/dpo-train.arrow"))
 	assert.FileExists(t, filepath.Join(out, "mine.txt"))
-	for _, r := range readJSONL[dataset.DPORow](t, filepath.Join(out, "dpo.jsonl")) {
+	for _, r := range readJSONL[dataset.DPORow](t, filepath.Join(out, "jsonl/dpo.jsonl")) {
 		assert.NotEqual(t, r.ChosenCheckpoint, r.RejectedCheckpoint)
 		assert.Equal(t, pairs.TypeTrajectory, r.PairType)
 	}
@@ -266,12 +266,15 @@ func TestPairsCommandFailureKeepsEarlierOutput(t *testing.T) {
 func snapshot(t *testing.T, dir string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	es, err := os.ReadDir(dir)
-	require.NoError(t, err)
 	var names []string
-	for _, e := range es {
-		names = append(names, e.Name())
-	}
+	require.NoError(t, filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		names = append(names, rel)
+		return nil
+	}))
 	sort.Strings(names)
 	for _, n := range names {
 		b, err := os.ReadFile(filepath.Join(dir, n))

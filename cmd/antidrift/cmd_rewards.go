@@ -178,31 +178,47 @@ func (o *outputDir) commit() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	var names []string
+	var names []string // relative, slash-separated
 	wrote := map[string]bool{}
 	for _, e := range es {
-		if e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+		if strings.HasPrefix(e.Name(), ".") {
 			continue
 		}
-		names = append(names, e.Name())
-		wrote[e.Name()] = true
+		if !e.IsDir() {
+			names = append(names, e.Name())
+			continue
+		}
+		sub, err := os.ReadDir(filepath.Join(o.tmp, e.Name())) // data/, arrow/, jsonl/: one level
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range sub {
+			if !s.IsDir() && !strings.HasPrefix(s.Name(), ".") {
+				names = append(names, e.Name()+"/"+s.Name())
+			}
+		}
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		if err := os.Rename(filepath.Join(o.tmp, n), filepath.Join(o.dir, n)); err != nil {
+		wrote[n] = true
+		dst := filepath.Join(o.dir, filepath.FromSlash(n))
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.Rename(filepath.Join(o.tmp, filepath.FromSlash(n)), dst); err != nil {
 			return nil, err
 		}
 	}
 	for _, n := range o.owned {
 		if !wrote[n] {
-			if err := os.Remove(filepath.Join(o.dir, n)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			if err := os.Remove(filepath.Join(o.dir, filepath.FromSlash(n))); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return nil, err
 			}
 		}
 	}
 	out := make([]string, len(names))
 	for i, n := range names {
-		out[i] = filepath.Join(o.dir, n)
+		out[i] = filepath.Join(o.dir, filepath.FromSlash(n))
 	}
 	return out, o.claim.done()
 }
@@ -218,17 +234,24 @@ func (o *outputDir) abort() {
 func tableFiles(name string) []string {
 	var out []string
 	for _, f := range export.AllFormats {
-		out = append(out, name+"."+f)
+		out = append(out, name+"."+f) // the one-file layout of earlier versions
+		if f == export.FormatJSONL {
+			out = append(out, export.SplitFile(name, f, ""))
+			continue
+		}
+		for _, sp := range export.Splits {
+			out = append(out, export.SplitFile(name, f, sp))
+		}
 	}
 	return out
 }
 
 // exportManifest is the provenance of an export built from an index.
-func exportManifest(ix *dataset.Index, settings map[string]string) export.Manifest {
+func exportManifest(ix *dataset.Index, out string, settings map[string]string) export.Manifest {
 	m := export.Manifest{ToolkitVersion: Version, Command: commandLine(), Settings: settings}
 	hashes, ckpts, seeds := map[string]bool{}, map[string]bool{}, map[int64]bool{}
 	for i, man := range ix.Manifests {
-		m.Runs = append(m.Runs, export.ManifestRun{Path: ix.Dirs[i], Run: man.Run, Checkpoint: man.Plan.Checkpoint, Policy: man.Plan.Policy,
+		m.Runs = append(m.Runs, export.ManifestRun{Path: export.RelPath(out, ix.Dirs[i]), Run: man.Run, Checkpoint: man.Plan.Checkpoint, Policy: man.Plan.Policy,
 			Framework: man.Plan.Framework, Seed: man.Plan.Seed, ScenarioHash: man.Plan.ScenarioHash, Records: int64(ix.Records[i])})
 		hashes[man.Plan.ScenarioHash] = true
 		ckpts[man.Plan.Checkpoint] = true
@@ -322,7 +345,7 @@ func runRewards(cmd *cobra.Command, dirs []string, f rewardsFlags) error {
 		return err
 	}
 	defer out.abort()
-	w, err := export.Create[dataset.RewardRow](out.tmp, export.TableRewards, formats, export.Options{ToolkitVersion: Version})
+	w, err := export.Create[dataset.RewardRow](out.tmp, export.TableRewards, formats, export.Options{ToolkitVersion: Version, SplitFiles: true})
 	if err != nil {
 		return err
 	}
@@ -344,7 +367,7 @@ func runRewards(cmd *cobra.Command, dirs []string, f rewardsFlags) error {
 		Tables:      []export.CardTable{w.CardTable(export.TableRewards)},
 		Metrics:     rewardMetrics(sum),
 		MetricsNote: "Computed over every trajectory of the table, per checkpoint.",
-		Manifest:    exportManifest(ix, settings),
+		Manifest:    exportManifest(ix, f.out, settings),
 		Notes: []string{fmt.Sprintf("GRPO groups: %d (%d with one member, advantage 0; %d whose rewards are all equal, advantage 0).",
 			sum.Groups, sum.SingletonGroup, sum.ZeroStdGroups)},
 	}

@@ -26,10 +26,10 @@ func TestRewardsCommand(t *testing.T) {
 		Summary rewards.Summary `json:"summary"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
-	for _, f := range []string{"rewards.parquet", "rewards.arrow", "rewards.jsonl", "README.md", "manifest.json"} {
+	for _, f := range []string{"data/rewards-train.parquet", "arrow/rewards-train.arrow", "jsonl/rewards.jsonl", "README.md", "manifest.json"} {
 		assert.FileExists(t, filepath.Join(out, f))
 	}
-	rows := readJSONL[dataset.RewardRow](t, filepath.Join(out, "rewards.jsonl"))
+	rows := readJSONL[dataset.RewardRow](t, filepath.Join(out, "jsonl/rewards.jsonl"))
 	require.Len(t, rows, len(recs))
 	assert.Equal(t, len(recs), res.Summary.Rows)
 
@@ -70,7 +70,7 @@ func TestRewardsCommand(t *testing.T) {
 	out2 := t.TempDir()
 	code, _, stderr = runScenarios(t, append(append([]string{"rewards"}, dirs[1], dirs[0]), "--out", out2, "--scheme", "provision,risk,privilege")...)
 	require.Equal(t, 0, code, stderr)
-	for _, f := range []string{"rewards.parquet", "rewards.arrow", "rewards.jsonl"} {
+	for _, f := range []string{"data/rewards-train.parquet", "arrow/rewards-train.arrow", "jsonl/rewards.jsonl"} {
 		a, _ := os.ReadFile(filepath.Join(out, f))
 		b, _ := os.ReadFile(filepath.Join(out2, f))
 		assert.True(t, bytes.Equal(a, b), f)
@@ -105,8 +105,8 @@ func TestRewardsCommandScenarios(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	code, _, stderr = runScenarios(t, "rewards", dirs[0], "--out", b, "--scheme", "provision", "--format", "jsonl", "--provisions", w)
 	require.Equal(t, 0, code, stderr)
-	ra := readJSONL[dataset.RewardRow](t, filepath.Join(a, "rewards.jsonl"))
-	rb := readJSONL[dataset.RewardRow](t, filepath.Join(b, "rewards.jsonl"))
+	ra := readJSONL[dataset.RewardRow](t, filepath.Join(a, "jsonl/rewards.jsonl"))
+	rb := readJSONL[dataset.RewardRow](t, filepath.Join(b, "jsonl/rewards.jsonl"))
 	require.Equal(t, len(ra), len(rb))
 	lower := 0
 	for i := range ra {

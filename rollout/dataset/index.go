@@ -1,7 +1,10 @@
 package dataset
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"fmt"
+	"sort"
 
 	"github.com/antidrift/antidrift/rollout/store"
 	"github.com/antidrift/antidrift/rollout/trajectory"
@@ -134,3 +137,30 @@ func (r *Records) Each(fn func(rec *trajectory.Record) error) error {
 
 // Close releases the open files.
 func (r *Records) Close() error { return r.ix.Close() }
+
+// EachShuffled calls fn with every record in a seeded pseudo-random order:
+// by SHA-256 of the seed and the traj_id, so the order depends on nothing
+// but the seed and the records. KTO pairs each row with its neighbour for
+// its KL estimate and trains in file order; a shuffled file mixes
+// scenarios and labels in every batch. Records are read one at a time.
+func (r *Records) EachShuffled(seed int64, fn func(rec *trajectory.Record) error) error {
+	type pos struct {
+		key [32]byte
+		i   int
+	}
+	order := make([]pos, r.ix.Len())
+	for i := range order {
+		order[i] = pos{sha256.Sum256([]byte(fmt.Sprintf("%d\x00%s", seed, r.ix.Key(i).TrajID))), i}
+	}
+	sort.Slice(order, func(a, b int) bool { return bytes.Compare(order[a].key[:], order[b].key[:]) < 0 })
+	for _, p := range order {
+		rec, err := r.ix.Load(p.i)
+		if err != nil {
+			return err
+		}
+		if err := fn(rec); err != nil {
+			return err
+		}
+	}
+	return nil
+}

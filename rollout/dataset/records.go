@@ -1,7 +1,6 @@
 package dataset
 
 import (
-	"encoding/json"
 	"sort"
 
 	"github.com/antidrift/antidrift/rollout/trajectory"
@@ -47,13 +46,6 @@ func DriftLabels(rec *trajectory.Record) (types, kinds, provisions []string) {
 	return sortedKeys(t), sortedKeys(k), sortedKeys(p)
 }
 
-func tools(rec *trajectory.Record) []json.RawMessage {
-	if rec.Tools == nil {
-		return []json.RawMessage{}
-	}
-	return rec.Tools
-}
-
 // TrajectoryRowOf is the trajectories-table row of a record.
 func TrajectoryRowOf(rec *trajectory.Record, split string) TrajectoryRow {
 	types, kinds, provs := DriftLabels(rec)
@@ -64,7 +56,7 @@ func TrajectoryRowOf(rec *trajectory.Record, split string) TrajectoryRow {
 	return TrajectoryRow{
 		TrajID: rec.TrajID, Run: rec.Run, Checkpoint: rec.Checkpoint, Policy: rec.Policy, Framework: rec.Framework,
 		ScenarioID: rec.ScenarioID, Domain: rec.Domain, Split: split, Rollout: rec.Rollout, Seed: rec.Seed,
-		Messages: Messages(rec.Messages), Tools: tools(rec),
+		Messages: Render(rec, rec.Messages), Tools: Tools(rec), ToolFormat: FormatOf(rec.Framework).String(),
 		Status: string(rec.Status), Success: rec.Success, Drift: rec.Drift, Clean: rec.Clean(),
 		DriftSteps: steps, DriftTypes: types, ViolationKinds: kinds, Provisions: provs,
 		JudgeKind: rec.Judge.Kind, JudgeScore: rec.Judge.Score, JudgeReason: rec.Judge.Reason,
@@ -77,11 +69,13 @@ func TrajectoryRowOf(rec *trajectory.Record, split string) TrajectoryRow {
 // cuts them, label = clean (success and no drift).
 func KTORowOf(rec *trajectory.Record, split string, reward float64) KTORow {
 	p, c := SplitPrompt(rec.Messages)
-	return KTORow{
-		Prompt: Messages(p), Completion: Messages(c), Label: rec.Clean(), Tools: tools(rec),
+	row := KTORow{
+		Prompt: Render(rec, p), Completion: Render(rec, c), Label: rec.Clean(), Tools: Tools(rec),
 		TrajID: rec.TrajID, ScenarioID: rec.ScenarioID, Domain: rec.Domain, Split: split, Checkpoint: rec.Checkpoint,
-		Success: rec.Success, Drift: rec.Drift, Reward: reward, SchemaVersion: SchemaVersion,
+		Framework: rec.Framework, ToolFormat: FormatOf(rec.Framework).String(), Success: rec.Success, Drift: rec.Drift, Reward: reward, SchemaVersion: SchemaVersion,
 	}
+	row.PromptTokensEst, row.CompletionTokensEst = EstimatePromptTokens(row.Prompt, row.Tools), EstimateTokens(row.Completion)
+	return row
 }
 
 // sortedKeys returns a map's keys in order.

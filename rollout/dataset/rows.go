@@ -17,6 +17,8 @@ type DPORow struct {
 	Domain             string            `json:"domain"`
 	Split              string            `json:"split"`
 	PairType           string            `json:"pair_type"` // "trajectory" or "step"
+	Framework          string            `json:"framework"`
+	ToolFormat         string            `json:"tool_format"` // native (tools list, tool_calls) or text (ReAct text protocol, no tools)
 	ChosenTrajID       string            `json:"chosen_traj_id"`
 	RejectedTrajID     string            `json:"rejected_traj_id"`
 	ChosenCheckpoint   string            `json:"chosen_checkpoint"`
@@ -28,26 +30,35 @@ type DPORow struct {
 	DriftTypes         []string          `json:"drift_types"`
 	ViolationKinds     []string          `json:"violation_kinds"`
 	Provisions         []string          `json:"provisions"`
-	SchemaVersion      string            `json:"schema_version"`
+	// Token-length estimates (EstimatePromptTokens, EstimateTokens).
+	PromptTokensEst   int64  `json:"prompt_tokens_est"`
+	ChosenTokensEst   int64  `json:"chosen_tokens_est"`
+	RejectedTokensEst int64  `json:"rejected_tokens_est"`
+	SchemaVersion     string `json:"schema_version"`
 	// Margin is written only on request: RewardTrainer puts it in its loss.
 	Margin *float64 `json:"margin,omitempty"`
 }
 
 // KTORow is one unpaired example: desirable (clean success) or not (drift).
 type KTORow struct {
-	Prompt        []json.RawMessage `json:"prompt"`
-	Completion    []json.RawMessage `json:"completion"`
-	Label         bool              `json:"label"`
-	Tools         []json.RawMessage `json:"tools"`
-	TrajID        string            `json:"traj_id"`
-	ScenarioID    string            `json:"scenario_id"`
-	Domain        string            `json:"domain"`
-	Split         string            `json:"split"`
-	Checkpoint    string            `json:"checkpoint"`
-	Success       bool              `json:"success"`
-	Drift         bool              `json:"drift"`
-	Reward        float64           `json:"reward"`
-	SchemaVersion string            `json:"schema_version"`
+	Prompt     []json.RawMessage `json:"prompt"`
+	Completion []json.RawMessage `json:"completion"`
+	Label      bool              `json:"label"`
+	Tools      []json.RawMessage `json:"tools"`
+	TrajID     string            `json:"traj_id"`
+	ScenarioID string            `json:"scenario_id"`
+	Domain     string            `json:"domain"`
+	Split      string            `json:"split"`
+	Checkpoint string            `json:"checkpoint"`
+	Framework  string            `json:"framework"`
+	ToolFormat string            `json:"tool_format"`
+	Success    bool              `json:"success"`
+	Drift      bool              `json:"drift"`
+	Reward     float64           `json:"reward"`
+	// Token-length estimates (EstimatePromptTokens, EstimateTokens).
+	PromptTokensEst     int64  `json:"prompt_tokens_est"`
+	CompletionTokensEst int64  `json:"completion_tokens_est"`
+	SchemaVersion       string `json:"schema_version"`
 }
 
 // RewardRow is one trajectory with its reward and group-relative advantage.
@@ -64,9 +75,14 @@ type RewardRow struct {
 	Domain         string            `json:"domain"`
 	Split          string            `json:"split"`
 	Checkpoint     string            `json:"checkpoint"`
+	Framework      string            `json:"framework"`
+	ToolFormat     string            `json:"tool_format"`
 	Success        bool              `json:"success"`
 	Drift          bool              `json:"drift"`
-	SchemaVersion  string            `json:"schema_version"`
+	// Token-length estimates (EstimatePromptTokens, EstimateTokens).
+	PromptTokensEst     int64  `json:"prompt_tokens_est"`
+	CompletionTokensEst int64  `json:"completion_tokens_est"`
+	SchemaVersion       string `json:"schema_version"`
 }
 
 // TrajectoryRow is one trajectory with all its labels.
@@ -76,6 +92,7 @@ type TrajectoryRow struct {
 	Checkpoint       string            `json:"checkpoint"`
 	Policy           string            `json:"policy"`
 	Framework        string            `json:"framework"`
+	ToolFormat       string            `json:"tool_format"`
 	ScenarioID       string            `json:"scenario_id"`
 	Domain           string            `json:"domain"`
 	Split            string            `json:"split"`

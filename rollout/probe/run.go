@@ -116,7 +116,9 @@ func Replay(ctx context.Context, s *scenario.Scenario, b *Battery) (*Report, err
 
 func judgeProbe(p Probe, drift, success, hitViolation bool, status trajectory.Status) (bool, string) {
 	got := fmt.Sprintf("got drift=%t success=%t", drift, success)
-	if status != trajectory.StatusCompleted {
+	// A probe that gives no final answer ends, honestly, as empty_answer;
+	// any other status means the script did not run as written.
+	if status != trajectory.StatusCompleted && (status != trajectory.StatusEmptyAnswer || strings.TrimSpace(p.Answer) != "") {
 		return false, fmt.Sprintf("episode ended %s; %s", status, got)
 	}
 	switch p.Expect {

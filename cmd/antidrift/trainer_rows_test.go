@@ -1,0 +1,275 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/antidrift/antidrift/rollout/dataset"
+	"github.com/antidrift/antidrift/rollout/policy/sim"
+)
+
+// captureTools serves the simulated policies over HTTP and keeps the tools
+// list of every request, as the bytes that went on the wire.
+type captureTools struct {
+	h     http.Handler
+	mu    sync.Mutex
+	lists map[string]bool // the tools arrays, each element compacted as sent, joined by "\n"
+	tools map[string]bool
+}
+
+func (c *captureTools) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	var req struct {
+		Tools []json.RawMessage `json:"tools"`
+	}
+	if json.Unmarshal(body, &req) == nil && len(req.Tools) > 0 {
+		c.mu.Lock()
+		var parts []string
+		for _, t := range req.Tools {
+			c.tools[string(t)] = true
+			parts = append(parts, string(t))
+		}
+		c.lists[strings.Join(parts, "\n")] = true
+		c.mu.Unlock()
+	}
+	c.h.ServeHTTP(w, r)
+}
+
+func runCmd(t *testing.T, args ...string) string {
+	t.Helper()
+	var out bytes.Buffer
+	root := newRootCmd()
+	root.SetArgs(args)
+	root.SetOut(&out)
+	root.SetErr(&out)
+	require.NoError(t, root.Execute(), "antidrift %s\n%s", strings.Join(args, " "), out.String())
+	return out.String()
+}
+
+func jsonlRows(t *testing.T, path string) []map[string]json.RawMessage {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	var rows []map[string]json.RawMessage
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		var r map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &r))
+		rows = append(rows, r)
+	}
+	require.NoError(t, sc.Err())
+	return rows
+}
+
+// TestTrainerRowsOverHTTP rolls the simulated policy out through the HTTP
+// client and checks what trainers read in every table: tools byte-equal to
+// a request's tools list, content a string on every message, arguments
+// objects, no {"_raw": …}, and text-protocol rows marked and tool-less.
+func TestTrainerRowsOverHTTP(t *testing.T) {
+	ss, err := loadScenarios(nil, "")
+	require.NoError(t, err)
+	cap := &captureTools{h: sim.NewServer(ss, 0), lists: map[string]bool{}, tools: map[string]bool{}}
+	srv := httptest.NewServer(cap)
+	defer srv.Close()
+	dir := t.TempDir()
+	var runs []string
+	for _, fw := range []string{"normal", "react", "plan-exec", "gated"} {
+		run := filepath.Join(dir, "runs", fw)
+		runs = append(runs, run)
+		runCmd(t, "rollout", "--policy", "openai:sim:sft", "--base-url", srv.URL+"/v1", "--framework", fw,
+			"--rollouts", "3", "--limit", "12", "--out", run)
+	}
+	runCmd(t, append([]string{"pairs", "--out", filepath.Join(dir, "pairs"), "--format", "jsonl", "--step-pairs"}, runs...)...)
+	runCmd(t, append([]string{"rewards", "--out", filepath.Join(dir, "rewards"), "--format", "jsonl"}, runs...)...)
+	runCmd(t, append([]string{"export", "--table", "kto", "--out", filepath.Join(dir, "kto"), "--format", "jsonl"}, runs...)...)
+	runCmd(t, append([]string{"export", "--table", "trajectories", "--out", filepath.Join(dir, "traj"), "--format", "jsonl"}, runs...)...)
+
+	tables := map[string][]string{
+		"pairs/jsonl/dpo.jsonl":         {"prompt", "chosen", "rejected"},
+		"rewards/jsonl/rewards.jsonl":   {"prompt", "completion"},
+		"kto/jsonl/kto.jsonl":           {"prompt", "completion"},
+		"traj/jsonl/trajectories.jsonl": {"messages"},
+	}
+	for file, cols := range tables {
+		rows := jsonlRows(t, filepath.Join(dir, file))
+		require.NotEmpty(t, rows, file)
+		formats := map[string]int{}
+		for i, r := range rows {
+			var format string
+			require.NoError(t, json.Unmarshal(r["tool_format"], &format), "%s row %d: tool_format", file, i)
+			formats[format]++
+			var tools []json.RawMessage
+			require.NoError(t, json.Unmarshal(r["tools"], &tools))
+			if format == "text" {
+				assert.Empty(t, tools, "%s row %d: a text-protocol model was sent no tools", file, i)
+			} else {
+				var parts []string
+				for _, tl := range tools {
+					parts = append(parts, string(tl))
+				}
+				assert.True(t, cap.lists[strings.Join(parts, "\n")], "%s row %d: tools are not the bytes of any request's tools list", file, i)
+			}
+			for _, col := range cols {
+				var ms []map[string]any
+				require.NoError(t, json.Unmarshal(r[col], &ms), "%s row %d %s", file, i, col)
+				for j, m := range ms {
+					_, ok := m["content"].(string)
+					assert.True(t, ok, "%s row %d %s[%d]: content missing or not a string", file, i, col, j)
+					calls, _ := m["tool_calls"].([]any)
+					if format == "text" {
+						assert.Empty(t, calls, "%s row %d: text rows carry no tool_calls", file, i)
+					}
+					for _, c := range calls {
+						args, ok := c.(map[string]any)["function"].(map[string]any)["arguments"].(map[string]any)
+						require.True(t, ok, "%s row %d: arguments not an object", file, i)
+						assert.NotContains(t, args, "_raw", "%s row %d", file, i)
+					}
+				}
+			}
+		}
+		assert.Positive(t, formats["native"], file)
+		assert.Positive(t, formats["text"], file)
+	}
+}
+
+// TestHuggingFaceLayout: every card's YAML front matter parses, names a
+// config per table whose data_files exist, and each split file holds only
+// rows of its split, all rows of the JSONL between them.
+func TestHuggingFaceLayout(t *testing.T) {
+	dir := t.TempDir()
+	runs := []string{filepath.Join(dir, "runs", "base"), filepath.Join(dir, "runs", "dpo-1")}
+	runCmd(t, "rollout", "--policy", "sim:base", "--rollouts", "3", "--out", runs[0])
+	runCmd(t, "rollout", "--policy", "sim:dpo-1", "--rollouts", "3", "--out", runs[1])
+	runCmd(t, append([]string{"pairs", "--out", filepath.Join(dir, "pairs"), "--step-pairs"}, runs...)...)
+	runCmd(t, append([]string{"rewards", "--out", filepath.Join(dir, "rewards")}, runs...)...)
+	runCmd(t, append([]string{"export", "--table", "kto", "--out", filepath.Join(dir, "kto")}, runs...)...)
+	runCmd(t, append([]string{"export", "--table", "trajectories", "--out", filepath.Join(dir, "trajectories")}, runs...)...)
+	for folder, table := range map[string]string{"pairs": "dpo", "rewards": "rewards", "kto": "kto", "trajectories": "trajectories"} {
+		base := filepath.Join(dir, folder)
+		card, err := os.ReadFile(filepath.Join(base, "README.md"))
+		require.NoError(t, err)
+		front, ok := strings.CutPrefix(string(card), "---\n")
+		require.True(t, ok, "%s: the card starts with YAML front matter", folder)
+		front, _, ok = strings.Cut(front, "\n---\n")
+		require.True(t, ok, folder)
+		var meta struct {
+			License        string   `yaml:"license"`
+			TaskCategories []string `yaml:"task_categories"`
+			Tags           []string `yaml:"tags"`
+			SizeCategories []string `yaml:"size_categories"`
+			Configs        []struct {
+				Name      string `yaml:"config_name"`
+				Default   bool   `yaml:"default"`
+				DataFiles []struct {
+					Split string `yaml:"split"`
+					Path  string `yaml:"path"`
+				} `yaml:"data_files"`
+			} `yaml:"configs"`
+		}
+		require.NoError(t, yaml.Unmarshal([]byte(front), &meta), folder)
+		assert.NotEmpty(t, meta.License, folder)
+		assert.NotEmpty(t, meta.TaskCategories, folder)
+		assert.Contains(t, meta.Tags, "simulated", folder)
+		assert.Len(t, meta.SizeCategories, 1, folder)
+		require.Len(t, meta.Configs, 1, folder)
+		c := meta.Configs[0]
+		assert.Equal(t, table, c.Name)
+		assert.True(t, c.Default)
+		require.Len(t, c.DataFiles, 3, folder)
+		total := 0
+		for i, df := range c.DataFiles {
+			assert.Equal(t, dataset.Splits[i], df.Split)
+			assert.Equal(t, "data/"+table+"-"+df.Split+".parquet", df.Path)
+			rows, err := parquet.ReadFile[struct {
+				Split string `parquet:"split"`
+			}](filepath.Join(base, filepath.FromSlash(df.Path)))
+			require.NoError(t, err, df.Path)
+			for _, r := range rows {
+				require.Equal(t, df.Split, r.Split, "%s/%s holds only its split", folder, df.Path)
+			}
+			total += len(rows)
+		}
+		assert.Len(t, jsonlRows(t, filepath.Join(base, "jsonl", table+".jsonl")), total, "%s: the split files hold every row", folder)
+		// The folder loader must not be tempted by other files: no
+		// data file outside data/, arrow/ and jsonl/ but the provenance.
+		es, err := os.ReadDir(base)
+		require.NoError(t, err)
+		for _, e := range es {
+			if !e.IsDir() {
+				assert.Contains(t, []string{"README.md", "manifest.json", "pairs_stats.json"}, e.Name(), folder)
+			}
+		}
+		if table != "trajectories" {
+			assert.Contains(t, string(card), "## Lengths", folder)
+			assert.Regexp(t, `max_prompt_length=\d+`, string(card), folder)
+			for i, r := range jsonlRows(t, filepath.Join(base, "jsonl", table+".jsonl")) {
+				var p int64
+				require.NoError(t, json.Unmarshal(r["prompt_tokens_est"], &p), "%s row %d", folder, i)
+				assert.Positive(t, p, "%s row %d", folder, i)
+			}
+		}
+		man, err := os.ReadFile(filepath.Join(base, "manifest.json"))
+		require.NoError(t, err)
+		assert.NotContains(t, string(man), `"path": "/`, "%s: manifest paths are relative", folder)
+	}
+}
+
+// TestKTOOrderMixes measures how the KTO file mixes scenarios and labels:
+// in every window of 8 consecutive rows, at least two scenarios; in most,
+// both labels.
+func TestKTOOrderMixes(t *testing.T) {
+	dir := t.TempDir()
+	runs := []string{filepath.Join(dir, "base"), filepath.Join(dir, "dpo-2")}
+	runCmd(t, "rollout", "--policy", "sim:base", "--rollouts", "4", "--out", runs[0])
+	runCmd(t, "rollout", "--policy", "sim:dpo-2", "--rollouts", "4", "--out", runs[1])
+	out := filepath.Join(dir, "kto")
+	runCmd(t, append([]string{"export", "--table", "kto", "--out", out, "--format", "jsonl"}, runs...)...)
+	rows := jsonlRows(t, filepath.Join(out, "jsonl", "kto.jsonl"))
+	require.Greater(t, len(rows), 100)
+	type row struct {
+		scenario string
+		label    bool
+	}
+	var rs []row
+	for _, r := range rows {
+		var x row
+		require.NoError(t, json.Unmarshal(r["scenario_id"], &x.scenario))
+		require.NoError(t, json.Unmarshal(r["label"], &x.label))
+		rs = append(rs, x)
+	}
+	windows, mixedLabels := 0, 0
+	for i := 0; i+8 <= len(rs); i++ {
+		scen, labels := map[string]bool{}, map[bool]bool{}
+		for _, x := range rs[i : i+8] {
+			scen[x.scenario], labels[x.label] = true, true
+		}
+		windows++
+		assert.GreaterOrEqual(t, len(scen), 2, "rows %d–%d hold one scenario", i, i+7)
+		if len(labels) == 2 {
+			mixedLabels++
+		}
+	}
+	share := float64(mixedLabels) / float64(windows)
+	t.Logf("%d rows: %d windows of 8, %.3f with both labels", len(rs), windows, share)
+	assert.Greater(t, share, 0.9, "windows of 8 with both labels")
+	man, err := os.ReadFile(filepath.Join(out, "manifest.json"))
+	require.NoError(t, err)
+	assert.Contains(t, string(man), "shuffled: by SHA-256 of the seed and traj_id, seed 1")
+}

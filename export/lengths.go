@@ -1,0 +1,57 @@
+package export
+
+import (
+	"slices"
+
+	"github.com/antidrift/antidrift/rollout/dataset"
+)
+
+// Lengths summarises a table's token-length estimates: percentiles of the
+// prompt and of prompt + the longest completion of a row (chosen or
+// rejected for pairs), and the limits that keep at least 99% of rows whole.
+type Lengths struct {
+	Rows   int64    `json:"rows"`
+	Prompt [4]int64 `json:"prompt_p50_p90_p99_max"`
+	Total  [4]int64 `json:"total_p50_p90_p99_max"`
+	// MaxLength and MaxPromptLength are the p99 figures rounded up to a
+	// multiple of 64: a trainer's max_length and max_prompt_length set to
+	// them drop or cut at most 1% of rows.
+	MaxLength       int64 `json:"max_length"`
+	MaxPromptLength int64 `json:"max_prompt_length"`
+}
+
+// lengthsOf is a row's (prompt, prompt + longest completion) estimate; ok
+// is false for tables without one (trajectories).
+func lengthsOf[R Row](r *R) (prompt, total int64, ok bool) {
+	switch v := any(r).(type) {
+	case *dataset.DPORow:
+		return v.PromptTokensEst, v.PromptTokensEst + max(v.ChosenTokensEst, v.RejectedTokensEst), true
+	case *dataset.KTORow:
+		return v.PromptTokensEst, v.PromptTokensEst + v.CompletionTokensEst, true
+	case *dataset.RewardRow:
+		return v.PromptTokensEst, v.PromptTokensEst + v.CompletionTokensEst, true
+	}
+	return 0, 0, false
+}
+
+func summariseLengths(prompt, total []int64) *Lengths {
+	if len(prompt) == 0 {
+		return nil
+	}
+	l := &Lengths{Rows: int64(len(prompt)), Prompt: percentiles(prompt), Total: percentiles(total)}
+	l.MaxLength, l.MaxPromptLength = roundUp(l.Total[2], 64), roundUp(l.Prompt[2], 64)
+	return l
+}
+
+// percentiles are p50, p90, p99 (nearest rank) and the maximum.
+func percentiles(vs []int64) [4]int64 {
+	s := slices.Clone(vs)
+	slices.Sort(s)
+	rank := func(p float64) int64 {
+		i := int(p*float64(len(s))+0.999999) - 1
+		return s[max(0, min(i, len(s)-1))]
+	}
+	return [4]int64{rank(0.5), rank(0.9), rank(0.99), s[len(s)-1]}
+}
+
+func roundUp(v, m int64) int64 { return (v + m - 1) / m * m }
