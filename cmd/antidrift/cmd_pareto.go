@@ -21,6 +21,7 @@ func newParetoCmd() *cobra.Command {
 	var f scoreFlags
 	var out, ckptFile, title string
 	var asJSON bool
+	var partial partialFlag
 	cmd := &cobra.Command{
 		Use:   "pareto RUN... --out DIR",
 		Short: "Place checkpoints on the DR-CSR Pareto front and write a report with plots",
@@ -49,6 +50,9 @@ pareto.png, drift_by_domain.svg/.png and drift_positions.svg/.png into --out.`,
 			if err != nil {
 				return err
 			}
+			if err := partial.check(args, cmd.ErrOrStderr()); err != nil {
+				return err
+			}
 			var steps stepSource
 			if ckptFile != "" {
 				cks, err := readCheckpoints(ckptFile)
@@ -63,13 +67,23 @@ pareto.png, drift_by_domain.svg/.png and drift_positions.svg/.png into --out.`,
 			if err != nil {
 				return err
 			}
+			rep.Partial = partial.labels()
+			claim, err := claimOut("pareto", out, args, outRule{})
+			if err != nil {
+				return err
+			}
+			defer claim.release()
 			if err := rep.Write(out); err != nil {
+				return err
+			}
+			if err := claim.done(); err != nil {
 				return err
 			}
 			return printPareto(cmd.OutOrStdout(), rep, out, asJSON)
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "report folder")
+	partial.add(cmd.Flags())
 	cmd.Flags().StringVar(&ckptFile, "checkpoints", "", "checkpoints.json giving each checkpoint's step")
 	cmd.Flags().StringVar(&title, "title", "Checkpoint Pareto report", "report title")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print report.json on stdout")

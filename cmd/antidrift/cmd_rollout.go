@@ -20,6 +20,7 @@ import (
 	"github.com/antidrift/antidrift/rollout/engine"
 	"github.com/antidrift/antidrift/rollout/policy/openai"
 	"github.com/antidrift/antidrift/rollout/scenario"
+	"github.com/antidrift/antidrift/rollout/secret"
 	"github.com/antidrift/antidrift/rollout/store"
 	"github.com/antidrift/antidrift/rollout/trajectory"
 	"github.com/schollz/progressbar/v3"
@@ -163,7 +164,7 @@ func runRollout(cmd *cobra.Command, f rolloutFlags) error {
 	}
 	man := store.Manifest{
 		Version: Version, Run: runName, Created: time.Now().UTC().Format(time.RFC3339), Plan: plan,
-		Settings: store.Settings{BaseURL: openai.Redact(f.endpoint.baseURL), Concurrency: f.concurrency, Command: commandLine()},
+		Settings: store.Settings{BaseURL: secret.URL(f.endpoint.baseURL), Concurrency: f.concurrency, Command: commandLine()},
 	}
 	if kind == "openai" {
 		man.Settings.APIKeyEnv = f.endpoint.apiKeyEnv
@@ -179,6 +180,7 @@ func runRollout(cmd *cobra.Command, f rolloutFlags) error {
 	if err != nil {
 		return err
 	}
+	defer run.Close()
 	cfg := engine.Config{
 		Scenarios: ss, Policy: pol, PolicyName: f.policy, Checkpoint: checkpoint, Framework: f.framework,
 		Rollouts: f.rollouts, Concurrency: f.concurrency, Seed: f.seed, Shard: shard, Version: Version, Filter: fopts,
@@ -238,11 +240,11 @@ func planName(p store.Plan) string {
 	return "run-" + hex.EncodeToString(h[:4])
 }
 
-// commandLine is the invocation, for provenance. Flags never carry secrets:
-// the key is only ever read from the environment.
-func commandLine() string {
-	return strings.Join(append([]string{"antidrift"}, redactArgs(os.Args[1:])...), " ") // redactArgs: cmd_rollout_queue.go
-}
+// commandLine is the invocation, for provenance, rebuilt from redacted
+// values (secret.Args): URLs lose their credentials and query values, and
+// anything that looks like a key is masked. The key itself is only ever
+// read from the environment.
+func commandLine() string { return "antidrift " + secret.Command(os.Args[1:]) }
 
 // runSummary is the end-of-run table and its --json form.
 type runSummary struct {

@@ -58,6 +58,7 @@ func newScoreCmd() *cobra.Command {
 	var f scoreFlags
 	var by string
 	var asJSON bool
+	var partial partialFlag
 	cmd := &cobra.Command{
 		Use:   "score RUN...",
 		Short: "Score run folders: TSR, DR, CSR, CCSR and the rest, with bootstrap intervals",
@@ -97,6 +98,9 @@ drift_type. With drift_type, a group's "drift" is drift of that type.
 			if err != nil {
 				return err
 			}
+			if err := partial.check(args, cmd.ErrOrStderr()); err != nil {
+				return err
+			}
 			res := &metrics.Result{}
 			if len(rollouts) > 0 {
 				runs, err := metrics.ReadRuns(rollouts)
@@ -117,14 +121,21 @@ drift_type. With drift_type, a group's "drift" is drift of that type.
 				fmt.Fprintf(cmd.ErrOrStderr(), "antidrift: %s left out of every metric (not the policy's behaviour; see docs/servers.md)\n", excludedText(res.Excluded))
 			}
 			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), res)
+				return writeJSON(cmd.OutOrStdout(), struct {
+					*metrics.Result
+					Partial []string `json:"partial,omitempty"`
+				}{res, partial.labels()})
 			}
 			printScores(cmd.OutOrStdout(), res)
+			for _, l := range partial.labels() {
+				fmt.Fprintf(cmd.OutOrStdout(), "PARTIAL: %s\n", l)
+			}
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&by, "by", "checkpoint,framework", "grouping: checkpoint, framework, domain, drift_type, or a comma-separated list")
 	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"groups": [...]} as JSON`)
+	partial.add(cmd.Flags())
 	f.register(cmd, "seed", true)
 	return cmd
 }

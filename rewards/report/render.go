@@ -24,6 +24,9 @@ func (r *Report) methodText() string {
 func (r *Report) markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# %s\n\n", r.Title)
+	if len(r.Partial) > 0 {
+		fmt.Fprintf(&b, "> **Partial runs**: these inputs lack planned episodes, so their figures cover only what ran: %s.\n\n", mdEscape(strings.Join(r.Partial, "; ")))
+	}
 	fmt.Fprintf(&b, "![DR–CSR Pareto plot](pareto.png)\n\n")
 	fmt.Fprintf(&b, "| step | checkpoint | n | DR [95%% CI] | CSR [95%% CI] | TSR [95%% CI] | CCSR [95%% CI] | on front | collapse |\n")
 	fmt.Fprintf(&b, "|---:|---|---:|---|---|---|---|---|---|\n")
@@ -117,6 +120,7 @@ img { max-width: 100%; height: auto; border: 1px solid #eee; }
 </head>
 <body>
 <h1>{{.R.Title}}</h1>
+{{if .R.Partial}}<p><strong>Partial runs</strong>: these inputs lack planned episodes, so their figures cover only what ran: {{range $i, $p := .R.Partial}}{{if $i}}; {{end}}{{$p}}{{end}}.</p>{{end}}
 <img alt="DR–CSR Pareto plot" src="{{.Pareto}}">
 <table>
 <tr><th>step</th><th>checkpoint</th><th>n</th><th>DR [95% CI]</th><th>CSR [95% CI]</th><th>TSR [95% CI]</th><th>CCSR [95% CI]</th><th>on front</th><th>collapse</th></tr>

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -128,8 +129,15 @@ func (s Shard) String() string { return fmt.Sprintf("%d/%d", s.I, s.N) }
 // ParseShard reads "i/n".
 func ParseShard(v string) (Shard, error) {
 	var s Shard
-	if _, err := fmt.Sscanf(v, "%d/%d", &s.I, &s.N); err != nil || s.N < 1 || s.I < 0 || s.I >= s.N {
-		return Shard{}, fmt.Errorf("invalid shard %q: want i/n with 0 <= i < n", v)
+	i, n, ok := strings.Cut(v, "/")
+	var err1, err2 error
+	if ok {
+		s.I, err1 = strconv.Atoi(i)
+		s.N, err2 = strconv.Atoi(n)
+	}
+	// Exactly two decimal integers: "1/2x" or " 1/2" is not read as 1/2.
+	if !ok || err1 != nil || err2 != nil || strings.ContainsAny(v, "+ ") || s.N < 1 || s.I < 0 || s.I >= s.N {
+		return Shard{}, fmt.Errorf("invalid shard %q: want i/n with 0 <= i < n, e.g. 0/4", v)
 	}
 	return s, nil
 }

@@ -193,23 +193,57 @@ func jsonPath(doc any, loc []string) string {
 	return b.String()
 }
 
-// LoadFile loads and validates one scenario file.
+// MaxFileBytes caps the size of a scenario file (a scenario is a few KB;
+// the cap keeps /dev/zero or a mistaken dataset from exhausting memory).
+const MaxFileBytes = 16 << 20
+
+// LoadFile loads and validates one scenario file. Only regular files are
+// read (a FIFO, device or socket is refused, so nothing hangs), up to
+// MaxFileBytes.
 func LoadFile(path string, cat *provisions.Catalogue) (*Scenario, Problems) {
 	return LoadFileWith(path, cat, Options{})
 }
 
 // LoadFileWith is LoadFile with options.
 func LoadFileWith(path string, cat *provisions.Catalogue, opts Options) (*Scenario, Problems) {
-	data, err := os.ReadFile(path)
+	data, err := readRegular(path)
 	if err != nil {
 		return nil, Problems{{File: path, Msg: err.Error()}}
 	}
 	return ParseWith(path, data, cat, opts)
 }
 
+func readRegular(path string) ([]byte, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file (%s): scenarios are read from .json files", info.Mode().Type())
+	}
+	if info.Size() > MaxFileBytes {
+		return nil, fmt.Errorf("%d bytes, over the %d-byte limit of a scenario file", info.Size(), MaxFileBytes)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxFileBytes {
+		return nil, fmt.Errorf("over the %d-byte limit of a scenario file", MaxFileBytes)
+	}
+	return data, nil
+}
+
 // Load loads scenarios from files and folders (folders recursively, files
 // ending in .json), validates each, and checks that ids are unique across
-// them. Scenarios come back sorted by id; problems are all problems found.
+// them. Scenarios come back sorted by id; problems are all problems found:
+// every unreadable path, a folder holding no .json file, and no scenario
+// at all are problems.
 func Load(paths []string, cat *provisions.Catalogue) ([]*Scenario, Problems) {
 	return LoadWith(paths, cat, Options{})
 }
@@ -228,17 +262,33 @@ func LoadWith(paths []string, cat *provisions.Catalogue, opts Options) ([]*Scena
 			files = append(files, p)
 			continue
 		}
-		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
+		found := 0
+		var others []string
+		_ = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+			if err != nil { // reported, and the walk goes on
+				ps = append(ps, Problem{File: path, Msg: err.Error()})
+				return nil
 			}
-			if !d.IsDir() && strings.HasSuffix(d.Name(), ".json") {
+			switch {
+			case d.IsDir():
+			case strings.HasSuffix(d.Name(), ".json"):
 				files = append(files, path)
+				found++
+			default:
+				others = append(others, d.Name())
 			}
 			return nil
 		})
-		if err != nil {
-			ps = append(ps, Problem{File: p, Msg: err.Error()})
+		if found == 0 {
+			msg := "no scenario files (.json) in this folder"
+			if len(others) > 0 {
+				sort.Strings(others)
+				if len(others) > 3 {
+					others = append(others[:3], fmt.Sprintf("%d more", len(others)-3))
+				}
+				msg += "; skipped " + strings.Join(others, ", ") + " (scenarios are JSON files named *.json)"
+			}
+			ps = append(ps, Problem{File: p, Msg: msg})
 		}
 	}
 	var out []*Scenario
@@ -248,6 +298,9 @@ func LoadWith(paths []string, cat *provisions.Catalogue, opts Options) ([]*Scena
 		if s != nil {
 			out = append(out, s)
 		}
+	}
+	if len(out) == 0 && len(ps) == 0 {
+		ps = append(ps, Problem{File: strings.Join(paths, ","), Msg: "no scenarios: an empty suite"})
 	}
 	return finish(out, ps)
 }
