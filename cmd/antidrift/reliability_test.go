@@ -390,6 +390,13 @@ func TestFlagsValidated(t *testing.T) {
 		{[]string{"pairs", out, "--out", t.TempDir(), "--max-per-scenario", "0"}, "--max-per-scenario 0: out of range"},
 		{[]string{"export", out, "--out", t.TempDir(), "--row-group-rows", "0"}, "--row-group-rows 0: out of range"},
 		{[]string{"inspect", "x.parquet", "--rows", "-1"}, "--rows -1: out of range"},
+		{[]string{"rollout", "--policy", "sim:base", "--out", out, "--framework", "relevance", "--relevance-k", "0"}, "--relevance-k 0: out of range"},
+		{[]string{"rollout", "--policy", "sim:base", "--out", out, "--framework", "gated", "--risk-lambda", "-1"}, "--risk-lambda -1: out of range"},
+		{[]string{"rollout", "--policy", "sim:base", "--out", out, "--queue", "nats://127.0.0.1:1", "--max-deliver", "0"}, "--max-deliver 0: out of range"},
+		{[]string{"worker", "--queue", "nats://127.0.0.1:1", "--idle-exit", "-1s"}, "--idle-exit -1s: out of range"},
+		{[]string{"manifests", "k8s", "--shards", "0"}, "--shards 0: out of range"},
+		{[]string{"judge", out, "--judge-temperature", "3"}, `invalid argument "3" for "--judge-temperature" flag: want a number from 0 to 2`},
+		{[]string{"select-pairs", out, "--out", t.TempDir(), "--max-per-query", "0"}, "--max-per-query 0: out of range"},
 	} {
 		code, _, stderr := runScenarios(t, tc.args...)
 		assert.Equal(t, 1, code, "%v", tc.args)
