@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/sugarme/tokenizer"
 	"github.com/sugarme/tokenizer/pretrained"
@@ -17,6 +18,12 @@ const (
 	TokensPerPrompt  = 8 // BOS, default system text, generation prompt
 )
 
+// lookaheadHint explains the one known class of tokenizer.json files the
+// library cannot read.
+const lookaheadHint = "the pre-tokenizer's split pattern uses a lookahead `(?!`, which Go's regexp (RE2) cannot compile, " +
+	"so github.com/sugarme/tokenizer cannot read this file; the tokenizer.json files of Qwen2/2.5/3 and Llama-3 have such a pattern; " +
+	"leave out --tokenizer to use the tokenizer-free estimate"
+
 // Counter counts tokens with one tokenizer.json. It is not safe for
 // concurrent use.
 type Counter struct {
@@ -26,9 +33,12 @@ type Counter struct {
 
 // Load reads a Hugging Face tokenizer.json.
 func Load(path string) (c *Counter, err error) {
-	defer func() { // the library panics on some malformed files
+	defer func() { // the library panics on some files rather than erring
 		if r := recover(); r != nil {
 			c, err = nil, fmt.Errorf("tokenizer %s: %v", path, r)
+		}
+		if err != nil && strings.Contains(err.Error(), "(?!") {
+			err = fmt.Errorf("%w (%s)", err, lookaheadHint)
 		}
 	}()
 	tk, err := pretrained.FromFile(path)

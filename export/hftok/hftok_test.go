@@ -65,3 +65,13 @@ func TestLoadErrors(t *testing.T) {
 		assert.Contains(t, err.Error(), p)
 	}
 }
+
+// Qwen2/2.5/3 and Llama-3 tokenizer.json files split with a lookahead
+// pattern Go's regexp cannot compile: a clear error, never a panic.
+func TestLookaheadPatternIsAClearError(t *testing.T) {
+	p := filepath.Join("testdata", "lookahead-split.tokenizer.json")
+	_, err := Load(p)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), p)
+	assert.Contains(t, err.Error(), "(RE2) cannot compile")
+}
