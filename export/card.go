@@ -30,6 +30,13 @@ type CardTable struct {
 	// trajectories).
 	Lengths *Lengths `json:"lengths,omitempty"`
 	Columns []string `json:"columns,omitempty"` // in file order
+	// MaxTokens is the --max-tokens bound (0: none) and DroppedOverMax the
+	// rows it left out.
+	MaxTokens      int64 `json:"max_tokens,omitempty"`
+	DroppedOverMax int64 `json:"dropped_over_max_tokens,omitempty"`
+	// Tokenizer names the tokenizer.json whose exact counts replaced the
+	// estimates in the *_tokens_est columns ("" for estimates).
+	Tokenizer string `json:"tokenizer,omitempty"`
 }
 
 // MetricRow is the metric summary of one checkpoint (× framework), filled
@@ -313,7 +320,13 @@ func renderCard(c Card, mf manifestFile) string {
 			continue
 		}
 		if l == mf.Tables[0].Lengths {
-			b.WriteString("## Lengths\n\nToken-length estimates (tokenizer-free, `*_tokens_est` columns; they err high): the prompt with its tool schemas, and the prompt with the longest completion of a row.\n\n| table | | p50 | p90 | p99 | max |\n|---|---|---:|---:|---:|---:|\n")
+			b.WriteString("## Lengths\n\n")
+			if t.Tokenizer != "" {
+				fmt.Fprintf(&b, "Exact token counts by the tokenizer `%s` (the `*_tokens_est` columns hold them): the texts of the messages and tool schemas tokenized, plus a fixed allowance per message and tool for the chat template's markers", t.Tokenizer)
+			} else {
+				b.WriteString("Token-length estimates (tokenizer-free, `*_tokens_est` columns; they err high)")
+			}
+			b.WriteString(": the prompt with its tool schemas, and the prompt with the longest completion of a row.\n\n| table | | p50 | p90 | p99 | max |\n|---|---|---:|---:|---:|---:|\n")
 		}
 		fmt.Fprintf(&b, "| %s | prompt | %d | %d | %d | %d |\n| %s | prompt + completion | %d | %d | %d | %d |\n",
 			t.Name, l.Prompt[0], l.Prompt[1], l.Prompt[2], l.Prompt[3], t.Name, l.Total[0], l.Total[1], l.Total[2], l.Total[3])
@@ -327,6 +340,15 @@ func renderCard(c Card, mf manifestFile) string {
 			b.WriteString(" TRL's default `max_length=1024` would cut or drop some rows of this table.")
 		}
 		b.WriteString("\n\n")
+	}
+	for _, t := range mf.Tables {
+		if t.MaxTokens > 0 {
+			how := "estimated"
+			if t.Tokenizer != "" {
+				how = "counted by the tokenizer `" + t.Tokenizer + "`"
+			}
+			fmt.Fprintf(&b, "`--max-tokens %d`: %d rows of %s longer than %d tokens (prompt + longest completion, %s) were dropped at export time.\n\n", t.MaxTokens, t.DroppedOverMax, t.Name, t.MaxTokens, how)
+		}
 	}
 	for _, n := range c.Notes {
 		fmt.Fprintf(&b, "%s\n\n", strings.TrimSpace(n))

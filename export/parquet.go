@@ -51,11 +51,17 @@ func newParquetSink[R Row](final, table string, cols []column[R], opts Options) 
 		parquet.KeyValueMetadata(MetaTable, table),
 		parquet.KeyValueMetadata(MetaToolkit, opts.ToolkitVersion),
 	}
-	// Page statistics of message columns would copy whole messages into
-	// page headers; their bounds say nothing useful.
+	// Page-header statistics of message columns would copy whole messages
+	// into every page header, so they are skipped. Their bounds in the
+	// page index (column index) are kept: parquet-go truncates them to
+	// ColumnIndexSizeLimit bytes (min cut, max cut and incremented), so
+	// they stay valid. SkipPageBounds must not be used: parquet-go then
+	// indexes every non-null page with min = max = "" — bounds that
+	// exclude every message, which a reader filtering on the page index
+	// takes at their word.
 	for _, c := range cols {
 		if c.kind == kMessages {
-			wopts = append(wopts, parquet.SkipPageStatistics(c.name, "list", "element"), parquet.SkipPageBounds(c.name, "list", "element"))
+			wopts = append(wopts, parquet.SkipPageStatistics(c.name, "list", "element"))
 		}
 	}
 	config, err := parquet.NewWriterConfig(wopts...)

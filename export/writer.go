@@ -52,6 +52,14 @@ type Options struct {
 	// arrow/, and the JSONL for humans as jsonl/NAME.jsonl. Without it every
 	// format is one file, dir/NAME.<format>, holding every split.
 	SplitFiles bool
+	// MaxTokens, when positive, drops rows longer than it: prompt + the
+	// longest completion of a row (the whole conversation for
+	// trajectories), as estimated or, with Tokens, counted. Dropped rows
+	// are counted (Writer.Dropped) and named in the card.
+	MaxTokens int64
+	// Tokens, when set, replaces every row's *_tokens_est estimates with
+	// exact counts by a tokenizer before the row is checked and written.
+	Tokens TokenCounter
 }
 
 // Splits are the dataset splits every split-file layout writes, in order.
@@ -105,6 +113,7 @@ type Writer[R Row] struct {
 	split   []string // per sink: the split it holds ("" for every split)
 	files   []string
 	rows    int64
+	dropped int64 // rows over Options.MaxTokens
 	splits  map[string]int64
 	promptL []int64 // token-length estimates per row, for the card
 	totalL  []int64
@@ -210,6 +219,25 @@ func (w *Writer[R]) Write(r *R) error {
 	if w.closed {
 		return errors.New("export: write after Close")
 	}
+	if w.opts.Tokens != nil {
+		c, err := recount(r, w.opts.Tokens)
+		if err != nil {
+			w.err = fmt.Errorf("export: %s row %d: tokenizer %s: %w", w.table, w.rows+w.dropped+1, w.opts.Tokens.Name(), err)
+			return w.err
+		}
+		r = c
+	}
+	if w.opts.MaxTokens > 0 {
+		n, err := totalTokens(r, w.opts.Tokens)
+		if err != nil {
+			w.err = fmt.Errorf("export: %s row %d: tokenizer %s: %w", w.table, w.rows+w.dropped+1, w.opts.Tokens.Name(), err)
+			return w.err
+		}
+		if n > w.opts.MaxTokens {
+			w.dropped++
+			return nil
+		}
+	}
 	if err := w.check(r); err != nil {
 		w.err = fmt.Errorf("export: %s row %d: %w", w.table, w.rows+1, err)
 		return w.err
@@ -267,6 +295,10 @@ func checkObject(m json.RawMessage) error {
 	return nil
 }
 
+// Dropped returns the number of rows left out for being longer than
+// Options.MaxTokens.
+func (w *Writer[R]) Dropped() int64 { return w.dropped }
+
 // Rows returns the number of rows written.
 func (w *Writer[R]) Rows() int64 { return w.rows }
 
@@ -299,8 +331,13 @@ func (w *Writer[R]) CardTable(name string) CardTable {
 			}
 		}
 	}
-	return CardTable{Name: name, Kind: w.table, Rows: w.rows, Splits: w.Splits(), Files: files, DataFiles: dataFiles,
-		Columns: ColumnNames[R](w.opts.Margin), Lengths: summariseLengths(w.promptL, w.totalL)}
+	ct := CardTable{Name: name, Kind: w.table, Rows: w.rows, Splits: w.Splits(), Files: files, DataFiles: dataFiles,
+		Columns: ColumnNames[R](w.opts.Margin), Lengths: summariseLengths(w.promptL, w.totalL),
+		MaxTokens: w.opts.MaxTokens, DroppedOverMax: w.dropped}
+	if w.opts.Tokens != nil {
+		ct.Tokenizer = w.opts.Tokens.Name()
+	}
+	return ct
 }
 
 // Close completes every file and renames it to its final name. After an

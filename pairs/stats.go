@@ -24,6 +24,11 @@ type Stats struct {
 	Trajectory   *TypeStats        `json:"trajectory_pairs,omitempty"`
 	Step         *TypeStats        `json:"step_pairs,omitempty"`
 	Options      StatsOptions      `json:"options"`
+	// MaxTokens and DroppedOverMaxTokens are set by the writer's caller:
+	// the --max-tokens bound and the pairs it dropped at export time (the
+	// pair counts above are before that drop).
+	MaxTokens            int64 `json:"max_tokens,omitempty"`
+	DroppedOverMaxTokens int64 `json:"dropped_over_max_tokens,omitempty"`
 
 	byCk map[string]*CheckpointStats
 }

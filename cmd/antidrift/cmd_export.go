@@ -80,10 +80,15 @@ func runExport(cmd *cobra.Command, dirs []string, f exportFlags) error {
 		"row_group":    strconv.Itoa(f.rowGroupRows) + " rows",
 		"record_order": "checkpoint, framework, scenario_id, rollout, seed, run, traj_id",
 	}
+	f.lengthSettings(settings)
+	wo, err := f.lengthOptions(export.Options{RowGroupRows: f.rowGroupRows, ToolkitVersion: Version, SplitFiles: true})
+	if err != nil {
+		return err
+	}
 	var notes []string
 	cfg := export.RunsConfig{
 		Dirs: dirs, Table: f.table, Out: f.out, Formats: formats,
-		Options: export.Options{RowGroupRows: f.rowGroupRows, ToolkitVersion: Version, SplitFiles: true},
+		Options: wo,
 		Split:   func(id string) string { return dataset.SplitOf(id, ratios, f.seed) },
 	}
 	if f.table == export.TableKTO {
@@ -137,6 +142,7 @@ func runExport(cmd *cobra.Command, dirs []string, f exportFlags) error {
 	if res.Skipped > 0 {
 		fmt.Fprintf(out, "left out %d records with no completion\n", res.Skipped)
 	}
+	printDropped(out, f.tableFlags, res.Table.DroppedOverMax, res.Table.Rows)
 	for _, p := range res.Files {
 		fmt.Fprintf(out, "  %s\n", p)
 	}

@@ -121,7 +121,11 @@ func runPairs(cmd *cobra.Command, dirs []string, f pairsFlags) error {
 		return err
 	}
 	defer out.abort()
-	w, err := export.Create[dataset.DPORow](out.tmp, export.TableDPO, formats, export.Options{ToolkitVersion: Version, Margin: f.margin, SplitFiles: true})
+	wo, err := f.lengthOptions(export.Options{ToolkitVersion: Version, Margin: f.margin, SplitFiles: true})
+	if err != nil {
+		return err
+	}
+	w, err := export.Create[dataset.DPORow](out.tmp, export.TableDPO, formats, wo)
 	if err != nil {
 		return err
 	}
@@ -133,6 +137,7 @@ func runPairs(cmd *cobra.Command, dirs []string, f pairsFlags) error {
 	if err := w.Close(); err != nil {
 		return err
 	}
+	st.MaxTokens, st.DroppedOverMaxTokens = f.maxTokens, w.Dropped()
 	var sb strings.Builder
 	if err := writeJSON(&sb, st); err != nil {
 		return err
@@ -160,6 +165,7 @@ func runPairs(cmd *cobra.Command, dirs []string, f pairsFlags) error {
 		settings["max_chars"] = fmt.Sprint(f.maxChars)
 	}
 	f.reward.settings(settings)
+	f.lengthSettings(settings)
 	card := export.Card{
 		Title:       "antidrift preference pairs",
 		Description: pairsDescription(o) + simNote(ix),
@@ -185,6 +191,7 @@ func runPairs(cmd *cobra.Command, dirs []string, f pairsFlags) error {
 		}{f.out, files, ix.Duplicates, st})
 	}
 	st.Print(cmd.OutOrStdout())
+	printDropped(cmd.OutOrStdout(), f.tableFlags, w.Dropped(), w.Rows())
 	if ix.Duplicates > 0 {
 		fmt.Fprintf(cmd.OutOrStdout(), "\n%d duplicate records (same traj_id) dropped\n", ix.Duplicates)
 	}

@@ -345,7 +345,11 @@ func runRewards(cmd *cobra.Command, dirs []string, f rewardsFlags) error {
 		return err
 	}
 	defer out.abort()
-	w, err := export.Create[dataset.RewardRow](out.tmp, export.TableRewards, formats, export.Options{ToolkitVersion: Version, SplitFiles: true})
+	wo, err := f.lengthOptions(export.Options{ToolkitVersion: Version, SplitFiles: true})
+	if err != nil {
+		return err
+	}
+	w, err := export.Create[dataset.RewardRow](out.tmp, export.TableRewards, formats, wo)
 	if err != nil {
 		return err
 	}
@@ -359,6 +363,7 @@ func runRewards(cmd *cobra.Command, dirs []string, f rewardsFlags) error {
 	}
 	settings := map[string]string{"split": f.split, "split_seed": fmt.Sprint(f.seed)}
 	f.reward.settings(settings)
+	f.lengthSettings(settings)
 	card := export.Card{
 		Title: "antidrift rewards",
 		Description: "One row per trajectory for RL: `prompt` (up to the first user message), `completion` (the rest), `reward` " +
@@ -390,9 +395,11 @@ func runRewards(cmd *cobra.Command, dirs []string, f rewardsFlags) error {
 			Out     string           `json:"out"`
 			Files   []string         `json:"files"`
 			Summary *rewards.Summary `json:"summary"`
-		}{f.out, files, sum})
+			Dropped int64            `json:"dropped_over_max_tokens"`
+		}{f.out, files, sum, w.Dropped()})
 	}
 	printRewards(cmd.OutOrStdout(), sum, ix)
+	printDropped(cmd.OutOrStdout(), f.tableFlags, w.Dropped(), w.Rows())
 	fmt.Fprintf(cmd.OutOrStdout(), "\nwrote %s\n", strings.Join(files, ", "))
 	return nil
 }

@@ -1,7 +1,12 @@
 package main
 
 import (
+	"fmt"
+	"io"
+	"path/filepath"
+
 	"github.com/antidrift/antidrift/export"
+	"github.com/antidrift/antidrift/export/hftok"
 	"github.com/antidrift/antidrift/rollout/dataset"
 	"github.com/spf13/pflag"
 )
@@ -13,6 +18,8 @@ type tableFlags struct {
 	out, formats, split string
 	seed                int64
 	partial             partialFlag
+	maxTokens           int64
+	tokenizer           string
 }
 
 func (t *tableFlags) add(fl *pflag.FlagSet, seedHelp string) {
@@ -21,6 +28,35 @@ func (t *tableFlags) add(fl *pflag.FlagSet, seedHelp string) {
 	fl.StringVar(&t.split, "split", "0.8,0.1,0.1", "train,validation,test shares of scenarios (the same for every table)")
 	fl.Int64Var(&t.seed, "seed", 1, seedHelp)
 	t.partial.add(fl)
+	fl.Int64Var(&t.maxTokens, "max-tokens", 0, "drop rows whose prompt + longest completion (the whole conversation for trajectories) is longer than this many tokens, estimated or counted with --tokenizer; 0 keeps every row")
+	fl.StringVar(&t.tokenizer, "tokenizer", "", "Hugging Face tokenizer.json: exact token counts in the *_tokens_est columns, the card and --max-tokens instead of the tokenizer-free estimate")
+}
+
+// lengthOptions adds --max-tokens and --tokenizer to writer options.
+func (t tableFlags) lengthOptions(o export.Options) (export.Options, error) {
+	if t.maxTokens < 0 {
+		return o, fmt.Errorf("--max-tokens %d: want 0 (no limit) or more", t.maxTokens)
+	}
+	o.MaxTokens = t.maxTokens
+	if t.tokenizer != "" {
+		c, err := hftok.Load(t.tokenizer)
+		if err != nil {
+			return o, err
+		}
+		o.Tokens = c
+	}
+	return o, nil
+}
+
+// lengthSettings records --max-tokens and --tokenizer (by file name, never
+// a path) in the manifest settings.
+func (t tableFlags) lengthSettings(settings map[string]string) {
+	if t.maxTokens > 0 {
+		settings["max_tokens"] = fmt.Sprint(t.maxTokens)
+	}
+	if t.tokenizer != "" {
+		settings["tokenizer"] = filepath.Base(t.tokenizer)
+	}
 }
 
 // parse checks the formats and split shares.
@@ -34,4 +70,16 @@ func (t tableFlags) parse() ([]string, dataset.Ratios, error) {
 		return nil, dataset.Ratios{}, err
 	}
 	return formats, ratios, nil
+}
+
+// printDropped reports the rows --max-tokens dropped.
+func printDropped(w io.Writer, t tableFlags, dropped, written int64) {
+	if t.maxTokens <= 0 {
+		return
+	}
+	how := "estimated"
+	if t.tokenizer != "" {
+		how = "counted by " + filepath.Base(t.tokenizer)
+	}
+	fmt.Fprintf(w, "--max-tokens %d: dropped %d rows longer than that (%s), kept %d\n", t.maxTokens, dropped, how, written)
 }
