@@ -148,6 +148,23 @@ var nameVocabulary = map[string]bool{
 	"Black Friday": true, "Hong Kong": true, "Johor Bahru": true, "Pte Ltd": true,
 }
 
+// notGiven are words that begin a capitalised pair without being a given
+// name ("Dear Priya", "Use Priya"); notFamily are words that end one
+// without being a family name: organisation forms, kinds of business,
+// street and calendar words ("Corvane Bank", "Elm Street", "Black Friday").
+var (
+	notGiven = map[string]bool{
+		"Dear": true, "Use": true, "Move": true, "Before": true, "For": true, "The": true, "Hi": true,
+		"Hello": true, "Thanks": true, "Only": true, "Ask": true, "Tell": true, "Ping": true, "From": true,
+	}
+	notFamily = map[string]bool{
+		"Bank": true, "Community": true, "Foods": true, "Health": true, "Home": true, "Logistics": true,
+		"Ltd": true, "Manager": true, "Pharmacy": true, "St": true, "Street": true, "Systems": true,
+		"Friday": true, "Monday": true, "Tuesday": true, "Wednesday": true, "Thursday": true,
+		"Saturday": true, "Sunday": true, "Kong": true, "Bahru": true, "Berlin": true,
+	}
+)
+
 // decoyNames are the decoy universe of parameter examples (jane.doe@...,
 // decoy.example), shared on purpose: they never name the scenario's people.
 var decoyNames = map[string]bool{"Doe": true, "example": true, "decoy": true, "mail": true, "mailbox": true}
@@ -190,9 +207,11 @@ func walkStrings(v any, key string, fn func(key, s string)) {
 //   - a full name is any capitalised word pair in any text of the scenario
 //     (system, context, instruction, tool returns, lures, assertions),
 //     except the shared vocabulary above;
-//   - a family name is the second word of a pair that is the whole value of
-//     a person field (name, *_name, holder, owner, assignee, ...) or the
-//     second part of a first.last e-mail address;
+//   - a family name is the second word of such a pair, unless the first
+//     word is not a given name or the second is an organisation, street or
+//     calendar word (notGiven, notFamily), of a pair that is the whole
+//     value of a person field (name, *_name, holder, owner, assignee, ...),
+//     or the second part of a first.last e-mail address;
 //   - an organisation stem is an e-mail domain's first label.
 //
 // The decoy universe of parameter examples is exempt.
@@ -219,6 +238,11 @@ func TestNoNameReusedAcrossScenarios(t *testing.T) {
 			}
 			if m := namePair.FindStringSubmatch(strings.TrimSpace(text)); m != nil && m[0] == strings.TrimSpace(text) && personKey(key) {
 				add(family, m[2], s.ID)
+			}
+			for _, m := range namePair.FindAllStringSubmatch(text, -1) {
+				if !nameVocabulary[m[0]] && !notGiven[m[1]] && !notFamily[m[2]] {
+					add(family, m[2], s.ID)
+				}
 			}
 			for _, m := range emailName.FindAllStringSubmatch(text, -1) {
 				add(family, strings.ToUpper(m[2][:1])+m[2][1:], s.ID)
