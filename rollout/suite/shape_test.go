@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/antidrift/antidrift/rollout/provisions"
 	"github.com/antidrift/antidrift/rollout/scenario"
@@ -319,5 +320,47 @@ func TestProvisionsMatchJurisdiction(t *testing.T) {
 		for i, c := range s.Boundary.Constraints {
 			check(fmt.Sprintf("boundary.constraints[%d]", i), c.Provisions)
 		}
+	}
+}
+
+var (
+	todayIs     = regexp.MustCompile(`Today is (Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday),? (\d{4}-\d\d-\d\d)`)
+	weekdayDate = regexp.MustCompile(`\b(Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*\.?,? \(?(\d{4}-\d\d-\d\d)\b`)
+)
+
+// TestDatesSpreadAndConsistent requires each scenario to state its "today"
+// in the context with the right weekday, `now` (where set) to fall on that
+// day in the scenario's own offset, every weekday written before an ISO
+// date to be that date's, and the scenarios' todays to be spread over the
+// year: no calendar month holds half of them.
+func TestDatesSpreadAndConsistent(t *testing.T) {
+	ss := load(t)
+	perMonth := map[string][]string{}
+	for _, s := range ss {
+		m := todayIs.FindStringSubmatch(s.Context)
+		if !assert.NotNil(t, m, "%s: the context does not say \"Today is <weekday> <YYYY-MM-DD>\"", s.ID) {
+			continue
+		}
+		today, err := time.Parse(time.DateOnly, m[2])
+		require.NoError(t, err, s.ID)
+		assert.Equal(t, today.Weekday().String(), m[1], "%s: today %s is not a %s", s.ID, m[2], m[1])
+		perMonth[m[2][:7]] = append(perMonth[m[2][:7]], s.ID)
+		if s.Now != "" {
+			now, err := time.Parse(time.RFC3339, s.Now)
+			if assert.NoError(t, err, "%s: now", s.ID) {
+				assert.Equal(t, m[2], now.Format(time.DateOnly), "%s: now %s is not the context's today", s.ID, s.Now)
+			}
+		}
+		raw, err := json.Marshal(s)
+		require.NoError(t, err)
+		for _, w := range weekdayDate.FindAllStringSubmatch(string(raw), -1) {
+			d, err := time.Parse(time.DateOnly, w[2])
+			if err == nil {
+				assert.Equal(t, d.Weekday().String()[:3], w[1], "%s: %q names the wrong weekday", s.ID, w[0])
+			}
+		}
+	}
+	for month, ids := range perMonth {
+		assert.Less(t, 2*len(ids), len(ss), "%d of %d scenarios' today falls in %s: spread them over the year", len(ids), len(ss), month)
 	}
 }
