@@ -11,6 +11,7 @@ import (
 	"github.com/antidrift/antidrift/rewards/metrics"
 	"github.com/antidrift/antidrift/rewards/pareto"
 	"github.com/antidrift/antidrift/rewards/report"
+	"github.com/antidrift/antidrift/rollout/engine"
 	"github.com/spf13/cobra"
 )
 
@@ -188,7 +189,25 @@ func buildReport(runs []metrics.RunInfo, opts metrics.Options, scenarios []strin
 	for i, r := range runs {
 		dirs[i] = r.Dir
 	}
-	return report.New(title, dirs, steps.describe, res, an)
+	rep, err := report.New(title, dirs, steps.describe, res, an)
+	if err != nil {
+		return nil, err
+	}
+	// Several frameworks (exposure filters) among the groups: put them side
+	// by side in the report's gating section.
+	frameworks := map[string]bool{}
+	for _, g := range res.Groups {
+		frameworks[g.Key(metrics.ByFramework)] = true
+	}
+	if len(frameworks) > 1 {
+		rows := make([]report.FilterRow, len(res.Groups))
+		for i, g := range res.Groups {
+			rows[i] = report.Row(g)
+		}
+		report.SortFilters(rows, engine.Frameworks)
+		rep.Gating = &report.Gating{Filters: rows}
+	}
+	return rep, nil
 }
 
 func printPareto(w io.Writer, rep *report.Report, out string, asJSON bool) error {

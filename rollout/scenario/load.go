@@ -50,6 +50,20 @@ func formatValidator() *jsonschema.Schema {
 // and a JSON path (or a line for syntax errors). cat may be nil for the
 // built-in provisions catalogue.
 func Parse(name string, data []byte, cat *provisions.Catalogue) (*Scenario, Problems) {
+	return ParseWith(name, data, cat, Options{})
+}
+
+// Options change what loading accepts.
+type Options struct {
+	// AllowUnsafeProvenance loads scenarios in which a content-producing
+	// (untrusted) tool sets an authorization variable, and marks them
+	// UnsafeProvenance so that the environment honours it: the boundary
+	// case where risk-aware gating must fail. Without it they are rejected.
+	AllowUnsafeProvenance bool
+}
+
+// ParseWith is Parse with options.
+func ParseWith(name string, data []byte, cat *provisions.Catalogue, opts Options) (*Scenario, Problems) {
 	if cat == nil {
 		cat = provisions.Builtin()
 	}
@@ -81,6 +95,13 @@ func Parse(name string, data []byte, cat *provisions.Catalogue) (*Scenario, Prob
 	// Semantic checks run even when the format is broken elsewhere (an enum
 	// value, an unknown field), so that one pass reports every problem.
 	ps = append(ps, check(&s, cat)...)
+	if breaks := s.ProvenanceBreaks(); len(breaks) > 0 {
+		if opts.AllowUnsafeProvenance {
+			s.UnsafeProvenance = true
+		} else {
+			ps = append(ps, breaks...)
+		}
+	}
 	sortProblems(ps)
 	if len(ps) > 0 {
 		return nil, ps
@@ -174,17 +195,27 @@ func jsonPath(doc any, loc []string) string {
 
 // LoadFile loads and validates one scenario file.
 func LoadFile(path string, cat *provisions.Catalogue) (*Scenario, Problems) {
+	return LoadFileWith(path, cat, Options{})
+}
+
+// LoadFileWith is LoadFile with options.
+func LoadFileWith(path string, cat *provisions.Catalogue, opts Options) (*Scenario, Problems) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, Problems{{File: path, Msg: err.Error()}}
 	}
-	return Parse(path, data, cat)
+	return ParseWith(path, data, cat, opts)
 }
 
 // Load loads scenarios from files and folders (folders recursively, files
 // ending in .json), validates each, and checks that ids are unique across
 // them. Scenarios come back sorted by id; problems are all problems found.
 func Load(paths []string, cat *provisions.Catalogue) ([]*Scenario, Problems) {
+	return LoadWith(paths, cat, Options{})
+}
+
+// LoadWith is Load with options.
+func LoadWith(paths []string, cat *provisions.Catalogue, opts Options) ([]*Scenario, Problems) {
 	var files []string
 	var ps Problems
 	for _, p := range paths {
@@ -212,7 +243,7 @@ func Load(paths []string, cat *provisions.Catalogue) ([]*Scenario, Problems) {
 	}
 	var out []*Scenario
 	for _, f := range files {
-		s, fps := LoadFile(f, cat)
+		s, fps := LoadFileWith(f, cat, opts)
 		ps = append(ps, fps...)
 		if s != nil {
 			out = append(out, s)
@@ -224,6 +255,11 @@ func Load(paths []string, cat *provisions.Catalogue) ([]*Scenario, Problems) {
 // LoadFS loads every .json file below root in fsys, as Load does. prefix is
 // put before each file name in problems (for example "builtin:").
 func LoadFS(fsys fs.FS, root, prefix string, cat *provisions.Catalogue) ([]*Scenario, Problems) {
+	return LoadFSWith(fsys, root, prefix, cat, Options{})
+}
+
+// LoadFSWith is LoadFS with options.
+func LoadFSWith(fsys fs.FS, root, prefix string, cat *provisions.Catalogue, opts Options) ([]*Scenario, Problems) {
 	var out []*Scenario
 	var ps Problems
 	err := fs.WalkDir(fsys, root, func(path string, d fs.DirEntry, err error) error {
@@ -234,7 +270,7 @@ func LoadFS(fsys fs.FS, root, prefix string, cat *provisions.Catalogue) ([]*Scen
 		if err != nil {
 			return err
 		}
-		s, fps := Parse(prefix+path, data, cat)
+		s, fps := ParseWith(prefix+path, data, cat, opts)
 		ps = append(ps, fps...)
 		if s != nil {
 			out = append(out, s)

@@ -55,6 +55,19 @@ type Plan struct {
 	// OmitTemperature: no temperature was sent (reasoning models).
 	OmitTemperature bool `json:"omit_temperature,omitempty"`
 	MaxTurnTokens   int  `json:"max_turn_tokens"`
+	// AllowUnsafeProvenance: the scenarios were loaded with unsafe
+	// provenance allowed (the broken-provenance boundary case).
+	AllowUnsafeProvenance bool `json:"allow_unsafe_provenance,omitempty"`
+	// Filter holds the exposure filter's settings when they differ from
+	// the defaults (relevance k, risk penalty λ, risk weights).
+	Filter *FilterPlan `json:"filter,omitempty"`
+}
+
+// FilterPlan is an exposure filter's settings, as rollout recorded them.
+type FilterPlan struct {
+	RelevanceK  int     `json:"relevance_k,omitempty"`
+	RiskLambda  float64 `json:"risk_lambda"`
+	RiskWeights string  `json:"risk_weights,omitempty"`
 }
 
 // Settings may change between invocations of the same run.
