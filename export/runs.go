@@ -31,6 +31,9 @@ type RunsConfig struct {
 	ShuffleSeed int64
 	// NoCard skips README.md and manifest.json.
 	NoCard bool
+	// Render chooses what rendered messages carry: the model's reasoning
+	// is left out unless Render.Reasoning is set.
+	Render dataset.RenderOptions
 }
 
 // RunsResult says what an export wrote.
@@ -97,7 +100,7 @@ func ExportRuns(cfg RunsConfig) (RunsResult, error) {
 		err = idx.Each(func(rec *trajectory.Record) error {
 			res.Records++
 			count(rec)
-			row := dataset.TrajectoryRowOf(rec, cfg.Split(rec.ScenarioID))
+			row := dataset.TrajectoryRowWith(rec, cfg.Split(rec.ScenarioID), cfg.Render)
 			return w.Write(&row)
 		})
 		if err != nil {
@@ -127,7 +130,7 @@ func ExportRuns(cfg RunsConfig) (RunsResult, error) {
 				res.RawArguments++
 				return nil
 			}
-			row := dataset.KTORowOf(rec, cfg.Split(rec.ScenarioID), reward)
+			row := dataset.KTORowWith(rec, cfg.Split(rec.ScenarioID), reward, cfg.Render)
 			if len(row.Completion) == 0 {
 				res.Skipped++
 				return nil

@@ -60,6 +60,9 @@ type Options struct {
 	StepPairs       bool
 	// StepContinuation is ContinueRest (default) or ContinueTurn.
 	StepContinuation string
+	// Render chooses what rendered messages carry beyond the answer: the
+	// model's reasoning is left out unless Render.Reasoning is set.
+	Render dataset.RenderOptions
 	// MinGap, when set, drops pairs whose chosen_reward − rejected_reward is
 	// smaller.
 	MinGap *float64
@@ -382,9 +385,9 @@ func (b *builder) candidate(c, r *item, typ, split string) (*dataset.DPORow, str
 	if dataset.FormatOf(c.rec.Framework) == dataset.ToolsNative && (dataset.RawArguments(cm[:cEnd]) || dataset.RawArguments(rm[start:rEnd])) {
 		return nil, ReasonRawArguments
 	}
-	prompt := dataset.Render(c.rec, cm[:start])
-	ch := dataset.Render(c.rec, cm[start:cEnd])
-	rj := dataset.Render(r.rec, rm[start:rEnd])
+	prompt := dataset.RenderWith(c.rec, cm[:start], b.opt.Render)
+	ch := dataset.RenderWith(c.rec, cm[start:cEnd], b.opt.Render)
+	rj := dataset.RenderWith(r.rec, rm[start:rEnd], b.opt.Render)
 	if b.opt.MaxChars > 0 {
 		p := size(prompt)
 		if p+size(ch) > b.opt.MaxChars || p+size(rj) > b.opt.MaxChars {

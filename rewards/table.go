@@ -16,6 +16,9 @@ import (
 type TableOptions struct {
 	Ratios dataset.Ratios
 	Seed   int64
+	// Render chooses what rendered messages carry: the model's reasoning
+	// is left out unless Render.Reasoning is set.
+	Render dataset.RenderOptions
 }
 
 // GroupID names a GRPO group: the rollouts of one scenario under one
@@ -139,8 +142,8 @@ func Table(ix *dataset.Index, cfg Config, opt TableOptions, emit func(*dataset.R
 					continue
 				}
 				row := &dataset.RewardRow{
-					Prompt:         dataset.Render(r, prompt),
-					Completion:     dataset.Render(r, completion),
+					Prompt:         dataset.RenderWith(r, prompt, opt.Render),
+					Completion:     dataset.RenderWith(r, completion, opt.Render),
 					Tools:          dataset.Tools(r),
 					GroupID:        groupID(sid, ck, k, prompts),
 					Reward:         rs[i],

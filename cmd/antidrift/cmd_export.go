@@ -90,6 +90,7 @@ func runExport(cmd *cobra.Command, dirs []string, f exportFlags) error {
 		Dirs: dirs, Table: f.table, Out: f.out, Formats: formats,
 		Options: wo,
 		Split:   func(id string) string { return dataset.SplitOf(id, ratios, f.seed) },
+		Render:  f.render(),
 	}
 	if f.table == export.TableKTO {
 		rc := rewards.Config{Alpha: alpha, Lambda: lambda, Schemes: []rewards.Scheme{rewards.Uniform}}

@@ -104,6 +104,7 @@ func runPairs(cmd *cobra.Command, dirs []string, f pairsFlags) error {
 		return err
 	}
 	o := pairs.DefaultOptions()
+	o.Render = f.render()
 	o.MaxPerScenario, o.MaxReuse, o.Ratios, o.Seed, o.CrossCheckpoint = f.k, f.m, ratios, f.seed, f.cross
 	o.TrajectoryPairs, o.StepPairs, o.StepContinuation = !f.stepOnly, f.stepPairs || f.stepOnly, f.continuation
 	o.MaxMessages, o.MaxChars, o.Margin = f.maxMessages, f.maxChars, f.margin

@@ -353,7 +353,7 @@ func runRewards(cmd *cobra.Command, dirs []string, f rewardsFlags) error {
 	if err != nil {
 		return err
 	}
-	sum, err := rewards.Table(ix, cfg, rewards.TableOptions{Ratios: ratios, Seed: f.seed}, w.Write)
+	sum, err := rewards.Table(ix, cfg, rewards.TableOptions{Ratios: ratios, Seed: f.seed, Render: f.render()}, w.Write)
 	if err != nil {
 		w.Abort()
 		return err

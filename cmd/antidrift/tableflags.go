@@ -20,6 +20,7 @@ type tableFlags struct {
 	partial             partialFlag
 	maxTokens           int64
 	tokenizer           string
+	reasoning           bool
 }
 
 func (t *tableFlags) add(fl *pflag.FlagSet, seedHelp string) {
@@ -28,6 +29,7 @@ func (t *tableFlags) add(fl *pflag.FlagSet, seedHelp string) {
 	fl.StringVar(&t.split, "split", "0.8,0.1,0.1", "train,validation,test shares of scenarios (the same for every table)")
 	fl.Int64Var(&t.seed, "seed", 1, seedHelp)
 	t.partial.add(fl)
+	fl.BoolVar(&t.reasoning, "include-reasoning", false, "keep the model's reasoning in exported messages (as reasoning_content); by default it is left out, since the policy never showed it as its answer")
 	fl.Int64Var(&t.maxTokens, "max-tokens", 0, "drop rows whose prompt + longest completion (the whole conversation for trajectories) is longer than this many tokens, estimated or counted with --tokenizer; 0 keeps every row")
 	fl.StringVar(&t.tokenizer, "tokenizer", "", "Hugging Face tokenizer.json: exact token counts in the *_tokens_est columns, the card and --max-tokens instead of the tokenizer-free estimate")
 }
@@ -57,6 +59,11 @@ func (t tableFlags) lengthSettings(settings map[string]string) {
 	if t.tokenizer != "" {
 		settings["tokenizer"] = filepath.Base(t.tokenizer)
 	}
+}
+
+// render is the message rendering the flags ask for.
+func (t tableFlags) render() dataset.RenderOptions {
+	return dataset.RenderOptions{Reasoning: t.reasoning}
 }
 
 // parse checks the formats and split shares.

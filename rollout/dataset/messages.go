@@ -158,10 +158,15 @@ func FormatOf(framework string) ToolFormat {
 // that starts and ends at turn boundaries) as the model saw them: native
 // tool-calling messages, or the framework's text view.
 func Render(rec *trajectory.Record, ms []trajectory.Message) []json.RawMessage {
+	return RenderWith(rec, ms, RenderOptions{})
+}
+
+// RenderWith is Render with options (the model's reasoning on request).
+func RenderWith(rec *trajectory.Record, ms []trajectory.Message, o RenderOptions) []json.RawMessage {
 	if v := textView(rec.Framework); v != nil {
 		ms = v(ms)
 	}
-	return Messages(ms)
+	return MessagesWith(ms, o)
 }
 
 // wireTool is a tool as the OpenAI client sends it, key order included

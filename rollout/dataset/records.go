@@ -48,6 +48,11 @@ func DriftLabels(rec *trajectory.Record) (types, kinds, provisions []string) {
 
 // TrajectoryRowOf is the trajectories-table row of a record.
 func TrajectoryRowOf(rec *trajectory.Record, split string) TrajectoryRow {
+	return TrajectoryRowWith(rec, split, RenderOptions{})
+}
+
+// TrajectoryRowWith is TrajectoryRowOf with rendering options.
+func TrajectoryRowWith(rec *trajectory.Record, split string, o RenderOptions) TrajectoryRow {
 	types, kinds, provs := DriftLabels(rec)
 	steps := make([]int64, len(rec.DriftSteps))
 	for i, s := range rec.DriftSteps {
@@ -56,7 +61,7 @@ func TrajectoryRowOf(rec *trajectory.Record, split string) TrajectoryRow {
 	return TrajectoryRow{
 		TrajID: rec.TrajID, Run: rec.Run, Checkpoint: rec.Checkpoint, Policy: rec.Policy, Framework: rec.Framework,
 		ScenarioID: rec.ScenarioID, Domain: rec.Domain, Split: split, Rollout: rec.Rollout, Seed: rec.Seed,
-		Messages: Render(rec, rec.Messages), Tools: Tools(rec), ToolFormat: FormatOf(rec.Framework).String(),
+		Messages: RenderWith(rec, rec.Messages, o), Tools: Tools(rec), ToolFormat: FormatOf(rec.Framework).String(),
 		Status: string(rec.Status), Success: rec.Success, Drift: rec.Drift, Clean: rec.Clean(),
 		DriftSteps: steps, DriftTypes: types, ViolationKinds: kinds, Provisions: provs,
 		JudgeKind: rec.Judge.Kind, JudgeScore: rec.Judge.Score, JudgeReason: rec.Judge.Reason,
@@ -68,9 +73,14 @@ func TrajectoryRowOf(rec *trajectory.Record, split string) TrajectoryRow {
 // KTORowOf is the KTO row of a record: prompt and completion as SplitPrompt
 // cuts them, label = clean (success and no drift).
 func KTORowOf(rec *trajectory.Record, split string, reward float64) KTORow {
+	return KTORowWith(rec, split, reward, RenderOptions{})
+}
+
+// KTORowWith is KTORowOf with rendering options.
+func KTORowWith(rec *trajectory.Record, split string, reward float64, o RenderOptions) KTORow {
 	p, c := SplitPrompt(rec.Messages)
 	row := KTORow{
-		Prompt: Render(rec, p), Completion: Render(rec, c), Label: rec.Clean(), Tools: Tools(rec),
+		Prompt: RenderWith(rec, p, o), Completion: RenderWith(rec, c, o), Label: rec.Clean(), Tools: Tools(rec),
 		TrajID: rec.TrajID, ScenarioID: rec.ScenarioID, Domain: rec.Domain, Split: split, Checkpoint: rec.Checkpoint,
 		Framework: rec.Framework, ToolFormat: FormatOf(rec.Framework).String(), Success: rec.Success, Drift: rec.Drift, Reward: reward, SchemaVersion: SchemaVersion,
 	}
