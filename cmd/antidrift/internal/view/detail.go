@@ -86,8 +86,12 @@ func viewScenario(s *scenario.Scenario) *scenarioView {
 // marksOf places each drift match on the assistant message whose call it
 // is. Calls are numbered in message order, as the engine numbers them.
 func marksOf(rec *trajectory.Record) []mark {
+	// Counted is recomputed, so that records written before it existed
+	// show which matches count by type.
+	ms := append([]drift.Match(nil), rec.Matches...)
+	drift.MarkCounted(ms)
 	byCall := map[int][]drift.Match{}
-	for _, m := range rec.Matches {
+	for _, m := range ms {
 		byCall[m.Call] = append(byCall[m.Call], m)
 	}
 	out := []mark{}
@@ -105,7 +109,7 @@ func marksOf(rec *trajectory.Record) []mark {
 	}
 	// Matches not on a tool call (a content rule on the final answer)
 	// sit on the message their turn names.
-	for _, m := range rec.Matches {
+	for _, m := range ms {
 		if m.Call < 0 {
 			out = append(out, mark{Message: m.Turn, Tool: m.Tool, Call: m.Call, Matches: []drift.Match{m}})
 		}

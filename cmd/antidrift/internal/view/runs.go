@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/antidrift/antidrift/rollout/drift"
 	"github.com/antidrift/antidrift/rollout/store"
 	"github.com/antidrift/antidrift/rollout/trajectory"
 )
@@ -36,9 +37,9 @@ type summary struct {
 	Drift      bool
 	Calls      int
 	Tokens     int
-	Types      []string // distinct drift types, sorted
-	Kinds      []string // distinct violation kinds, sorted
-	Provisions []string // distinct provisions, sorted
+	Types      []string // distinct drift types of the counted matches, sorted
+	Kinds      []string // distinct violation kinds of the counted matches, sorted
+	Provisions []string // distinct provisions of the counted matches, sorted
 
 	dir  int   // index of the run folder
 	file int32 // index into runIndex.files
@@ -64,12 +65,8 @@ type summaryLine struct {
 	Steps      []struct {
 		Calls []struct{} `json:"calls"`
 	} `json:"steps"`
-	Matches []struct {
-		Drift      string   `json:"drift"`
-		Kind       string   `json:"kind"`
-		Provisions []string `json:"provisions"`
-	} `json:"drift_matches"`
-	Usage trajectory.Usage `json:"usage"`
+	Matches []drift.Match    `json:"drift_matches"`
+	Usage   trajectory.Usage `json:"usage"`
 }
 
 // runDir is one run folder given on the command line.
@@ -315,12 +312,14 @@ func (ix *runIndex) add(dir, fi int, b *lineBatch) {
 			calls += len(st.Calls)
 		}
 		types, kinds, provs := map[string]bool{}, map[string]bool{}, map[string]bool{}
-		for _, m := range l.Matches {
+		// Filters by type, kind and provision read the counted matches, as
+		// the metrics do: each drifting call once by type.
+		for _, m := range drift.Counted(l.Matches) {
 			if m.Drift != "" {
-				types[m.Drift] = true
+				types[string(m.Drift)] = true
 			}
 			if m.Kind != "" {
-				kinds[m.Kind] = true
+				kinds[string(m.Kind)] = true
 			}
 			for _, p := range m.Provisions {
 				provs[p] = true

@@ -144,7 +144,7 @@ func TestListFiltersAgreeWithRecords(t *testing.T) {
 			if r.Domain != "finance" {
 				return false
 			}
-			for _, m := range r.Matches {
+			for _, m := range r.CountedMatches() {
 				if m.Drift == "data" {
 					return true
 				}
@@ -152,7 +152,7 @@ func TestListFiltersAgreeWithRecords(t *testing.T) {
 			return false
 		}},
 		{"kind=explicit_prohibition", func(r *trajectory.Record) bool {
-			for _, m := range r.Matches {
+			for _, m := range r.CountedMatches() {
 				if m.Kind == "explicit_prohibition" {
 					return true
 				}

@@ -171,6 +171,7 @@ function matchText(m) {
   bits.push(m.annotated ? "annotated" : "derived" + (m.rule ? " (" + m.rule + ")" : ""));
   if (m.resource) bits.push("resource " + m.resource);
   if (m.detail) bits.push(m.detail);
+  if (m.counted === false) bits.push("not counted by type (another match of this call counts)");
   return "⚠ " + bits.join(" · ");
 }
 
