@@ -10,9 +10,11 @@ build:
 vet:
 	$(GO) vet ./...
 
+# The command tests run whole pipelines (demo, kill/resume, browser): give
+# them more than go test's default 10 minutes on a loaded 2-core machine.
 test: vet
-	$(GO) test ./...
-	$(GO) test -race $(RACE_PKGS)
+	$(GO) test -timeout 30m ./...
+	$(GO) test -race -timeout 30m $(RACE_PKGS)
 
 # Short fuzzing sessions of each fuzz target (the seed corpora already run in `make test`).
 fuzz:

@@ -222,6 +222,10 @@ type rescoreFlags struct {
 	title       string
 	asJSON      bool
 	score       scoreFlags
+	// selectTasks and libraries add least-privilege selection runs per
+	// checkpoint (cmd_rescore_select.go).
+	selectTasks []string
+	libraries   []string
 }
 
 func init() { register(newRescoreCmd) }
@@ -267,6 +271,8 @@ errors (rerun to retry them).`,
 	fl.IntVar(&f.endpoint.maxRetries, "max-retries", 5, "retries of a request on 429, 5xx and timeouts")
 	fl.StringVar(&f.title, "title", "Checkpoint Pareto report", "report title")
 	fl.BoolVar(&f.asJSON, "json", false, "print report.json on stdout")
+	fl.StringSliceVar(&f.selectTasks, "select-task", nil, "also run these selection tasks per checkpoint (skill, tools, pipeline) into DIR/select/NAME and add the skills section to the report")
+	fl.StringSliceVar(&f.libraries, "library", []string{"builtin:email"}, "skill libraries of --select-task: builtin:NAME or files")
 	f.score.register(cmd, "bootstrap-seed", false)
 	_ = cmd.MarkFlagRequired("checkpoints")
 	_ = cmd.MarkFlagRequired("out")
@@ -322,6 +328,11 @@ func runRescore(cmd *cobra.Command, f rescoreFlags) error {
 				c.Name, rs.Records, rs.Skipped, rs.Ran, rs.TSR, rs.DR, rs.CSR)
 		}
 	}
+	selectDirs, selIncomplete, err := rescoreSelect(cmd, f, cks)
+	if err != nil {
+		return err
+	}
+	incomplete = append(incomplete, selIncomplete...)
 	if err := copyCheckpoints(f.checkpoints, filepath.Join(f.out, "checkpoints.json")); err != nil {
 		return err
 	}
@@ -336,6 +347,13 @@ func runRescore(cmd *cobra.Command, f rescoreFlags) error {
 	rep, err := buildReport(runs, opts, nil, stepsFromCheckpoints(f.checkpoints, cks), f.title)
 	if err != nil {
 		return err
+	}
+	if len(selectDirs) > 0 {
+		res, _, err := scoreSelection(selectDirs...)
+		if err != nil {
+			return err
+		}
+		rep.AddSkills(res)
 	}
 	if err := rep.Write(reportDir); err != nil {
 		return err

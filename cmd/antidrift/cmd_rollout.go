@@ -233,7 +233,9 @@ func planName(p store.Plan) string {
 
 // commandLine is the invocation, for provenance. Flags never carry secrets:
 // the key is only ever read from the environment.
-func commandLine() string { return strings.Join(append([]string{"antidrift"}, os.Args[1:]...), " ") }
+func commandLine() string {
+	return strings.Join(append([]string{"antidrift"}, redactArgs(os.Args[1:])...), " ") // redactArgs: cmd_rollout_queue.go
+}
 
 // runSummary is the end-of-run table and its --json form.
 type runSummary struct {

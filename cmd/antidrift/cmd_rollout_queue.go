@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/antidrift/antidrift/rollout/engine"
@@ -77,4 +78,28 @@ func redactURL(raw string) string {
 	}
 	u.RawQuery = ""
 	return u.Redacted()
+}
+
+// redactArgs drops credentials and queries from every argument that is a
+// URL with either (a --queue nats://user:pass@host, a --base-url with a
+// token), so that the recorded command line never holds a secret.
+func redactArgs(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = a
+		name, val, isFlag := strings.Cut(a, "=")
+		if !isFlag || !strings.HasPrefix(name, "-") {
+			name, val = "", a
+		}
+		u, err := url.Parse(val)
+		if err != nil || u.Scheme == "" || u.Host == "" || (u.User == nil && u.RawQuery == "") {
+			continue
+		}
+		if name != "" {
+			out[i] = name + "=" + redactURL(val)
+		} else {
+			out[i] = redactURL(val)
+		}
+	}
+	return out
 }

@@ -87,13 +87,24 @@ drift_type. With drift_type, a group's "drift" is drift of that type.
 			if err != nil {
 				return err
 			}
-			runs, err := metrics.ReadRuns(args)
+			// Select runs get the skills section (cmd_score_skills.go);
+			// rollout runs the trajectory metrics.
+			rollouts, selects, err := splitSelectRuns(args)
 			if err != nil {
 				return err
 			}
-			res, err := metrics.Score(runs, opts, f.scenarios)
-			if err != nil {
-				return err
+			res := &metrics.Result{}
+			if len(rollouts) > 0 {
+				runs, err := metrics.ReadRuns(rollouts)
+				if err != nil {
+					return err
+				}
+				if res, err = metrics.Score(runs, opts, f.scenarios); err != nil {
+					return err
+				}
+			}
+			if len(selects) > 0 {
+				return scoreWithSkills(cmd.OutOrStdout(), res, len(rollouts) > 0, selects, opts.Bootstrap, asJSON)
 			}
 			for _, w := range res.Warnings {
 				fmt.Fprintln(cmd.ErrOrStderr(), "antidrift: warning:", w)

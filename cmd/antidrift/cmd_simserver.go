@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/antidrift/antidrift/rollout/policy/sim"
+	"github.com/antidrift/antidrift/rollout/skill"
 	"github.com/spf13/cobra"
 )
 
@@ -20,7 +21,7 @@ func init() { register(newSimServerCmd) }
 func newSimServerCmd() *cobra.Command {
 	var addr string
 	var latency time.Duration
-	var scenarios []string
+	var scenarios, libraries []string
 	cmd := &cobra.Command{
 		Use:   "sim-server",
 		Short: "Serve the simulated policies as an OpenAI-compatible endpoint",
@@ -39,7 +40,15 @@ offline. These are behavioural simulations, not language models; the request's
 			if err != nil {
 				return err
 			}
-			srv := &http.Server{Handler: sim.NewServer(ss, latency), ReadHeaderTimeout: 10 * time.Second}
+			handler := sim.NewServer(ss, latency)
+			for _, spec := range libraries {
+				l, err := skill.Open(spec)
+				if err != nil {
+					return err
+				}
+				handler.AddLibraries(l) // built-in libraries are always answered
+			}
+			srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 			fmt.Fprintf(cmd.OutOrStdout(), "simulated policies serving on http://%s/v1 (%d scenarios, latency %s)\n", ln.Addr(), len(ss), latency)
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -58,5 +67,6 @@ offline. These are behavioural simulations, not language models; the request's
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8089", "listen address")
 	cmd.Flags().DurationVar(&latency, "latency", 0, "added latency per completion (stands in for a model server)")
 	cmd.Flags().StringSliceVar(&scenarios, "scenarios", []string{"builtin"}, "scenario files or folders, or builtin")
+	cmd.Flags().StringSliceVar(&libraries, "library", nil, "skill library files whose selection prompts to answer too (the built-in libraries always are)")
 	return cmd
 }

@@ -121,3 +121,11 @@ func TestQueueServeStartsAndStops(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotEmpty(t, entries, "JetStream keeps its files in --store")
 }
+
+func TestRecordedCommandLineHasNoQueueCredentials(t *testing.T) {
+	got := strings.Join(redactArgs([]string{"rollout", "--queue", "nats://alice:s3cret@nats:4222", "--base-url=http://h/v1?key=tok", "--out", "run"}), " ")
+	assert.NotContains(t, got, "s3cret")
+	assert.NotContains(t, got, "tok")
+	assert.Contains(t, got, "nats://alice:xxxxx@nats:4222")
+	assert.Contains(t, got, "--base-url=http://h/v1")
+}

@@ -62,6 +62,7 @@ func (r *Report) markdown() string {
 	}
 	fmt.Fprintf(&b, "\n## Where drift happens\n\n![Drift-position densities](drift_positions.png)\n\n")
 	fmt.Fprintf(&b, "Position of a drifting call: (i − 1)/max(n − 1, 1) for the i-th of n tool calls (0: the first call, 1: the last). Gaussian kernel densities, reflected at 0 and 1.\n")
+	b.WriteString(r.skillsMarkdown())
 	fmt.Fprintf(&b, "\n## Method\n\n%s\n\nRuns: %s.\n", r.methodText(), mdEscape(strings.Join(r.Runs, ", ")))
 	return b.String()
 }
@@ -136,7 +137,7 @@ img { max-width: 100%; height: auto; border: 1px solid #eee; }
 <h2>Where drift happens</h2>
 <img alt="Drift-position densities" src="{{.Positions}}">
 <p class="note">Position of a drifting call: (i − 1)/max(n − 1, 1) for the i-th of n tool calls (0: the first call, 1: the last). Gaussian kernel densities, reflected at 0 and 1.</p>
-<h2>Method</h2>
+{{.Skills}}<h2>Method</h2>
 <p class="note">{{.Method}}</p>
 <p class="note">Runs: {{join .R.Runs ", "}}.</p>
 </body>
@@ -169,6 +170,7 @@ func (r *Report) html(plots map[string]rendered) ([]byte, error) {
 		"Positions":  dataURL(plots["drift_positions"].png),
 		"DomainRows": rows,
 		"Method":     r.methodText(),
+		"Skills":     r.skillsHTML(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("report: %w", err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/antidrift/antidrift/rewards/metrics"
 	"github.com/antidrift/antidrift/rewards/pareto"
+	"github.com/antidrift/antidrift/rewards/skills"
 	"github.com/antidrift/antidrift/rollout/scenario"
 )
 
@@ -30,6 +31,9 @@ type Report struct {
 	// Positions holds, per checkpoint, the drift-position densities.
 	Positions []PositionDensity `json:"drift_positions"`
 	Files     []string          `json:"files"`
+	// Skills holds the least-privilege selection metrics, when the report
+	// covers select runs (rescore --select-task).
+	Skills *skills.Result `json:"skills,omitempty"`
 }
 
 // BootstrapInfo says how the intervals were made.

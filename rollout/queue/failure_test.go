@@ -31,10 +31,17 @@ import (
 const failLatency = 25 * time.Millisecond
 
 func failSpec(t *testing.T) spec {
+	skipFailure(t)
+	return spec{Policy: "openai:sim:base", BaseURL: simServer(t, failLatency), Rollouts: 2, Seed: 11, Conc: 8}
+}
+
+func skipFailure(t *testing.T) {
 	if testing.Short() {
 		t.Skip("failure tests are skipped with -short")
 	}
-	return spec{Policy: "openai:sim:base", BaseURL: simServer(t, failLatency), Rollouts: 2, Seed: 11, Conc: 8}
+	if raceEnabled {
+		t.Skip("failure tests run without the race detector (make test runs them in its first pass)")
+	}
 }
 
 // proc is a worker or coordinator subprocess (this test binary).
@@ -206,9 +213,7 @@ func TestFailureNATSServerRestartedFromItsStore(t *testing.T) {
 // errors/ (none in the trajectories); the resumed run, against a working
 // endpoint, retries exactly those.
 func TestFailingEveryDeliveryBecomesInfraErrorRetriedOnResume(t *testing.T) {
-	if testing.Short() {
-		t.Skip("failure tests are skipped with -short")
-	}
+	skipFailure(t)
 	broken := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, `{"error":{"message":"overloaded"}}`, http.StatusServiceUnavailable)
 	}))

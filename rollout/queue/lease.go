@@ -98,6 +98,7 @@ func (l *leaser) acquire(ctx context.Context, name string, cap int) (string, err
 			if !ok {
 				start = rand.IntN(cap)
 			}
+			l.next[name] = start + 1 // concurrent acquires probe different slots
 			l.mu.Unlock()
 			for i := 0; i < min(cap, 64); i++ {
 				slot := (start + i) % cap
@@ -106,7 +107,9 @@ func (l *leaser) acquire(ctx context.Context, name string, cap int) (string, err
 				if cerr == nil {
 					l.mu.Lock()
 					l.held[key] = rev
-					l.next[name] = slot + 1
+					if i > 0 {
+						l.next[name] = slot + 1
+					}
 					l.mu.Unlock()
 					return key, nil
 				}

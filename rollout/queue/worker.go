@@ -488,16 +488,18 @@ func (w *Worker) handle(ctx context.Context, r *runner, m jetstream.Msg, it item
 		nak(ackWait)
 		return
 	}
+	var key string
 	if r.lease != "" {
-		key, err := w.leases.acquire(ctx, r.lease, r.cap)
-		if err != nil {
+		if key, err = w.leases.acquire(ctx, r.lease, r.cap); err != nil {
 			nak(0)
 			return
 		}
-		defer w.leases.release(r.lease, key)
 	}
 	p := engine.Planned{Scenario: s, Rollout: it.Rollout, Seed: it.Seed, TrajID: it.TrajID}
 	rec, err := engine.RunOne(ctx, r.cfg, rc.Manifest.Run, sc, p)
+	if key != "" {
+		w.leases.release(r.lease, key) // the endpoint is done with it: publishing needs no slot
+	}
 	if err != nil {
 		switch {
 		case ctx.Err() != nil:
@@ -538,7 +540,7 @@ func (w *Worker) handle(ctx context.Context, r *runner, m jetstream.Msg, it item
 		sleep(ctx, 250*time.Millisecond) // the server is restarting; the item is kept alive meanwhile
 	}
 	w.done.Add(1)
-	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	_ = m.DoubleAck(actx)
-	cancel()
+	// A lost ack only means a redelivery, whose result is a duplicate the
+	// results stream and the coordinator drop.
+	_ = m.Ack()
 }

@@ -45,8 +45,10 @@ type Record struct {
 	DriftSteps []int         `json:"drift_steps"`
 	Matches    []drift.Match `json:"drift_matches"`
 	Usage      Usage         `json:"usage"`
-	Timings    Timings       `json:"timings"`
-	Version    string        `json:"version"`
+	// Selection is set on records of least-privilege selection runs.
+	Selection *Selection `json:"selection,omitempty"`
+	Timings   Timings    `json:"timings"`
+	Version   string     `json:"version"`
 }
 
 // Clean is success without drift: what a chosen trajectory must be.

@@ -21,6 +21,8 @@ import (
 // "sim-base" or "base". Every answer is marked as simulated.
 type Server struct {
 	policies map[string]*Policy
+	// selection answers least-privilege selection prompts (selection_server.go).
+	selection selectionSet
 	// Latency is added to every completion, to stand in for a model server.
 	Latency time.Duration
 }
@@ -94,7 +96,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 	}
 	name := strings.TrimPrefix(strings.TrimPrefix(req.Model, "sim:"), "sim-")
 	pol := s.policies[name]
-	if pol == nil {
+	if pol == nil && !hasSelectionProfile(name) {
 		apiError(w, http.StatusNotFound, "invalid_request_error", fmt.Sprintf("model %q does not exist (simulated models: sim:base, sim:sft, sim:dpo-1, sim:dpo-2, sim:overcautious, sim:probe-thorough, sim:probe-shortcut)", req.Model))
 		return
 	}
@@ -125,7 +127,14 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	resp, err := pol.Complete(r.Context(), preq)
+	var answer policy.Policy = pol
+	if sp := s.selection.policyFor(name, preq); sp != nil {
+		answer = sp
+	} else if pol == nil {
+		apiError(w, http.StatusNotFound, "invalid_request_error", fmt.Sprintf("model %q answers only selection prompts of known skill libraries", req.Model))
+		return
+	}
+	resp, err := answer.Complete(r.Context(), preq)
 	if err != nil && len(preq.Messages) == 1 {
 		// antidrift endpoint check's probes: the simulation answers them as
 		// a well-configured server would.
