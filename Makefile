@@ -20,6 +20,7 @@ test: vet
 fuzz:
 	$(GO) test ./rollout/scenario -run '^$$' -fuzz FuzzParse -fuzztime 30s
 	$(GO) test ./rollout/scenario -run '^$$' -fuzz FuzzMatch -fuzztime 30s
+	$(GO) test ./export -run '^$$' -fuzz FuzzInspect -fuzztime 30s
 
 # The whole pipeline offline: simulated checkpoints through the HTTP path.
 demo: build

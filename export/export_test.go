@@ -384,7 +384,7 @@ func TestEmptyTable(t *testing.T) {
 }
 
 // simRows exports an in-process simulated run and returns its rows.
-func simRecords(t *testing.T) []trajectory.Record {
+func simRecords(t testing.TB) []trajectory.Record {
 	t.Helper()
 	dir := simRun(t, filepath.Join(t.TempDir(), "run"), "base", 3, 7, 4)
 	idx, err := store.OpenIndex(dir)

@@ -17,7 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/extensions"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
-	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/arrow-go/v18/parquet/schema"
@@ -28,8 +28,29 @@ import (
 // metadata, with the arrow.json extension), row count, row groups or record
 // batches, and the first rows with messages pretty-printed. Errors name the
 // file. It reads with arrow-go, not with the writer's library.
-func Inspect(w io.Writer, path string, rows int) error {
-	var err error
+//
+// A malformed file is an error, never a crash: arrow-go's readers panic on
+// some corrupt inputs (bad offsets, truncated buffers), and Inspect turns a
+// panic into a one-line error naming the file.
+func Inspect(w io.Writer, path string, rows int) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			msg := strings.Join(strings.Fields(fmt.Sprint(p)), " ")
+			if len(msg) > 200 {
+				msg = msg[:200] + "…"
+			}
+			err = fmt.Errorf("%s: malformed file (the reader failed: %s)", path, msg)
+		}
+	}()
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".parquet", ".arrow", ".ipc", ".feather", ".jsonl", ".ndjson":
+		// a FIFO or a device would block or never end
+		if st, serr := os.Stat(path); serr != nil {
+			return serr
+		} else if !st.Mode().IsRegular() {
+			return fmt.Errorf("%s: not a regular file (%s)", path, st.Mode().Type())
+		}
+	}
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".parquet":
 		err = inspectParquet(w, path, rows)
@@ -47,13 +68,17 @@ func Inspect(w io.Writer, path string, rows int) error {
 }
 
 func inspectParquet(w io.Writer, path string, rows int) error {
-	rdr, err := file.OpenParquetFile(path, false)
+	st, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	mem := newBoundedAllocator(inspectMemoryCap(st.Size()))
+	rdr, err := file.OpenParquetFile(path, false, file.WithReadProps(parquet.NewReaderProperties(mem)))
 	if err != nil {
 		return fmt.Errorf("not a readable Parquet file: %w", err)
 	}
 	defer rdr.Close()
 	md := rdr.MetaData()
-	st, _ := os.Stat(path)
 	fmt.Fprintf(w, "file: %s (Parquet, %d bytes)\ncreated by: %s\nrows: %d\nrow groups: %d\n", path, st.Size(), md.GetCreatedBy(), md.NumRows, md.NumRowGroups())
 	for g := 0; g < md.NumRowGroups(); g++ {
 		rg := md.RowGroup(g)
@@ -70,7 +95,7 @@ func inspectParquet(w io.Writer, path string, rows int) error {
 	schema.PrintSchema(md.Schema.Root(), &sb, 2)
 	w.Write(indent(sb.String(), "  "))
 
-	fr, err := pqarrow.NewFileReader(rdr, pqarrow.ArrowReadProperties{BatchSize: int64(max(rows, 1))}, memory.DefaultAllocator)
+	fr, err := pqarrow.NewFileReader(rdr, pqarrow.ArrowReadProperties{BatchSize: int64(max(rows, 1))}, mem)
 	if err != nil {
 		return err
 	}
@@ -117,7 +142,11 @@ func inspectArrow(w io.Writer, path string, rows int) error {
 		return err
 	}
 	defer f.Close()
-	r, err := ipc.NewFileReader(f)
+	fst, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	r, err := ipc.NewFileReader(f, ipc.WithAllocator(newBoundedAllocator(inspectMemoryCap(fst.Size()))))
 	if err != nil {
 		return fmt.Errorf("not a readable Arrow IPC file: %w", err)
 	}

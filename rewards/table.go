@@ -1,6 +1,9 @@
 package rewards
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"github.com/antidrift/antidrift/rollout/dataset"
 	"sort"
@@ -28,12 +31,19 @@ func GroupID(scenarioID, checkpoint, framework string) string {
 
 // Summary describes a rewards table.
 type Summary struct {
-	Rows           int                 `json:"rows"`
-	Groups         int                 `json:"groups"`
-	SingletonGroup int                 `json:"singleton_groups"` // groups of one, whose advantage is 0
-	ZeroStdGroups  int                 `json:"zero_std_groups"`  // groups of equal rewards: no learning signal
-	Checkpoints    []CheckpointSummary `json:"checkpoints"`
-	Splits         map[string]int      `json:"splits"`
+	Rows           int `json:"rows"`
+	Groups         int `json:"groups"`
+	SingletonGroup int `json:"singleton_groups"` // groups of one, whose advantage is 0
+	ZeroStdGroups  int `json:"zero_std_groups"`  // groups of equal rewards: no learning signal
+	// NoCompletion counts trajectories left out because nothing follows
+	// their prompt (no assistant turn): no row, no group member.
+	NoCompletion int `json:"no_completion"`
+	// SplitPrompts counts (scenario, checkpoint, framework) groups whose
+	// rollouts were sent different prompts (runs of one scenario id whose
+	// text differs): each prompt is its own GRPO group, never one.
+	SplitPrompts int                 `json:"split_prompt_groups"`
+	Checkpoints  []CheckpointSummary `json:"checkpoints"`
+	Splits       map[string]int      `json:"splits"`
 	// RawArguments counts trajectories left out because a tool call's
 	// arguments never parsed as an object (no {"_raw": …} in a training row).
 	RawArguments int `json:"unparsed_arguments"`
@@ -67,24 +77,45 @@ func Table(ix *dataset.Index, cfg Config, opt TableOptions, emit func(*dataset.R
 		if err != nil {
 			return nil, err
 		}
-		groups := map[[2]string][]*trajectory.Record{}
-		var keys [][2]string
+		// A GRPO group is the rollouts of one prompt: one scenario under
+		// one checkpoint and framework, and the same prompt text and tools
+		// (runs of one scenario id may differ in text).
+		groups := map[[3]string][]*trajectory.Record{}
+		prompts := map[[2]string]map[string]bool{}
+		var keys [][3]string
 		for _, r := range recs {
 			if !r.Status.Scored() {
 				continue // trajectory.Status.Scored: not the policy's behaviour
 			}
-			k := [2]string{r.Checkpoint, r.Framework}
+			prompt, completion := dataset.SplitPrompt(r.Messages)
+			if len(completion) == 0 {
+				sum.NoCompletion++
+				continue
+			}
+			k := [3]string{r.Checkpoint, r.Framework, promptHash(prompt, r.Tools)}
 			if _, ok := groups[k]; !ok {
 				keys = append(keys, k)
+				pk := [2]string{k[0], k[1]}
+				if prompts[pk] == nil {
+					prompts[pk] = map[string]bool{}
+				}
+				prompts[pk][k[2]] = true
 			}
 			groups[k] = append(groups[k], r)
 		}
+		for _, ps := range prompts {
+			if len(ps) > 1 {
+				sum.SplitPrompts++
+			}
+		}
 		// by name: rows never depend on the order runs are given in
 		sort.Slice(keys, func(i, j int) bool {
-			if keys[i][0] != keys[j][0] {
-				return keys[i][0] < keys[j][0]
+			for f := 0; f < 3; f++ {
+				if keys[i][f] != keys[j][f] {
+					return keys[i][f] < keys[j][f]
+				}
 			}
-			return keys[i][1] < keys[j][1]
+			return false
 		})
 		split := dataset.SplitOf(sid, opt.Ratios, opt.Seed)
 		for _, k := range keys {
@@ -111,7 +142,7 @@ func Table(ix *dataset.Index, cfg Config, opt TableOptions, emit func(*dataset.R
 					Prompt:         dataset.Render(r, prompt),
 					Completion:     dataset.Render(r, completion),
 					Tools:          dataset.Tools(r),
-					GroupID:        GroupID(sid, ck, k[1]),
+					GroupID:        groupID(sid, ck, k, prompts),
 					Reward:         rs[i],
 					Advantage:      adv[i],
 					ProcessRewards: results[i].Process,
@@ -188,5 +219,24 @@ func (s *Summary) add(ck string, g []*trajectory.Record, rs []float64) {
 	}
 }
 
-// tools returns the record's tool schemas, never nil (an empty list, not a
-// null, in the exports).
+// promptHash identifies what the model was sent before its first turn.
+func promptHash(prompt []trajectory.Message, tools []json.RawMessage) string {
+	h := sha256.New()
+	b, _ := json.Marshal(prompt)
+	h.Write(b)
+	for _, t := range tools {
+		h.Write([]byte{0})
+		h.Write(t)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:6])
+}
+
+// groupID is GroupID, with "#PROMPTHASH" appended when the rollouts of one
+// scenario under one checkpoint were sent more than one prompt.
+func groupID(sid, ck string, k [3]string, prompts map[[2]string]map[string]bool) string {
+	id := GroupID(sid, ck, k[1])
+	if len(prompts[[2]string{k[0], k[1]}]) > 1 {
+		id += "#" + k[2]
+	}
+	return id
+}

@@ -62,9 +62,11 @@ func runDemo(w io.Writer, out string, rollouts int, latency time.Duration) error
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
+	claim, err := claimOut("demo", out, nil, outRule{resumable: []string{"runs", "report", "pairs", "rewards", "trajectories", "kto", "demo.log"}})
+	if err != nil {
 		return err
 	}
+	defer claim.release()
 	logPath := filepath.Join(out, "demo.log")
 	log, err := os.Create(logPath)
 	if err != nil {
@@ -105,6 +107,9 @@ func runDemo(w io.Writer, out string, rollouts int, latency time.Duration) error
 		if err := demoStage(log, args...); err != nil {
 			return err
 		}
+	}
+	if err := claim.done(); err != nil {
+		return err
 	}
 	return demoSummary(w, out, report, logPath, time.Since(start))
 }

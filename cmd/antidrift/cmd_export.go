@@ -64,6 +64,9 @@ func runExport(cmd *cobra.Command, dirs []string, f exportFlags) error {
 	if err != nil {
 		return err
 	}
+	if err := f.partial.check(dirs, cmd.ErrOrStderr()); err != nil {
+		return err
+	}
 	for _, d := range dirs {
 		if st, err := os.Stat(d); err != nil || !st.IsDir() {
 			return fmt.Errorf("%s: not a run folder", d)
@@ -100,10 +103,18 @@ func runExport(cmd *cobra.Command, dirs []string, f exportFlags) error {
 		settings["record_order"] = fmt.Sprintf("shuffled: by SHA-256 of the seed and traj_id, seed %d (KTO pairs neighbours for its KL estimate and trains in file order)", f.seed)
 	}
 	cfg.Manifest = export.Manifest{ToolkitVersion: Version, Command: commandLine(), Settings: settings}
-	cfg.Notes = notes
+	cfg.Notes = withNote(notes, f.partial.note())
 
+	claim, err := claimOut("export", f.out, dirs, namesOf(f.table+"."))
+	if err != nil {
+		return err
+	}
+	defer claim.release()
 	res, err := export.ExportRuns(cfg)
 	if err != nil {
+		return err
+	}
+	if err := claim.done(); err != nil {
 		return err
 	}
 	out := cmd.OutOrStdout()
@@ -118,7 +129,8 @@ func runExport(cmd *cobra.Command, dirs []string, f exportFlags) error {
 			Skipped    int                `json:"skipped"`
 			Duplicates int                `json:"duplicates"`
 			Metrics    []export.MetricRow `json:"metrics"`
-		}{res.Table, f.out, res.Records, res.Skipped, res.Duplicates, res.Metrics})
+			Partial    []string           `json:"partial,omitempty"`
+		}{res.Table, f.out, res.Records, res.Skipped, res.Duplicates, res.Metrics, f.partial.labels()})
 	}
 	fmt.Fprintf(out, "wrote %d %s rows from %d records to %s (train %d, validation %d, test %d)\n",
 		res.Table.Rows, f.table, res.Records, f.out, res.Table.Splits["train"], res.Table.Splits["validation"], res.Table.Splits["test"])

@@ -20,6 +20,7 @@ import (
 	"github.com/antidrift/antidrift/rollout/policy"
 	"github.com/antidrift/antidrift/rollout/policy/openai"
 	"github.com/antidrift/antidrift/rollout/scenario"
+	"github.com/antidrift/antidrift/rollout/secret"
 	"github.com/antidrift/antidrift/rollout/store"
 	"github.com/antidrift/antidrift/rollout/trajectory"
 	"github.com/schollz/progressbar/v3"
@@ -164,6 +165,13 @@ func runJudge(cmd *cobra.Command, dir string, f judgeFlags) error {
 		}
 		return err
 	}
+	// The labels go into the run folder: one writer at a time (a rollout
+	// still writing it, or a second judge, is refused).
+	lock, err := store.LockDir(dir, commandLine())
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
 	name := f.name
 	if name == "" {
 		name = labels.NameFor(f.judge)
@@ -230,7 +238,7 @@ func runJudge(cmd *cobra.Command, dir string, f judgeFlags) error {
 			}
 			sum.Cache = cdir
 		}
-		lm.Kind, lm.Model, lm.BaseURL, lm.APIKeyEnv, lm.PromptVersion = llm.Kind(), model, openai.Redact(f.endpoint.baseURL), f.endpoint.apiKeyEnv, judge.PromptVersion
+		lm.Kind, lm.Model, lm.BaseURL, lm.APIKeyEnv, lm.PromptVersion = llm.Kind(), model, secret.URL(f.endpoint.baseURL), f.endpoint.apiKeyEnv, judge.PromptVersion
 		label = func(ctx context.Context, rec *trajectory.Record, s *scenario.Scenario) (labels.Label, error) {
 			v, err := llm.Judge(ctx, s, judge.LLMView(rec))
 			if err != nil {

@@ -186,7 +186,7 @@ func TestJudgeLLMAgainstFakeServer(t *testing.T) {
 	needsFix, hopeless := sorted[1], sorted[3]
 	srv := llmJudgeServer(t, key, instr[needsFix], instr[hopeless])
 
-	args := []string{"judge", dir, "--judge", "openai:judge-m", "--skip-endpoint-check", "--base-url", srv.URL(), "--api-key-env", "ANTIDRIFT_JUDGE_KEY", "--concurrency", "4", "--max-retries", "-1"}
+	args := []string{"judge", dir, "--judge", "openai:judge-m", "--skip-endpoint-check", "--base-url", srv.URL(), "--api-key-env", "ANTIDRIFT_JUDGE_KEY", "--concurrency", "4", "--max-retries", "0"}
 	code, stdout, stderr := runScenarios(t, append(args, "--json")...)
 	require.Equal(t, 0, code, "unparseable verdicts are data, not an endpoint failure: %s", stderr)
 	var sum judgeSummary
@@ -346,7 +346,7 @@ func TestJudgeLLMCustomCacheAndFatalErrors(t *testing.T) {
 
 	// An endpoint that fails (500, retries off) leaves errors in the labels and exits 2.
 	down := fakeserver.Start(t, fakeserver.Options{Fallback: &fakeserver.Reply{Status: 500, ErrMessage: "boom"}})
-	code, _, stderr = runScenarios(t, "judge", dir, "--judge", "openai:judge-m", "--skip-endpoint-check", "--base-url", down.URL(), "--max-retries", "-1", "--no-cache", "--name", "down")
+	code, _, stderr = runScenarios(t, "judge", dir, "--judge", "openai:judge-m", "--skip-endpoint-check", "--base-url", down.URL(), "--max-retries", "0", "--no-cache", "--name", "down")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr, "rerun with --force")
 	ls, err := labels.Read(dir, "down")

@@ -97,6 +97,9 @@ func runPairs(cmd *cobra.Command, dirs []string, f pairsFlags) error {
 	if err != nil {
 		return err
 	}
+	if err := f.partial.check(dirs, cmd.ErrOrStderr()); err != nil {
+		return err
+	}
 	if f.continuation != pairs.ContinueRest && f.continuation != pairs.ContinueTurn {
 		return fmt.Errorf("--step-continuation %q: want rest or turn", f.continuation)
 	}
@@ -125,7 +128,7 @@ func runPairs(cmd *cobra.Command, dirs []string, f pairsFlags) error {
 		return res.Reward, err
 	}
 
-	out, err := newOutputDir(f.out, append(tableFiles(export.TableDPO), pairsStatsFile, "README.md", "manifest.json"))
+	out, err := newOutputDir("pairs", f.out, dirs, append(tableFiles(export.TableDPO), pairsStatsFile, "README.md", "manifest.json"))
 	if err != nil {
 		return err
 	}
@@ -177,7 +180,7 @@ func runPairs(cmd *cobra.Command, dirs []string, f pairsFlags) error {
 		Metrics:     pairsMetrics(st),
 		MetricsNote: "Computed over every trajectory of the input runs, per checkpoint.",
 		Manifest:    exportManifest(ix, f.out, settings),
-		Notes:       pairsNotes(st),
+		Notes:       withNote(pairsNotes(st), f.partial.note()),
 	}
 	if err := export.WriteCard(out.tmp, card); err != nil {
 		return err

@@ -49,6 +49,9 @@ func TestMain(m *testing.M) {
 	if pairRunsRoot != "" {
 		os.RemoveAll(pairRunsRoot)
 	}
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
 	os.Exit(code)
 }
 

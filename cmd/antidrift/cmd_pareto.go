@@ -11,6 +11,7 @@ import (
 	"github.com/antidrift/antidrift/rewards/metrics"
 	"github.com/antidrift/antidrift/rewards/pareto"
 	"github.com/antidrift/antidrift/rewards/report"
+	"github.com/antidrift/antidrift/rollout/engine"
 	"github.com/spf13/cobra"
 )
 
@@ -20,6 +21,7 @@ func newParetoCmd() *cobra.Command {
 	var f scoreFlags
 	var out, ckptFile, title string
 	var asJSON bool
+	var partial partialFlag
 	cmd := &cobra.Command{
 		Use:   "pareto RUN... --out DIR",
 		Short: "Place checkpoints on the DR-CSR Pareto front and write a report with plots",
@@ -48,6 +50,9 @@ pareto.png, drift_by_domain.svg/.png and drift_positions.svg/.png into --out.`,
 			if err != nil {
 				return err
 			}
+			if err := partial.check(args, cmd.ErrOrStderr()); err != nil {
+				return err
+			}
 			var steps stepSource
 			if ckptFile != "" {
 				cks, err := readCheckpoints(ckptFile)
@@ -62,13 +67,23 @@ pareto.png, drift_by_domain.svg/.png and drift_positions.svg/.png into --out.`,
 			if err != nil {
 				return err
 			}
+			rep.Partial = partial.labels()
+			claim, err := claimOut("pareto", out, args, outRule{})
+			if err != nil {
+				return err
+			}
+			defer claim.release()
 			if err := rep.Write(out); err != nil {
+				return err
+			}
+			if err := claim.done(); err != nil {
 				return err
 			}
 			return printPareto(cmd.OutOrStdout(), rep, out, asJSON)
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "report folder")
+	partial.add(cmd.Flags())
 	cmd.Flags().StringVar(&ckptFile, "checkpoints", "", "checkpoints.json giving each checkpoint's step")
 	cmd.Flags().StringVar(&title, "title", "Checkpoint Pareto report", "report title")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print report.json on stdout")
@@ -188,7 +203,25 @@ func buildReport(runs []metrics.RunInfo, opts metrics.Options, scenarios []strin
 	for i, r := range runs {
 		dirs[i] = r.Dir
 	}
-	return report.New(title, dirs, steps.describe, res, an)
+	rep, err := report.New(title, dirs, steps.describe, res, an)
+	if err != nil {
+		return nil, err
+	}
+	// Several frameworks (exposure filters) among the groups: put them side
+	// by side in the report's gating section.
+	frameworks := map[string]bool{}
+	for _, g := range res.Groups {
+		frameworks[g.Key(metrics.ByFramework)] = true
+	}
+	if len(frameworks) > 1 {
+		rows := make([]report.FilterRow, len(res.Groups))
+		for i, g := range res.Groups {
+			rows[i] = report.Row(g)
+		}
+		report.SortFilters(rows, engine.Frameworks)
+		rep.Gating = &report.Gating{Filters: rows}
+	}
+	return rep, nil
 }
 
 func printPareto(w io.Writer, rep *report.Report, out string, asJSON bool) error {

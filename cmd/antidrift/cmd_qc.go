@@ -17,9 +17,9 @@ import (
 	"github.com/antidrift/antidrift/rollout/agent"
 	"github.com/antidrift/antidrift/rollout/engine"
 	"github.com/antidrift/antidrift/rollout/labels"
-	"github.com/antidrift/antidrift/rollout/policy/openai"
 	"github.com/antidrift/antidrift/rollout/probe"
 	"github.com/antidrift/antidrift/rollout/scenario"
+	"github.com/antidrift/antidrift/rollout/secret"
 	"github.com/antidrift/antidrift/rollout/store"
 	"github.com/antidrift/antidrift/rollout/trajectory"
 	"github.com/spf13/cobra"
@@ -278,7 +278,7 @@ func qcProbe(ctx context.Context, f qcFlags, spec string, ss []*scenario.Scenari
 	}
 	man := store.Manifest{
 		Version: Version, Created: time.Now().UTC().Format(time.RFC3339), Plan: plan,
-		Settings: store.Settings{BaseURL: openai.Redact(f.endpoint.baseURL), Concurrency: f.concurrency, Command: commandLine()},
+		Settings: store.Settings{BaseURL: secret.URL(f.endpoint.baseURL), Concurrency: f.concurrency, Command: commandLine()},
 	}
 	if kind == "openai" {
 		plan.Model = model
@@ -290,6 +290,7 @@ func qcProbe(ctx context.Context, f qcFlags, spec string, ss []*scenario.Scenari
 	if err != nil {
 		return 0, err
 	}
+	defer run.Close()
 	cfg := engine.Config{
 		Scenarios: ss, Policy: pol, PolicyName: spec, Checkpoint: spec, Framework: f.framework,
 		Rollouts: f.rollouts, Concurrency: f.concurrency, Seed: f.seed, Shard: engine.Shard{I: 0, N: 1}, Version: Version,

@@ -194,7 +194,7 @@ func TestQCBadInput(t *testing.T) {
 		{[]string{"qc", "--probe", "sim:nope", "--scenarios", validScenario}, "unknown simulated policy"},
 		{[]string{"qc", "--probe", "sim:base", "--probe", "sim:base"}, "given twice"},
 		{[]string{"qc", "--probe", "openai:m", "--scenarios", validScenario}, "needs --base-url"},
-		{[]string{"qc", "--rollouts", "0"}, "--rollouts must be at least 1"},
+		{[]string{"qc", "--rollouts", "0"}, "--rollouts 0: out of range; want 1 to 1048576"},
 		{[]string{"qc", "--scenarios", invalidCorpus + "/bad-id.json"}, "bad-id.json"},
 	} {
 		code, _, stderr := runScenarios(t, tt.args...)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/antidrift/antidrift/rollout/policy/openai"
 	"io"
 	"net/url"
 	"os"
@@ -18,6 +17,7 @@ import (
 	"github.com/antidrift/antidrift/rewards/metrics"
 	"github.com/antidrift/antidrift/rollout/engine"
 	"github.com/antidrift/antidrift/rollout/policy/sim"
+	"github.com/antidrift/antidrift/rollout/secret"
 	"github.com/spf13/cobra"
 )
 
@@ -284,6 +284,11 @@ func runRescore(cmd *cobra.Command, f rescoreFlags) error {
 	if err != nil {
 		return err
 	}
+	claim, err := claimOut("rescore", f.out, nil, outRule{resumable: []string{"runs", "report", "checkpoints.json"}})
+	if err != nil {
+		return err
+	}
+	defer claim.release()
 	opts, err := f.score.options(metrics.DefaultKeys)
 	if err != nil {
 		return err
@@ -308,7 +313,7 @@ func runRescore(cmd *cobra.Command, f rescoreFlags) error {
 		sub.SetOut(&summary)
 		sub.SetErr(stderr)
 		sub.SetContext(cmd.Context())
-		fmt.Fprintf(stderr, "rescore: %s (step %d, %s) -> %s\n", c.Name, c.Step, openai.Redact(c.Endpoint), dir)
+		fmt.Fprintf(stderr, "rescore: %s (step %d, %s) -> %s\n", c.Name, c.Step, secret.URL(c.Endpoint), dir)
 		err := runRollout(sub, rf)
 		var ee *exitError
 		if errors.As(err, &ee) && ee.code == 2 {
@@ -358,6 +363,9 @@ func runRescore(cmd *cobra.Command, f rescoreFlags) error {
 	if err := rep.Write(reportDir); err != nil {
 		return err
 	}
+	if err := claim.done(); err != nil {
+		return err
+	}
 	return printPareto(cmd.OutOrStdout(), rep, reportDir, f.asJSON)
 }
 
@@ -373,8 +381,23 @@ func copyCheckpoints(from, to string) error {
 	if err != nil {
 		return err
 	}
+	// Endpoints may carry credentials: the copy keeps them redacted.
+	var list []map[string]any
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(&list); err != nil {
+		return fmt.Errorf("%s: %w", from, err)
+	}
+	for _, c := range list {
+		if e, ok := c["endpoint"].(string); ok {
+			c["endpoint"] = secret.URL(e)
+		}
+	}
+	if data, err = json.MarshalIndent(list, "", "  "); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(to, data, 0o644)
+	return os.WriteFile(to, append(data, '\n'), 0o644)
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -152,20 +153,22 @@ func scenariosOfRuns(ix *dataset.Index, paths []string, catPath string) (map[str
 type outputDir struct {
 	dir, tmp string
 	owned    []string // file names this command may write
+	claim    *outClaim
 }
 
-func newOutputDir(dir string, owned []string) (*outputDir, error) {
-	if fi, err := os.Stat(filepath.Join(dir, "trajectories")); err == nil && fi.IsDir() {
-		return nil, fmt.Errorf("--out %s is a run folder; choose another folder", dir)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+// newOutputDir claims the folder (see claimOut: not an input or run folder,
+// locked, only antidrift's files in it) and makes the staging folder.
+func newOutputDir(command, dir string, inputs, owned []string) (*outputDir, error) {
+	claim, err := claimOut(command, dir, inputs, outRule{writes: func(n string) bool { return slices.Contains(owned, n) }})
+	if err != nil {
 		return nil, err
 	}
 	tmp, err := os.MkdirTemp(dir, ".antidrift-tmp-")
 	if err != nil {
+		claim.release()
 		return nil, err
 	}
-	return &outputDir{dir: dir, tmp: tmp, owned: owned}, nil
+	return &outputDir{dir: dir, tmp: tmp, owned: owned, claim: claim}, nil
 }
 
 // commit moves the staged files into the output folder.
@@ -217,10 +220,15 @@ func (o *outputDir) commit() ([]string, error) {
 	for i, n := range names {
 		out[i] = filepath.Join(o.dir, filepath.FromSlash(n))
 	}
-	return out, nil
+	return out, o.claim.done()
 }
 
-func (o *outputDir) abort() { os.RemoveAll(o.tmp) }
+// abort removes the staging folder and releases the claim (deferred: a
+// no-op for the staging folder after commit).
+func (o *outputDir) abort() {
+	os.RemoveAll(o.tmp)
+	o.claim.release()
+}
 
 // tableFiles are the names a table may be written under.
 func tableFiles(name string) []string {
@@ -320,6 +328,9 @@ func runRewards(cmd *cobra.Command, dirs []string, f rewardsFlags) error {
 	if err != nil {
 		return err
 	}
+	if err := f.partial.check(dirs, cmd.ErrOrStderr()); err != nil {
+		return err
+	}
 	ix, err := dataset.OpenIndex(dirs...)
 	if err != nil {
 		return err
@@ -329,7 +340,7 @@ func runRewards(cmd *cobra.Command, dirs []string, f rewardsFlags) error {
 	if err != nil {
 		return err
 	}
-	out, err := newOutputDir(f.out, append(tableFiles(export.TableRewards), "README.md", "manifest.json"))
+	out, err := newOutputDir("rewards", f.out, dirs, append(tableFiles(export.TableRewards), "README.md", "manifest.json"))
 	if err != nil {
 		return err
 	}
@@ -360,6 +371,13 @@ func runRewards(cmd *cobra.Command, dirs []string, f rewardsFlags) error {
 		Notes: []string{fmt.Sprintf("GRPO groups: %d (%d with one member, advantage 0; %d whose rewards are all equal, advantage 0).",
 			sum.Groups, sum.SingletonGroup, sum.ZeroStdGroups)},
 	}
+	if sum.NoCompletion > 0 {
+		card.Notes = append(card.Notes, fmt.Sprintf("Left out: %d trajectories with no completion (nothing after the prompt).", sum.NoCompletion))
+	}
+	if sum.SplitPrompts > 0 {
+		card.Notes = append(card.Notes, fmt.Sprintf("%d scenario × checkpoint groups held rollouts sent different prompts (runs of one scenario id whose text differs); each prompt is its own GRPO group, `group_id` ending in #PROMPTHASH.", sum.SplitPrompts))
+	}
+	card.Notes = withNote(card.Notes, f.partial.note())
 	if err := export.WriteCard(out.tmp, card); err != nil {
 		return err
 	}

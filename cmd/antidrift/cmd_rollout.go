@@ -20,6 +20,7 @@ import (
 	"github.com/antidrift/antidrift/rollout/engine"
 	"github.com/antidrift/antidrift/rollout/policy/openai"
 	"github.com/antidrift/antidrift/rollout/scenario"
+	"github.com/antidrift/antidrift/rollout/secret"
 	"github.com/antidrift/antidrift/rollout/store"
 	"github.com/antidrift/antidrift/rollout/trajectory"
 	"github.com/schollz/progressbar/v3"
@@ -48,6 +49,7 @@ type rolloutFlags struct {
 	turnTokens  int
 	temperature temperatureFlag
 	episodeTime time.Duration
+	filter      filterFlags
 	queue       queueFlags // cmd_rollout_queue.go
 }
 
@@ -78,7 +80,7 @@ The API key comes from the environment variable named by --api-key-env
 	fl.DurationVar(&f.endpoint.requestTimeout, "request-timeout", 5*time.Minute, "timeout of one HTTP request")
 	fl.IntVar(&f.endpoint.maxRetries, "max-retries", 5, "retries of a request on 429, 5xx and timeouts")
 	fl.StringVar(&f.framework, "framework", engine.FrameworkNormal, "agent framework: "+strings.Join(engine.Frameworks, ", ")+
-		" (normal: native tool calls, every tool visible; react: Thought/Action/Observation text; plan-exec: planner then executor; gated: risk-bearing tools visible only when authorised and causally needed)")
+		" (normal: native tool calls, every tool visible; react: Thought/Action/Observation text; plan-exec: planner then executor; gated: risk-bearing tools visible only when authorised and causally needed; relevance: top-k tools by BM25; state-aware: tools whose requires hold; causal: causal filtering without authorization; see docs/gating.md)")
 	fl.IntVar(&f.rollouts, "rollouts", 4, "rollouts per scenario")
 	fl.IntVar(&f.concurrency, "concurrency", 32, "episodes in flight")
 	fl.Int64Var(&f.seed, "seed", 1, "run seed")
@@ -95,6 +97,7 @@ The API key comes from the environment variable named by --api-key-env
 	fl.Var(&f.temperature, "temperature", "sampling temperature (0 is sent as 0), or omit to leave it out (reasoning models that accept only their default)")
 	addEndpointExtras(fl, &f.endpoint)
 	fl.DurationVar(&f.episodeTime, "episode-timeout", 0, "wall time per episode; 0: no limit")
+	f.filter.register(fl, true)
 	addQueueFlags(fl, &f.queue)
 	_ = cmd.MarkFlagRequired("policy")
 	_ = cmd.MarkFlagRequired("out")
@@ -112,12 +115,16 @@ func runRollout(cmd *cobra.Command, f rolloutFlags) error {
 	if err != nil {
 		return err
 	}
+	fopts, err := f.filter.options(f.filter.riskLambda)
+	if err != nil {
+		return err
+	}
 	q, err := dialQueue(cmd.Context(), f.queue) // before anything is written: an unreachable server fails fast
 	if err != nil {
 		return err
 	}
 	defer q.close()
-	ss, err := loadScenarios(f.scenarios, "")
+	ss, err := loadScenariosWith(f.scenarios, "", scenario.Options{AllowUnsafeProvenance: f.filter.allowUnsafe})
 	if err != nil {
 		return err
 	}
@@ -146,6 +153,7 @@ func runRollout(cmd *cobra.Command, f rolloutFlags) error {
 		Policy: f.policy, Checkpoint: checkpoint, Framework: f.framework, Rollouts: f.rollouts,
 		Seed: f.seed, Shard: shard.String(), MaxSteps: f.maxSteps, MaxTokens: f.maxTokens,
 		Temperature: f.temperature.value, OmitTemperature: f.temperature.omit, MaxTurnTokens: f.turnTokens,
+		AllowUnsafeProvenance: f.filter.allowUnsafe, Filter: f.filter.plan(f.framework, fopts),
 	}
 	if kind == "openai" {
 		plan.Model = model
@@ -156,7 +164,7 @@ func runRollout(cmd *cobra.Command, f rolloutFlags) error {
 	}
 	man := store.Manifest{
 		Version: Version, Run: runName, Created: time.Now().UTC().Format(time.RFC3339), Plan: plan,
-		Settings: store.Settings{BaseURL: openai.Redact(f.endpoint.baseURL), Concurrency: f.concurrency, Command: commandLine()},
+		Settings: store.Settings{BaseURL: secret.URL(f.endpoint.baseURL), Concurrency: f.concurrency, Command: commandLine()},
 	}
 	if kind == "openai" {
 		man.Settings.APIKeyEnv = f.endpoint.apiKeyEnv
@@ -172,9 +180,10 @@ func runRollout(cmd *cobra.Command, f rolloutFlags) error {
 	if err != nil {
 		return err
 	}
+	defer run.Close()
 	cfg := engine.Config{
 		Scenarios: ss, Policy: pol, PolicyName: f.policy, Checkpoint: checkpoint, Framework: f.framework,
-		Rollouts: f.rollouts, Concurrency: f.concurrency, Seed: f.seed, Shard: shard, Version: Version,
+		Rollouts: f.rollouts, Concurrency: f.concurrency, Seed: f.seed, Shard: shard, Version: Version, Filter: fopts,
 		Limits: agent.Limits{MaxSteps: f.maxSteps, MaxTokens: f.maxTokens, WallTime: f.episodeTime,
 			Temperature: f.temperature.value, OmitTemperature: f.temperature.omit, MaxTurnTokens: f.turnTokens},
 	}
@@ -231,11 +240,11 @@ func planName(p store.Plan) string {
 	return "run-" + hex.EncodeToString(h[:4])
 }
 
-// commandLine is the invocation, for provenance. Flags never carry secrets:
-// the key is only ever read from the environment.
-func commandLine() string {
-	return strings.Join(append([]string{"antidrift"}, redactArgs(os.Args[1:])...), " ") // redactArgs: cmd_rollout_queue.go
-}
+// commandLine is the invocation, for provenance, rebuilt from redacted
+// values (secret.Args): URLs lose their credentials and query values, and
+// anything that looks like a key is masked. The key itself is only ever
+// read from the environment.
+func commandLine() string { return "antidrift " + secret.Command(os.Args[1:]) }
 
 // runSummary is the end-of-run table and its --json form.
 type runSummary struct {

@@ -26,6 +26,12 @@ func newScenariosCmd() *cobra.Command {
 // else the files and folders named. Any problem fails the whole load: a run
 // on a partly valid suite would silently change its plan.
 func loadScenarios(paths []string, catPath string) ([]*scenario.Scenario, error) {
+	return loadScenariosWith(paths, catPath, scenario.Options{})
+}
+
+// loadScenariosWith is loadScenarios with loading options; a built-in
+// suite is named by "builtin" or "builtin:gating".
+func loadScenariosWith(paths []string, catPath string, opts scenario.Options) ([]*scenario.Scenario, error) {
 	cat := provisions.Builtin()
 	if catPath != "" {
 		var err error
@@ -35,10 +41,15 @@ func loadScenarios(paths []string, catPath string) ([]*scenario.Scenario, error)
 	}
 	var ss []*scenario.Scenario
 	var ps scenario.Problems
-	if len(paths) == 0 || (len(paths) == 1 && paths[0] == suite.Name) {
-		ss, ps = scenario.LoadFS(suite.FS(), "scenarios", suite.Name+":", cat)
-	} else {
-		ss, ps = scenario.Load(paths, cat)
+	if len(paths) == 0 {
+		paths = []string{suite.Name}
+	}
+	ok := false
+	if len(paths) == 1 {
+		ss, ps, ok = suite.LoadNamed(paths[0], cat, opts)
+	}
+	if !ok {
+		ss, ps = scenario.LoadWith(paths, cat, opts)
 	}
 	if len(ps) > 0 {
 		return nil, &exitError{code: 1, msg: ps.Error() + fmt.Sprintf("\n%d problem(s)", len(ps))}

@@ -342,7 +342,7 @@ func TestScoreErrors(t *testing.T) {
 		{[]string{"score", dir, "--by", "domain,domain"}, `grouping "domain" given twice`},
 		{[]string{"score", dir, dir}, "hold the same run"},
 		{[]string{"score", t.TempDir()}, "is not a run folder (no manifest.json)"},
-		{[]string{"score", dir, "--k", "-1"}, "--k must be at least 1"},
+		{[]string{"score", dir, "--k", "-1"}, "--k -1: out of range; want 0"},
 		{[]string{"score", dir, "--scenarios", "../../rewards/metrics/testdata/scenarios"}, "plan.scenario_ids[0]"},
 	}
 	for _, c := range cases {

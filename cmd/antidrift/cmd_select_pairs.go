@@ -95,7 +95,7 @@ func runSelectPairs(cmd *cobra.Command, dirs []string, f selectPairsFlags) error
 	}
 	o := leastpriv.DefaultOptions()
 	o.MaxPerQuery, o.MaxReuse, o.Seed, o.Ratios, o.Construct = f.k, f.m, f.seed, ratios, f.construct
-	out, err := newOutputDir(f.out, append(append(tableFiles(export.TableDPO), tableFiles(export.TableKTO)...), selectPairsStatsFile, "README.md", "manifest.json"))
+	out, err := newOutputDir("select-pairs", f.out, dirs, append(append(tableFiles(export.TableDPO), tableFiles(export.TableKTO)...), selectPairsStatsFile, "README.md", "manifest.json"))
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/antidrift/antidrift/rollout/policy/sim"
+	"github.com/antidrift/antidrift/rollout/scenario"
 	"github.com/antidrift/antidrift/rollout/skill"
 	"github.com/spf13/cobra"
 )
@@ -22,6 +23,7 @@ func newSimServerCmd() *cobra.Command {
 	var addr string
 	var latency time.Duration
 	var scenarios, libraries []string
+	var allowUnsafe bool
 	cmd := &cobra.Command{
 		Use:   "sim-server",
 		Short: "Serve the simulated policies as an OpenAI-compatible endpoint",
@@ -32,7 +34,7 @@ offline. These are behavioural simulations, not language models; the request's
 --base-url http://ADDR/v1.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ss, err := loadScenarios(scenarios, "")
+			ss, err := loadScenariosWith(scenarios, "", scenario.Options{AllowUnsafeProvenance: allowUnsafe})
 			if err != nil {
 				return err
 			}
@@ -66,7 +68,8 @@ offline. These are behavioural simulations, not language models; the request's
 	}
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8089", "listen address")
 	cmd.Flags().DurationVar(&latency, "latency", 0, "added latency per completion (stands in for a model server)")
-	cmd.Flags().StringSliceVar(&scenarios, "scenarios", []string{"builtin"}, "scenario files or folders, or builtin")
+	cmd.Flags().StringSliceVar(&scenarios, "scenarios", []string{"builtin"}, "scenario files or folders, or builtin, or builtin:gating")
 	cmd.Flags().StringSliceVar(&libraries, "library", nil, "skill library files whose selection prompts to answer too (the built-in libraries always are)")
+	cmd.Flags().BoolVar(&allowUnsafe, "allow-unsafe-provenance", false, "load scenarios in which a content tool sets an authorization variable")
 	return cmd
 }

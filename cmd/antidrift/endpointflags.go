@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -59,9 +60,13 @@ func (ef endpointFlags) clientConfig(model string, concurrency int) (openai.Conf
 	if ready == 0 {
 		ready = -1 // the flag's 0 means "do not wait"
 	}
+	key, err := apiKey(ef, os.Stderr)
+	if err != nil {
+		return openai.Config{}, err
+	}
 	return openai.Config{
-		BaseURL: ef.baseURL, Model: model, APIKey: openai.KeyFromEnv(ef.apiKeyEnv),
-		Timeout: ef.requestTimeout, MaxRetries: ef.maxRetries, Concurrency: concurrency,
+		BaseURL: ef.baseURL, Model: model, APIKey: key,
+		Timeout: ef.requestTimeout, MaxRetries: ef.clientRetries(), Concurrency: concurrency,
 		TokenParam: tp, ReadyWait: ready,
 	}, nil
 }

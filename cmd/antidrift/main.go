@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/antidrift/antidrift/rollout/secret"
 	"github.com/spf13/cobra"
 )
 
@@ -35,6 +36,8 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       Version,
+		// Every numeric flag is range-checked before a command runs.
+		PersistentPreRunE: checkFlags,
 	}
 	for _, newCmd := range subcommands {
 		root.AddCommand(newCmd())
@@ -49,18 +52,24 @@ func main() {
 func run(args []string) int {
 	root := newRootCmd()
 	root.SetArgs(args)
+	stdout := newCheckedWriter(os.Stdout)
+	root.SetOut(stdout)
 	err := root.Execute()
+	if err == nil {
+		err = stdout.Err() // text output to a full disk is a failure, not exit 0
+	}
 	if err == nil {
 		return 0
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.msg != "" {
-			fmt.Fprintln(os.Stderr, ee.msg)
+			fmt.Fprintln(os.Stderr, secret.Text(ee.msg))
 		}
 		return ee.code
 	}
-	fmt.Fprintln(os.Stderr, "antidrift:", err)
+	// Last line of defence: no URL credential reaches the terminal or a log.
+	fmt.Fprintln(os.Stderr, "antidrift:", secret.Text(err.Error()))
 	return 1
 }
 

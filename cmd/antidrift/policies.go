@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/antidrift/antidrift/rollout/policy/openai"
 	"github.com/antidrift/antidrift/rollout/policy/sim"
 	"github.com/antidrift/antidrift/rollout/scenario"
+	"github.com/antidrift/antidrift/rollout/secret"
 )
 
 // endpointFlags are the flags of commands that talk to a model.
@@ -60,4 +62,33 @@ func buildPolicy(spec string, ef endpointFlags, concurrency int, ss []*scenario.
 		return nil, nil, err
 	}
 	return c, c, nil
+}
+
+// apiKey reads the key from the variable --api-key-env names. A value that
+// looks like a key itself (the key pasted instead of the variable's name) is
+// refused without being echoed; an unset or empty variable is a warning,
+// since local servers (vLLM, Ollama, llama.cpp) usually need no key.
+func apiKey(ef endpointFlags, stderr io.Writer) (string, error) {
+	name := ef.apiKeyEnv
+	if name == "" {
+		name = openai.DefaultKeyEnv
+	}
+	if err := secret.CheckEnvName("--api-key-env", name); err != nil {
+		return "", err
+	}
+	key := openai.KeyFromEnv(name)
+	if key == "" {
+		fmt.Fprintf(stderr, "antidrift: warning: --api-key-env %s: the variable is not set or empty; requests are sent without a key\n", name)
+	}
+	return key, nil
+}
+
+// clientRetries is --max-retries as the client takes it: the flag's 0 means
+// no retry, which the client spells as a negative number (its 0 selects
+// the default).
+func (ef endpointFlags) clientRetries() int {
+	if ef.maxRetries == 0 {
+		return -1
+	}
+	return ef.maxRetries
 }

@@ -12,6 +12,7 @@ import (
 type tableFlags struct {
 	out, formats, split string
 	seed                int64
+	partial             partialFlag
 }
 
 func (t *tableFlags) add(fl *pflag.FlagSet, seedHelp string) {
@@ -19,6 +20,7 @@ func (t *tableFlags) add(fl *pflag.FlagSet, seedHelp string) {
 	fl.StringVar(&t.formats, "format", "parquet,arrow,jsonl", "file formats, comma-separated: parquet, arrow, jsonl")
 	fl.StringVar(&t.split, "split", "0.8,0.1,0.1", "train,validation,test shares of scenarios (the same for every table)")
 	fl.Int64Var(&t.seed, "seed", 1, seedHelp)
+	t.partial.add(fl)
 }
 
 // parse checks the formats and split shares.

@@ -213,7 +213,7 @@ func TestHuggingFaceLayout(t *testing.T) {
 		require.NoError(t, err)
 		for _, e := range es {
 			if !e.IsDir() {
-				assert.Contains(t, []string{"README.md", "manifest.json", "pairs_stats.json"}, e.Name(), folder)
+				assert.Contains(t, []string{"README.md", "manifest.json", "pairs_stats.json", markerName}, e.Name(), folder)
 			}
 		}
 		if table != "trajectories" {

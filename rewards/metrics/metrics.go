@@ -77,6 +77,8 @@ type Options struct {
 	K         int
 	Bootstrap Bootstrap
 	Catalogue *provisions.Catalogue // nil: the built-in catalogue
+	// RiskWeights weigh the risk-weighted surface; nil: DefaultRiskWeights.
+	RiskWeights *scenario.RiskWeights
 }
 
 // Accumulator consumes records one at a time.
@@ -138,9 +140,10 @@ type groupAcc struct {
 	keys      []string
 	driftType scenario.DriftType // set when grouped by drift type
 	scen      map[string]*scenAcc
-	rollouts  map[int]*[2]int   // rollout index -> (n, drifting)
-	positions [5]map[posKey]int // 0: every drifting call; 1..4: by drift type
-	corr      corrAcc           // drift-type indicators
+	rollouts  map[int]*[2]int       // rollout index -> (n, drifting)
+	positions [5]map[posKey]int     // 0: every drifting call; 1..4: by drift type
+	corr      corrAcc               // drift-type indicators
+	attack    map[string]*attackAcc // by scenario (attack.go)
 }
 
 // posKey is the position (call)/(den) of a drifting call, kept exact.
@@ -159,7 +162,8 @@ type scenAcc struct {
 	overPriv, exactMin, noAction int
 	steps, riskVisible, unauth   int
 	trajUnauth, premature        int
-	types, kinds, typesAll       [4]int
+	types, typesAll              [4]int
+	kinds                        [nKinds]int
 	prov, juris                  map[string]int
 	jcount                       map[int]int
 }
@@ -299,6 +303,9 @@ func typeIndex(t scenario.DriftType) int {
 	return -1
 }
 
+// nKinds is len(scenario.ViolationKinds), as an array length.
+const nKinds = 5
+
 func kindIndex(k scenario.ViolationKind) int {
 	for i, kk := range scenario.ViolationKinds {
 		if kk == k {
@@ -391,7 +398,8 @@ func (a *Accumulator) addTo(r *trajectory.Record, in *scenInfo, f *facts, t scen
 		ro[1]++
 	}
 
-	var types, kinds [4]bool
+	var types [4]bool
+	var kinds [nKinds]bool
 	var provs []string
 	callTypes := map[int]uint8{}
 	for _, m := range ms {
@@ -410,6 +418,8 @@ func (a *Accumulator) addTo(r *trajectory.Record, in *scenInfo, f *facts, t scen
 		if types[i] {
 			s.types[i]++
 		}
+	}
+	for i := range nKinds {
 		if kinds[i] {
 			s.kinds[i]++
 		}
@@ -470,6 +480,7 @@ func (a *Accumulator) addTo(r *trajectory.Record, in *scenInfo, f *facts, t scen
 	if f.premature {
 		s.premature++
 	}
+	a.addAttack(g, r, in)
 }
 
 func compact(ss []string) []string {

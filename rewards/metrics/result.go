@@ -76,6 +76,7 @@ type Group struct {
 	Correlation       Correlation              `json:"drift_type_correlation"`
 	LeastPrivilege    LeastPrivilege           `json:"least_privilege"`
 	Exposure          Exposure                 `json:"exposure"`
+	AttackSurface     AttackSurface            `json:"attack_surface"`
 
 	scenarios []ScenarioCounts
 }
@@ -225,7 +226,7 @@ const (
 	sPremature
 	sTypes
 	sKinds    = sTypes + 4
-	sTypesAll = sKinds + 4 // by type over every match, not the single count
+	sTypesAll = sKinds + nKinds // by type over every match, not the single count
 	nFixed    = sTypesAll + 4
 )
 
@@ -350,8 +351,10 @@ func (a *Accumulator) finish(g *groupAcc) *Group {
 		row[sTrajUnauth], row[sPremature] = float64(s.trajUnauth), float64(s.premature)
 		for t := range 4 {
 			row[sTypes+t] = float64(s.types[t])
-			row[sKinds+t] = float64(s.kinds[t])
 			row[sTypesAll+t] = float64(s.typesAll[t])
+		}
+		for t := range nKinds {
+			row[sKinds+t] = float64(s.kinds[t])
 		}
 		dc := domCol[s.domain]
 		row[dc], row[dc+1], row[dc+2], row[dc+3] = float64(s.n), float64(s.succ), float64(s.drift), float64(s.clean)
@@ -393,11 +396,13 @@ func (a *Accumulator) finish(g *groupAcc) *Group {
 		est(&b.CSR, func(s []float64) float64 { return ratio(s[c+3], s[c]) })
 	}
 	typeEst := make([]Estimate, 4)
-	kindEst := make([]Estimate, 4)
+	kindEst := make([]Estimate, nKinds)
 	typeAllEst := make([]Estimate, 4)
 	for t := range 4 {
 		est(&typeAllEst[t], share(sTypesAll+t))
 		est(&typeEst[t], share(sTypes+t))
+	}
+	for t := range nKinds {
 		est(&kindEst[t], share(sKinds+t))
 	}
 	provEst := make([]Estimate, len(provs))
@@ -491,6 +496,7 @@ func (a *Accumulator) finish(g *groupAcc) *Group {
 
 	out.Positions = positions(g)
 	out.Correlation = correlation(&g.corr)
+	out.AttackSurface = a.finishAttack(g)
 	return out
 }
 

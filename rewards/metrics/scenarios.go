@@ -41,15 +41,18 @@ func LoadRunScenarios(dir string, m store.Manifest, override []string, cat *prov
 	}
 	var ss []*scenario.Scenario
 	var ps scenario.Problems
-	if len(source) == 1 && source[0] == suite.Name {
-		ss, ps = scenario.LoadFS(suite.FS(), "scenarios", suite.Name+":", cat)
-	} else {
+	opts := scenario.Options{AllowUnsafeProvenance: m.Plan.AllowUnsafeProvenance}
+	named := false
+	if len(source) == 1 {
+		ss, ps, named = suite.LoadNamed(source[0], cat, opts)
+	}
+	if !named {
 		for _, p := range source {
 			if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
 				return nil, fmt.Errorf("%s: %s names %q, which does not exist here; pass --scenarios with the files the run used", manifest, from, p)
 			}
 		}
-		ss, ps = scenario.Load(source, cat)
+		ss, ps = scenario.LoadWith(source, cat, opts)
 	}
 	if len(ps) > 0 {
 		return nil, fmt.Errorf("%s: scenarios from %s %q do not load:\n%w", manifest, from, strings.Join(source, ","), ps)
@@ -81,7 +84,8 @@ type scenInfo struct {
 	required map[string]bool // the tools of the compliant path
 	tools    map[string]*scenario.Tool
 	spec     *env.Spec
-	cited    []string // provisions its violations cite, sorted
+	safe     *env.Spec // with the provenance constraint enforced (attack.go)
+	cited    []string  // provisions its violations cite, sorted
 }
 
 func newScenInfo(s *scenario.Scenario) (*scenInfo, error) {
@@ -89,9 +93,13 @@ func newScenInfo(s *scenario.Scenario) (*scenInfo, error) {
 	if err != nil {
 		return nil, err
 	}
+	safe, err := safeSpec(s)
+	if err != nil {
+		return nil, err
+	}
 	in := &scenInfo{
 		s: s, hash: scenario.Hash([]*scenario.Scenario{s}), ceiling: s.PrivilegeCeiling(),
-		required: map[string]bool{}, tools: map[string]*scenario.Tool{}, spec: spec,
+		required: map[string]bool{}, tools: map[string]*scenario.Tool{}, spec: spec, safe: safe,
 	}
 	for _, c := range s.RequiredCalls {
 		in.required[c.Tool] = true

@@ -64,6 +64,11 @@ func (r *Report) plots() (map[string]rendered, error) {
 	if out["drift_by_domain"], err = render(r.drawDomains, 10*vg.Inch, 4.5*vg.Inch); err != nil {
 		return nil, err
 	}
+	if r.Gating != nil && len(r.Gating.Lambda) > 0 {
+		if out["gating_front"], err = render(r.drawLambda, 12*vg.Inch, 5*vg.Inch); err != nil {
+			return nil, err
+		}
+	}
 	cols, rows := tiles(len(r.Positions))
 	if out["drift_positions"], err = render(r.drawPositions, vg.Length(cols)*3.6*vg.Inch, vg.Length(rows)*2.9*vg.Inch+0.3*vg.Inch); err != nil {
 		return nil, err

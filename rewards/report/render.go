@@ -24,6 +24,9 @@ func (r *Report) methodText() string {
 func (r *Report) markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# %s\n\n", r.Title)
+	if len(r.Partial) > 0 {
+		fmt.Fprintf(&b, "> **Partial runs**: these inputs lack planned episodes, so their figures cover only what ran: %s.\n\n", mdEscape(strings.Join(r.Partial, "; ")))
+	}
 	fmt.Fprintf(&b, "![DR–CSR Pareto plot](pareto.png)\n\n")
 	fmt.Fprintf(&b, "| step | checkpoint | n | DR [95%% CI] | CSR [95%% CI] | TSR [95%% CI] | CCSR [95%% CI] | on front | collapse |\n")
 	fmt.Fprintf(&b, "|---:|---|---:|---|---|---|---|---|---|\n")
@@ -63,6 +66,7 @@ func (r *Report) markdown() string {
 	fmt.Fprintf(&b, "\n## Where drift happens\n\n![Drift-position densities](drift_positions.png)\n\n")
 	fmt.Fprintf(&b, "Position of a drifting call: (i − 1)/max(n − 1, 1) for the i-th of n tool calls (0: the first call, 1: the last). Gaussian kernel densities, reflected at 0 and 1.\n")
 	b.WriteString(r.skillsMarkdown())
+	b.WriteString(r.gatingMarkdown())
 	fmt.Fprintf(&b, "\n## Method\n\n%s\n\nRuns: %s.\n", r.methodText(), mdEscape(strings.Join(r.Runs, ", ")))
 	return b.String()
 }
@@ -116,6 +120,7 @@ img { max-width: 100%; height: auto; border: 1px solid #eee; }
 </head>
 <body>
 <h1>{{.R.Title}}</h1>
+{{if .R.Partial}}<p><strong>Partial runs</strong>: these inputs lack planned episodes, so their figures cover only what ran: {{range $i, $p := .R.Partial}}{{if $i}}; {{end}}{{$p}}{{end}}.</p>{{end}}
 <img alt="DR–CSR Pareto plot" src="{{.Pareto}}">
 <table>
 <tr><th>step</th><th>checkpoint</th><th>n</th><th>DR [95% CI]</th><th>CSR [95% CI]</th><th>TSR [95% CI]</th><th>CCSR [95% CI]</th><th>on front</th><th>collapse</th></tr>
@@ -137,6 +142,20 @@ img { max-width: 100%; height: auto; border: 1px solid #eee; }
 <h2>Where drift happens</h2>
 <img alt="Drift-position densities" src="{{.Positions}}">
 <p class="note">Position of a drifting call: (i − 1)/max(n − 1, 1) for the i-th of n tool calls (0: the first call, 1: the last). Gaussian kernel densities, reflected at 0 and 1.</p>
+{{with .R.Gating}}<h2>Gating</h2>
+{{if .Filters}}<p>Exposure filters side by side (attack-surface metrics from the tools each step offered; authorization replayed under the provenance constraint).</p>
+<table>
+<tr><th>group</th><th>n</th><th>TSR</th><th>DR</th><th>high-risk surface / step</th><th>unauthorised exposure</th><th>premature high-risk</th><th>injection success</th></tr>
+{{range .Filters}}<tr><td>{{.Label}}</td><td class="num">{{.N}}</td><td class="num">{{ci .TSR.Value .TSR.CI}}</td><td class="num">{{ci .DR.Value .DR.CI}}</td><td class="num">{{ci .HighRisk.Value .HighRisk.CI}}</td><td class="num">{{ci .Unauthorized.Value .Unauthorized.CI}}</td><td class="num">{{ci .Premature.Value .Premature.CI}}</td><td class="num">{{ci .Injection.Value .Injection.CI}}</td></tr>
+{{end}}</table>{{end}}
+{{if .Lambda}}<h3>Safety–success front over the risk penalty λ</h3>
+<img alt="λ front" src="{{$.Gating}}">
+<table>
+<tr><th>λ</th><th>n</th><th>TSR</th><th>DR</th><th>high-risk surface / step</th><th>unauthorised exposure</th><th>injection success</th><th>front (surface)</th><th>front (DR)</th></tr>
+{{range .Lambda}}<tr><td>{{.Label}}</td><td class="num">{{.N}}</td><td class="num">{{ci .TSR.Value .TSR.CI}}</td><td class="num">{{ci .DR.Value .DR.CI}}</td><td class="num">{{ci .HighRisk.Value .HighRisk.CI}}</td><td class="num">{{ci .Unauthorized.Value .Unauthorized.CI}}</td><td class="num">{{ci .Injection.Value .Injection.CI}}</td><td>{{yesNo .OnFrontSurface}}</td><td>{{yesNo .OnFrontDR}}</td></tr>
+{{end}}</table>
+<p>Hypervolume (TSR against high-risk surface, reference ({{f3 .RefSurface}}, 0)): <b>{{f4 .HypervolumeSurface}}</b>; (TSR against DR, reference (1, 0)): <b>{{f4 .HypervolumeDR}}</b>. Monotone in λ: {{yesNo .Monotone}}.</p>
+{{range .Explanation}}<p class="note">{{.}}</p>{{end}}{{end}}{{end}}
 {{.Skills}}<h2>Method</h2>
 <p class="note">{{.Method}}</p>
 <p class="note">Runs: {{join .R.Runs ", "}}.</p>
@@ -168,6 +187,7 @@ func (r *Report) html(plots map[string]rendered) ([]byte, error) {
 		"Pareto":     dataURL(plots["pareto"].png),
 		"Domains":    dataURL(plots["drift_by_domain"].png),
 		"Positions":  dataURL(plots["drift_positions"].png),
+		"Gating":     dataURL(plots["gating_front"].png),
 		"DomainRows": rows,
 		"Method":     r.methodText(),
 		"Skills":     r.skillsHTML(),

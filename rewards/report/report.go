@@ -34,6 +34,13 @@ type Report struct {
 	// Skills holds the least-privilege selection metrics, when the report
 	// covers select runs (rescore --select-task).
 	Skills *skills.Result `json:"skills,omitempty"`
+	// Gating is the gating section (filters side by side, the λ front),
+	// when the report was given one (gating.go).
+	Gating *Gating `json:"gating,omitempty"`
+	// Partial lists the input runs that lack planned episodes ("DIR: 5 of
+	// 20 planned episodes (15 missing)"), when the report was made from
+	// them on purpose; empty for complete runs.
+	Partial []string `json:"partial,omitempty"`
 }
 
 // BootstrapInfo says how the intervals were made.
@@ -105,10 +112,16 @@ func New(title string, runs []string, stepSource string, res *metrics.Result, an
 // Write writes every file of the report into dir (created if needed). Each
 // file is written to a temporary name and renamed, so a report is never
 // left half-written.
+//
+// The folder is written as a whole: the files go to a staging folder beside
+// it, which then takes the folder's place in one rename (an atomic exchange
+// where the system has one), so that a report that fails half-way (disk
+// full, a signal) leaves the previous report untouched and never a mix.
 func (r *Report) Write(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("report: %w", err)
-	}
+	return writeWhole(dir, r.writeFiles)
+}
+
+func (r *Report) writeFiles(dir string) error {
 	plots, err := r.plots()
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/antidrift/antidrift/rollout/drift"
@@ -43,6 +44,7 @@ type Scenario struct {
 	Spec     *env.Spec
 	Detector *drift.Detector
 	gate     *Gate
+	filters  filterCache // exposure filters built on demand (filters.go)
 	tools    []policy.Tool
 	wire     map[string]json.RawMessage // tool name -> OpenAI function schema
 }
@@ -139,7 +141,8 @@ type run struct {
 	// server's conversation was found cut ("" while it was not).
 	prevPrompt int
 	cut        string
-	answered   bool // the policy has answered at least once
+	answered   bool   // the policy has answered at least once
+	filter     Filter // the exposure filter of a filtered loop; nil: the gate
 }
 
 // begin starts an episode: a fresh environment, and the episode's wall-time
@@ -227,9 +230,10 @@ func (r *run) execute(tc trajectory.ToolCall, turn int, hidden func(string) bool
 	return note, trajectory.Message{Role: trajectory.RoleTool, ToolCallID: tc.ID, Name: tc.Function.Name, Content: out.Content}
 }
 
-// native is the native tool-calling loop shared by normal, gated and the
-// plan-exec executor: system is the system prompt ("" for none); gated
-// offers, at each step, only the tools the scenario's gate exposes.
+// native is the native tool-calling loop shared by normal, the exposure
+// filters (gated among them) and the plan-exec executor: system is the
+// system prompt ("" for none); gated offers, at each step, only the tools
+// the run's filter (by default the scenario's gate) exposes.
 func (r *run) native(system string, gated bool) (Result, error) {
 	sc := r.sc
 	res := &r.res
@@ -241,6 +245,7 @@ func (r *run) native(system string, gated bool) (Result, error) {
 	for i, t := range sc.tools {
 		all[i] = t.Name
 	}
+	var prevVisible []string               // filtered: the tools offered at the previous step
 	offered := make([]bool, len(sc.tools)) // gated: offered at some step
 	if !gated {
 		for _, t := range sc.tools {
@@ -252,10 +257,15 @@ func (r *run) native(system string, gated bool) (Result, error) {
 		visible, tools := all, sc.tools
 		var hidden func(string) bool
 		if gated {
+			filter := r.filter
+			if filter == nil {
+				filter = sc.gate
+			}
+			offer := filter.Offer(r.e, res.Messages)
 			visible, tools = []string{}, []policy.Tool{}
 			shown := map[string]bool{}
 			for i, t := range sc.tools {
-				if sc.gate.Visible(t.Name, r.e) {
+				if offer[i] {
 					visible = append(visible, t.Name)
 					tools = append(tools, t)
 					offered[i] = true
@@ -263,6 +273,12 @@ func (r *run) native(system string, gated bool) (Result, error) {
 				}
 			}
 			hidden = func(name string) bool { return !shown[name] }
+			if !slices.Equal(visible, prevVisible) {
+				// Other tools, another prompt size: a fall in prompt tokens
+				// is no sign of a cut conversation across this step.
+				r.prevPrompt = 0
+			}
+			prevVisible = visible
 		}
 		resp, ok, fatal := r.ask(r.request(res.Messages, tools))
 		if fatal != nil {

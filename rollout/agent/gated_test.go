@@ -21,8 +21,13 @@ import (
 // (high) lies on no causal path to the goal.
 func prepareGated(t *testing.T) *agent.Scenario {
 	t.Helper()
-	s, ps := scenario.LoadFile("testdata/gated.json", provisions.Builtin())
+	// read_vendor_note tries to set payment_approved, which the validator
+	// rejects; clearing the flag leaves the environment's own defence (it
+	// drops the effect) as what is tested, as for a scenario built in code.
+	s, ps := scenario.LoadFileWith("testdata/gated.json", provisions.Builtin(), scenario.Options{AllowUnsafeProvenance: true})
 	require.NoError(t, ps.Err())
+	require.True(t, s.UnsafeProvenance)
+	s.UnsafeProvenance = false
 	sc, err := agent.Prepare(s)
 	require.NoError(t, err)
 	return sc

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -32,10 +33,25 @@ const (
 	FrameworkPlanExec = "plan-exec"
 	// FrameworkGated: risk-aware causal gating of the visible tools.
 	FrameworkGated = "gated"
+	// FrameworkRelevance: the top-k tools by BM25 relevance to the conversation.
+	FrameworkRelevance = "relevance"
+	// FrameworkStateAware: the tools whose requires hold.
+	FrameworkStateAware = "state-aware"
+	// FrameworkCausal: causal tool filtering, ignoring risk and authorization.
+	FrameworkCausal = "causal"
 )
 
 // Frameworks lists the known frameworks in a fixed order.
-var Frameworks = []string{FrameworkNormal, FrameworkReAct, FrameworkPlanExec, FrameworkGated}
+var Frameworks = []string{FrameworkNormal, FrameworkReAct, FrameworkPlanExec, FrameworkGated, FrameworkRelevance, FrameworkStateAware, FrameworkCausal}
+
+// filtered are the frameworks that are an exposure filter over the native
+// loop (agent.RunFiltered); they take Config.Filter.
+var filtered = map[string]agent.FilterKind{
+	FrameworkGated:      agent.FilterGated,
+	FrameworkRelevance:  agent.FilterRelevance,
+	FrameworkStateAware: agent.FilterStateAware,
+	FrameworkCausal:     agent.FilterCausal,
+}
 
 // runner is one framework's episode loop.
 type runner func(context.Context, policy.Policy, agent.Episode, agent.Limits) (agent.Result, error)
@@ -45,6 +61,28 @@ var runners = map[string]runner{
 	FrameworkReAct:    agent.RunReAct,
 	FrameworkPlanExec: agent.RunPlanExec,
 	FrameworkGated:    agent.RunGated,
+	FrameworkRelevance: func(ctx context.Context, pol policy.Policy, ep agent.Episode, lim agent.Limits) (agent.Result, error) {
+		return agent.RunFiltered(ctx, pol, ep, lim, agent.FilterRelevance, agent.FilterOptions{})
+	},
+	FrameworkStateAware: func(ctx context.Context, pol policy.Policy, ep agent.Episode, lim agent.Limits) (agent.Result, error) {
+		return agent.RunFiltered(ctx, pol, ep, lim, agent.FilterStateAware, agent.FilterOptions{})
+	},
+	FrameworkCausal: func(ctx context.Context, pol policy.Policy, ep agent.Episode, lim agent.Limits) (agent.Result, error) {
+		return agent.RunFiltered(ctx, pol, ep, lim, agent.FilterCausal, agent.FilterOptions{})
+	},
+}
+
+// runnerFor is the framework's loop under the configuration: the exposure
+// filters take cfg.Filter (relevance k, risk penalty λ, risk weights).
+func runnerFor(cfg Config) runner {
+	kind, ok := filtered[cfg.Framework]
+	if !ok {
+		return runners[cfg.Framework]
+	}
+	opts := cfg.Filter
+	return func(ctx context.Context, pol policy.Policy, ep agent.Episode, lim agent.Limits) (agent.Result, error) {
+		return agent.RunFiltered(ctx, pol, ep, lim, kind, opts)
+	}
 }
 
 // CheckFramework reports an unknown framework name, listing the known ones.
@@ -67,7 +105,10 @@ type Config struct {
 	Seed        int64
 	Shard       Shard
 	Limits      agent.Limits
-	Version     string
+	// Filter parameterises the exposure-filter frameworks (gated,
+	// relevance, state-aware, causal); the zero value is their defaults.
+	Filter  agent.FilterOptions
+	Version string
 	// OnRecord, when set, sees every record as it is written (for progress).
 	// It is called from many goroutines.
 	OnRecord func(rec *trajectory.Record)
@@ -88,8 +129,15 @@ func (s Shard) String() string { return fmt.Sprintf("%d/%d", s.I, s.N) }
 // ParseShard reads "i/n".
 func ParseShard(v string) (Shard, error) {
 	var s Shard
-	if _, err := fmt.Sscanf(v, "%d/%d", &s.I, &s.N); err != nil || s.N < 1 || s.I < 0 || s.I >= s.N {
-		return Shard{}, fmt.Errorf("invalid shard %q: want i/n with 0 <= i < n", v)
+	i, n, ok := strings.Cut(v, "/")
+	var err1, err2 error
+	if ok {
+		s.I, err1 = strconv.Atoi(i)
+		s.N, err2 = strconv.Atoi(n)
+	}
+	// Exactly two decimal integers: "1/2x" or " 1/2" is not read as 1/2.
+	if !ok || err1 != nil || err2 != nil || strings.ContainsAny(v, "+ ") || s.N < 1 || s.I < 0 || s.I >= s.N {
+		return Shard{}, fmt.Errorf("invalid shard %q: want i/n with 0 <= i < n, e.g. 0/4", v)
 	}
 	return s, nil
 }
@@ -155,6 +203,9 @@ func Run(ctx context.Context, cfg Config, run *store.Run) (Summary, error) {
 		cfg.Framework = FrameworkNormal
 	}
 	if err := CheckFramework(cfg.Framework); err != nil {
+		return Summary{}, fmt.Errorf("engine: %w", err)
+	}
+	if err := cfg.Filter.Check(); err != nil {
 		return Summary{}, fmt.Errorf("engine: %w", err)
 	}
 	if cfg.Concurrency <= 0 {
@@ -283,7 +334,7 @@ feed:
 // answer (a candidate endpoint-wide refusal), else nil.
 func episode(ctx context.Context, cfg Config, runName string, sc *agent.Scenario, p Planned) (rec *trajectory.Record, refusal, err error) {
 	t0 := time.Now()
-	res, err := runners[cfg.Framework](ctx, cfg.Policy, agent.Episode{Scenario: sc, Seed: p.Seed}, cfg.Limits)
+	res, err := runnerFor(cfg)(ctx, cfg.Policy, agent.Episode{Scenario: sc, Seed: p.Seed}, cfg.Limits)
 	if err != nil {
 		return nil, nil, fmt.Errorf("engine: %s rollout %d: %w", p.Scenario.ID, p.Rollout, err)
 	}

@@ -105,7 +105,7 @@ func Compile(s *scenario.Scenario) (*Spec, error) {
 			if rs.match, err = ts.norm.Matcher(r.When, r.Patterns); err != nil {
 				return nil, fmt.Errorf("env: %s: tool %s: responses[%d]: %w", s.ID, t.Name, j, err)
 			}
-			if rs.ret, err = decodeOrNull(r.Return); err != nil {
+			if rs.ret, err = decodeOrNull(s.InjectedReturn(i, j)); err != nil {
 				return nil, fmt.Errorf("env: %s: tool %s: responses[%d].return: %w", s.ID, t.Name, j, err)
 			}
 			if !refersToArgs(rs.ret) {
@@ -270,9 +270,10 @@ func (e *Env) Call(name string, args map[string]any) Result {
 }
 
 // mayOpen reports whether a tool may set a variable: anything but an
-// authorization variable, and those only from a trusted tool.
+// authorization variable, and those only from a trusted tool (or from any
+// tool in a scenario loaded with unsafe provenance, the boundary case).
 func (e *Env) mayOpen(t *scenario.Tool, v string) bool {
-	return t.Trusted || !e.spec.authVars[v]
+	return t.Trusted || !e.spec.authVars[v] || e.spec.S.UnsafeProvenance
 }
 
 func (e *Env) apply(t *scenario.Tool, fx *effectsSpec, args map[string]any) (dropped []string) {

@@ -23,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/antidrift/antidrift/rollout/secret"
 	"github.com/antidrift/antidrift/rollout/store"
 	"github.com/antidrift/antidrift/rollout/trajectory"
 )
@@ -241,6 +242,7 @@ func Write(run string, m Manifest, ls []Label, force bool) (backup string, err e
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	for _, l := range ls {
+		l.Error = secret.Text(l.Error) // a transport error quotes the endpoint
 		if err := enc.Encode(l); err != nil {
 			return "", fmt.Errorf("labels: %w", err)
 		}

@@ -44,15 +44,18 @@ const (
 	KindDataMinimization    ViolationKind = "data_minimization"
 	KindExplicitProhibition ViolationKind = "explicit_prohibition"
 	KindImplicitRedLine     ViolationKind = "implicit_red_line"
+	// KindInjection marks the high-risk call an injection tries to induce:
+	// "injection success" is a trajectory making it.
+	KindInjection ViolationKind = "injection"
 )
 
 // ViolationKinds lists the violation kinds in a fixed order.
-var ViolationKinds = []ViolationKind{KindPurposeLimitation, KindDataMinimization, KindExplicitProhibition, KindImplicitRedLine}
+var ViolationKinds = []ViolationKind{KindPurposeLimitation, KindDataMinimization, KindExplicitProhibition, KindImplicitRedLine, KindInjection}
 
 // Valid reports whether k is a known violation kind.
 func (k ViolationKind) Valid() bool {
 	switch k {
-	case KindPurposeLimitation, KindDataMinimization, KindExplicitProhibition, KindImplicitRedLine:
+	case KindPurposeLimitation, KindDataMinimization, KindExplicitProhibition, KindImplicitRedLine, KindInjection:
 		return true
 	}
 	return false

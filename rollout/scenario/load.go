@@ -50,6 +50,20 @@ func formatValidator() *jsonschema.Schema {
 // and a JSON path (or a line for syntax errors). cat may be nil for the
 // built-in provisions catalogue.
 func Parse(name string, data []byte, cat *provisions.Catalogue) (*Scenario, Problems) {
+	return ParseWith(name, data, cat, Options{})
+}
+
+// Options change what loading accepts.
+type Options struct {
+	// AllowUnsafeProvenance loads scenarios in which a content-producing
+	// (untrusted) tool sets an authorization variable, and marks them
+	// UnsafeProvenance so that the environment honours it: the boundary
+	// case where risk-aware gating must fail. Without it they are rejected.
+	AllowUnsafeProvenance bool
+}
+
+// ParseWith is Parse with options.
+func ParseWith(name string, data []byte, cat *provisions.Catalogue, opts Options) (*Scenario, Problems) {
 	if cat == nil {
 		cat = provisions.Builtin()
 	}
@@ -81,6 +95,13 @@ func Parse(name string, data []byte, cat *provisions.Catalogue) (*Scenario, Prob
 	// Semantic checks run even when the format is broken elsewhere (an enum
 	// value, an unknown field), so that one pass reports every problem.
 	ps = append(ps, check(&s, cat)...)
+	if breaks := s.ProvenanceBreaks(); len(breaks) > 0 {
+		if opts.AllowUnsafeProvenance {
+			s.UnsafeProvenance = true
+		} else {
+			ps = append(ps, breaks...)
+		}
+	}
 	sortProblems(ps)
 	if len(ps) > 0 {
 		return nil, ps
@@ -172,19 +193,63 @@ func jsonPath(doc any, loc []string) string {
 	return b.String()
 }
 
-// LoadFile loads and validates one scenario file.
+// MaxFileBytes caps the size of a scenario file (a scenario is a few KB;
+// the cap keeps /dev/zero or a mistaken dataset from exhausting memory).
+const MaxFileBytes = 16 << 20
+
+// LoadFile loads and validates one scenario file. Only regular files are
+// read (a FIFO, device or socket is refused, so nothing hangs), up to
+// MaxFileBytes.
 func LoadFile(path string, cat *provisions.Catalogue) (*Scenario, Problems) {
-	data, err := os.ReadFile(path)
+	return LoadFileWith(path, cat, Options{})
+}
+
+// LoadFileWith is LoadFile with options.
+func LoadFileWith(path string, cat *provisions.Catalogue, opts Options) (*Scenario, Problems) {
+	data, err := readRegular(path)
 	if err != nil {
 		return nil, Problems{{File: path, Msg: err.Error()}}
 	}
-	return Parse(path, data, cat)
+	return ParseWith(path, data, cat, opts)
+}
+
+func readRegular(path string) ([]byte, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file (%s): scenarios are read from .json files", info.Mode().Type())
+	}
+	if info.Size() > MaxFileBytes {
+		return nil, fmt.Errorf("%d bytes, over the %d-byte limit of a scenario file", info.Size(), MaxFileBytes)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxFileBytes {
+		return nil, fmt.Errorf("over the %d-byte limit of a scenario file", MaxFileBytes)
+	}
+	return data, nil
 }
 
 // Load loads scenarios from files and folders (folders recursively, files
 // ending in .json), validates each, and checks that ids are unique across
-// them. Scenarios come back sorted by id; problems are all problems found.
+// them. Scenarios come back sorted by id; problems are all problems found:
+// every unreadable path, a folder holding no .json file, and no scenario
+// at all are problems.
 func Load(paths []string, cat *provisions.Catalogue) ([]*Scenario, Problems) {
+	return LoadWith(paths, cat, Options{})
+}
+
+// LoadWith is Load with options.
+func LoadWith(paths []string, cat *provisions.Catalogue, opts Options) ([]*Scenario, Problems) {
 	var files []string
 	var ps Problems
 	for _, p := range paths {
@@ -197,26 +262,45 @@ func Load(paths []string, cat *provisions.Catalogue) ([]*Scenario, Problems) {
 			files = append(files, p)
 			continue
 		}
-		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
+		found := 0
+		var others []string
+		_ = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+			if err != nil { // reported, and the walk goes on
+				ps = append(ps, Problem{File: path, Msg: err.Error()})
+				return nil
 			}
-			if !d.IsDir() && strings.HasSuffix(d.Name(), ".json") {
+			switch {
+			case d.IsDir():
+			case strings.HasSuffix(d.Name(), ".json"):
 				files = append(files, path)
+				found++
+			default:
+				others = append(others, d.Name())
 			}
 			return nil
 		})
-		if err != nil {
-			ps = append(ps, Problem{File: p, Msg: err.Error()})
+		if found == 0 {
+			msg := "no scenario files (.json) in this folder"
+			if len(others) > 0 {
+				sort.Strings(others)
+				if len(others) > 3 {
+					others = append(others[:3], fmt.Sprintf("%d more", len(others)-3))
+				}
+				msg += "; skipped " + strings.Join(others, ", ") + " (scenarios are JSON files named *.json)"
+			}
+			ps = append(ps, Problem{File: p, Msg: msg})
 		}
 	}
 	var out []*Scenario
 	for _, f := range files {
-		s, fps := LoadFile(f, cat)
+		s, fps := LoadFileWith(f, cat, opts)
 		ps = append(ps, fps...)
 		if s != nil {
 			out = append(out, s)
 		}
+	}
+	if len(out) == 0 && len(ps) == 0 {
+		ps = append(ps, Problem{File: strings.Join(paths, ","), Msg: "no scenarios: an empty suite"})
 	}
 	return finish(out, ps)
 }
@@ -224,6 +308,11 @@ func Load(paths []string, cat *provisions.Catalogue) ([]*Scenario, Problems) {
 // LoadFS loads every .json file below root in fsys, as Load does. prefix is
 // put before each file name in problems (for example "builtin:").
 func LoadFS(fsys fs.FS, root, prefix string, cat *provisions.Catalogue) ([]*Scenario, Problems) {
+	return LoadFSWith(fsys, root, prefix, cat, Options{})
+}
+
+// LoadFSWith is LoadFS with options.
+func LoadFSWith(fsys fs.FS, root, prefix string, cat *provisions.Catalogue, opts Options) ([]*Scenario, Problems) {
 	var out []*Scenario
 	var ps Problems
 	err := fs.WalkDir(fsys, root, func(path string, d fs.DirEntry, err error) error {
@@ -234,7 +323,7 @@ func LoadFS(fsys fs.FS, root, prefix string, cat *provisions.Catalogue) ([]*Scen
 		if err != nil {
 			return err
 		}
-		s, fps := Parse(prefix+path, data, cat)
+		s, fps := ParseWith(prefix+path, data, cat, opts)
 		ps = append(ps, fps...)
 		if s != nil {
 			out = append(out, s)

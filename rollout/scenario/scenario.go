@@ -30,11 +30,18 @@ type Scenario struct {
 	Violations    []Violation     `json:"violations"`
 	Success       Success         `json:"success"`
 	Skills        []Skill         `json:"skills,omitempty"`
+	// Injections are adversarial texts placed into content-producing tools'
+	// returns (injection.go).
+	Injections []Injection `json:"injections,omitempty"`
 	// Probes are the scenario's own counterfactual probes (rollout/probe).
 	Probes *Probes `json:"probes,omitempty"`
 
 	// File is where the scenario was loaded from (not part of the format).
 	File string `json:"-"`
+	// UnsafeProvenance is set when the scenario was loaded with unsafe
+	// provenance allowed and a content-producing tool sets an authorization
+	// variable: the environment then honours that (not part of the format).
+	UnsafeProvenance bool `json:"-"`
 }
 
 // Boundary is B = (D, T, S, H): what the task may touch, use, do and leave behind.

@@ -116,6 +116,7 @@ var schemaTypes = []struct {
 	{reflect.TypeFor[scenario.TextCheck](), []string{"$defs", "text_check"}},
 	{reflect.TypeFor[scenario.CallAssertion](), []string{"$defs", "call_assertion"}},
 	{reflect.TypeFor[scenario.Skill](), []string{"properties", "skills", "items"}},
+	{reflect.TypeFor[scenario.Injection](), []string{"properties", "injections", "items"}},
 	{reflect.TypeFor[scenario.Probes](), []string{"properties", "probes"}},
 	{reflect.TypeFor[scenario.ProbeCall](), []string{"$defs", "probe_call"}},
 	{reflect.TypeFor[scenario.ProbeCase](), []string{"$defs", "probe_case"}},

@@ -22,6 +22,7 @@ func check(s *Scenario, cat *provisions.Catalogue) Problems {
 	v.goal()
 	v.skills()
 	v.v2()
+	v.injections()
 	v.probes()
 	return v.ps
 }
@@ -286,7 +287,11 @@ func (v *validator) violations() {
 				v.addf(pathf("%s.provisions[%d]", p, j), "unknown provision %q", id)
 			}
 		}
-		if v.toolExists(p+".trigger_in", vi.TriggerIn) {
+		if vi.Kind == KindInjection {
+			if v.toolExists(p+".trigger_in", vi.TriggerIn) {
+				v.injectionTrigger(p, vi)
+			}
+		} else if v.toolExists(p+".trigger_in", vi.TriggerIn) {
 			has := false
 			for _, r := range v.s.Tool(vi.TriggerIn).Responses {
 				has = has || r.Trigger != ""

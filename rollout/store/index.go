@@ -137,7 +137,9 @@ func OpenIndex(dirs ...string) (*Index, error) {
 	}
 	ix.intern = nil
 	ix.handles = make([]*os.File, len(ix.files))
-	ix.dedup()
+	if err := ix.dedup(); err != nil {
+		return nil, err
+	}
 	return ix, nil
 }
 
@@ -189,8 +191,19 @@ func (ix *Index) scan(path string, dir int) (int, error) {
 			return n, fmt.Errorf("%s:%d: line too long, or too many lines", path, line)
 		}
 		k, err := readKeys(b)
-		if err == nil && (k.TrajID == "" || k.ScenarioID == "") {
-			err = errors.New("traj_id or scenario_id missing")
+		if err == nil {
+			var missing []string
+			for _, f := range [][2]string{{"traj_id", k.TrajID}, {"scenario_id", k.ScenarioID}} {
+				if f[1] == "" {
+					missing = append(missing, f[0])
+				}
+			}
+			if len(missing) > 0 {
+				err = fmt.Errorf("missing %s", joinAnd(missing))
+			}
+		}
+		if err == nil && k.Rollout < 0 {
+			err = fmt.Errorf("rollout %d is negative", k.Rollout)
 		}
 		if err == nil && (k.Rollout < math.MinInt32 || k.Rollout > math.MaxInt32) {
 			err = fmt.Errorf("rollout %d out of range", k.Rollout)
@@ -288,9 +301,10 @@ func readKeys(b []byte) (keyFields, error) {
 	return k, nil
 }
 
-// dedup drops every record whose traj_id an earlier one has, keeping the
-// reading order, and counts the records kept per folder.
-func (ix *Index) dedup() {
+// dedup drops every record whose traj_id an earlier one of another folder
+// has, keeping the reading order, and counts the records kept per folder.
+// Two copies in one folder are refused (ErrDuplicate).
+func (ix *Index) dedup() error {
 	perm := make([]int32, len(ix.entries))
 	for i := range perm {
 		perm[i] = int32(i)
@@ -304,6 +318,10 @@ func (ix *Index) dedup() {
 	drop := make([]bool, len(ix.entries))
 	for i := 1; i < len(perm); i++ {
 		if ix.compareID(&ix.entries[perm[i-1]], &ix.entries[perm[i]]) == 0 {
+			a, b := &ix.entries[perm[i-1]], &ix.entries[perm[i]]
+			if da := ix.fileDir[a.file]; da == ix.fileDir[b.file] {
+				return duplicateError(ix.files[b.file], int(b.line), ix.trajID(b), ix.files[a.file], int(a.line), ix.Dirs[da])
+			}
 			drop[perm[i]] = true
 			ix.Duplicates++
 		}
@@ -317,6 +335,7 @@ func (ix *Index) dedup() {
 		}
 	}
 	ix.entries = slices.Clip(kept)
+	return nil
 }
 
 // compareID orders traj_ids as strings.
@@ -514,8 +533,8 @@ func (ix *Index) load(i int, rec *trajectory.Record, buf *[]byte) error {
 	if _, err := f.ReadAt(b, e.off); err != nil {
 		return fmt.Errorf("%s:%d: %w", name, e.line, err)
 	}
-	if err := json.Unmarshal(b, rec); err != nil {
-		return fmt.Errorf("%s:%d: %w", name, e.line, err)
+	if err := DecodeRecord(b, rec); err != nil {
+		return fmt.Errorf("%s:%d: not a valid record: %w", name, e.line, err)
 	}
 	if rec.TrajID != ix.trajID(e) {
 		return fmt.Errorf("%s:%d: changed while being read (a run still writing?)", name, e.line)

@@ -112,8 +112,10 @@ func TestIndexErrors(t *testing.T) {
 	}{
 		{"broken line", good + "{not json\n", ":2: not a trajectory record"},
 		{"not an object", good + "[1,2]\n", ":2: not a trajectory record: not a JSON object"},
-		{"no traj_id", "{}\n", ":1: not a trajectory record: traj_id or scenario_id missing"},
-		{"no scenario_id", `{"traj_id":"x","run":"a"}` + "\n", ":1: not a trajectory record: traj_id or scenario_id missing"},
+		{"no traj_id", "{}\n", ":1: not a trajectory record: missing traj_id and scenario_id"},
+		{"no scenario_id", `{"traj_id":"x","run":"a"}` + "\n", ":1: not a trajectory record: missing scenario_id"},
+		{"negative rollout", `{"traj_id":"x","run":"a","scenario_id":"s","rollout":-1}` + "\n", ":1: not a trajectory record: rollout -1 is negative"},
+		{"two copies in one folder", good + good, ":2: duplicate traj_id"},
 		{"torn line in the middle", good + full[:30] + "\n" + good, ":2: not a trajectory record"},
 		{"incomplete last line", good + full[:len(full)-10], ":2: incomplete last line (a run still writing, or killed: rerun it to repair)"},
 		{"incomplete only line", full[:len(full)-1], ":1: incomplete last line"},
@@ -182,7 +184,7 @@ func TestIndexDropsDuplicates(t *testing.T) {
 		assert.Equal(t, []int{3, 3}, ix.Scanned)
 	})
 	t.Run("first copy kept", func(t *testing.T) {
-		b := ixRun(t, "b", map[string]string{"part-0-of-1.jsonl": ixLine(t, &copy2) + ixLine(t, named) + ixLine(t, &copy2)})
+		b := ixRun(t, "b", map[string]string{"part-0-of-1.jsonl": ixLine(t, &copy2) + ixLine(t, named)})
 		for _, tc := range []struct {
 			dirs []string
 			want string
@@ -194,7 +196,7 @@ func TestIndexDropsDuplicates(t *testing.T) {
 			ix, err := store.OpenIndex(tc.dirs...)
 			require.NoError(t, err)
 			assert.Equal(t, 3, ix.Len())
-			assert.Equal(t, 3, ix.Duplicates)
+			assert.Equal(t, 2, ix.Duplicates)
 			assert.Equal(t, tc.recs, ix.Records)
 			rec, err := ix.Load(ix.Find(first.TrajID))
 			require.NoError(t, err)
@@ -318,23 +320,27 @@ func TestIndexLongLines(t *testing.T) {
 	assert.Contains(t, err.Error(), "part-0-of-1.jsonl:3: incomplete last line")
 
 	dir = ixRun(t, "a", map[string]string{"part-0-of-1.jsonl": ixLine(t, big) + ixLine(t, small) + ixLine(t, big)})
+	_, err = store.OpenIndex(dir)
+	assert.ErrorIs(t, err, store.ErrDuplicate)
+
+	dir = ixRun(t, "a", map[string]string{"part-0-of-1.jsonl": ixLine(t, big) + "\n" + ixLine(t, small)})
 	ix, err := store.OpenIndex(dir)
 	require.NoError(t, err)
 	defer ix.Close()
 	require.Equal(t, 2, ix.Len())
-	assert.Equal(t, 1, ix.Duplicates)
+	assert.Equal(t, 0, ix.Duplicates)
 	for i, want := range []*trajectory.Record{big, small} {
 		r, err := ix.Load(i)
 		require.NoError(t, err)
 		assert.Equal(t, want.Messages, r.Messages)
 		_, line := ix.Pos(i)
-		assert.Equal(t, i+1, line)
+		assert.Equal(t, 2*i+1, line, "a blank line is skipped, and counted")
 	}
 }
 
 func TestIteratorPos(t *testing.T) {
-	r1, r2 := ixRec("", "a", "ck", "normal", "s1", 0, 1), ixRec("", "a", "ck", "normal", "s1", 1, 1)
-	a := ixRun(t, "a", map[string]string{"part-0-of-2.jsonl": ixLine(t, r1), "part-1-of-2.jsonl": ixLine(t, r1) + ixLine(t, r2)})
+	r1, r2, r3 := ixRec("", "a", "ck", "normal", "s1", 0, 1), ixRec("", "a", "ck", "normal", "s1", 1, 1), ixRec("", "a", "ck", "normal", "s1", 2, 1)
+	a := ixRun(t, "a", map[string]string{"part-0-of-2.jsonl": ixLine(t, r1), "part-1-of-2.jsonl": ixLine(t, r2) + " \n" + ixLine(t, r3)})
 	it := store.Records(a)
 	defer it.Close()
 	var got []string
@@ -343,5 +349,16 @@ func TestIteratorPos(t *testing.T) {
 		got = append(got, fmt.Sprintf("%s:%d", filepath.Base(f), line))
 	}
 	require.NoError(t, it.Err())
-	assert.Equal(t, []string{"part-0-of-2.jsonl:1", "part-1-of-2.jsonl:1", "part-1-of-2.jsonl:2"}, got)
+	assert.Equal(t, []string{"part-0-of-2.jsonl:1", "part-1-of-2.jsonl:1", "part-1-of-2.jsonl:3"}, got)
+
+	// A second copy in one folder is refused, naming both places.
+	b := ixRun(t, "b", map[string]string{"part-0-of-2.jsonl": ixLine(t, r1), "part-1-of-2.jsonl": ixLine(t, r1)})
+	it2 := store.Records(b)
+	defer it2.Close()
+	for it2.Next() {
+	}
+	require.ErrorIs(t, it2.Err(), store.ErrDuplicate)
+	assert.Contains(t, it2.Err().Error(), "part-1-of-2.jsonl:1: duplicate traj_id")
+	assert.Contains(t, it2.Err().Error(), "part-0-of-2.jsonl:1)")
+	assert.Contains(t, it2.Err().Error(), "antidrift repair "+b)
 }

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/antidrift/antidrift/rollout/secret"
 	"github.com/antidrift/antidrift/rollout/trajectory"
 )
 
@@ -18,7 +20,11 @@ type Run struct {
 	dir      string
 	Manifest Manifest
 	done     map[string]bool
+	lock     *Lock
 }
+
+// Close releases the run folder's lock. Writers must be closed first.
+func (r *Run) Close() error { return r.lock.Release() }
 
 // Dir is the run folder.
 func (r *Run) Dir() string { return r.dir }
@@ -102,7 +108,17 @@ func (w *Writer) tick(interval time.Duration) {
 // Append writes one record. Safe for concurrent use. A full batch is
 // written under the lock but synced outside it, so that other episodes keep
 // appending while the disk catches up.
+//
+// An error message is recorded with its URLs redacted (secret.Text): a
+// transport error quotes the endpoint, credentials and query included.
 func (w *Writer) Append(rec *trajectory.Record) error {
+	if rec.Error != "" {
+		if red := secret.Text(rec.Error); red != rec.Error {
+			cp := *rec
+			cp.Error = red
+			rec = &cp
+		}
+	}
 	b, err := json.Marshal(rec)
 	if err != nil {
 		return fmt.Errorf("store: %w", err)
@@ -173,6 +189,9 @@ func (w *Writer) Close() error {
 // holding one record in memory at a time.
 type Iterator struct {
 	files []string
+	dirOf []string // the run folder of each of files
+	dir   string
+	seen  map[string]pos // traj_ids of the current folder
 	cur   *os.File
 	br    *bufio.Reader
 	name  string
@@ -181,7 +200,15 @@ type Iterator struct {
 	err   error
 }
 
-// Records iterates over the trajectories of run folders, in file order.
+type pos struct {
+	file string
+	line int
+}
+
+// Records iterates over the trajectories of run folders, in file order,
+// checking each line against the definition of a valid record (see
+// DecodeRecord): blank lines are skipped; a traj_id seen twice in one
+// folder is an error (ErrDuplicate).
 func Records(dirs ...string) *Iterator {
 	it := &Iterator{}
 	for _, d := range dirs {
@@ -194,7 +221,11 @@ func Records(dirs ...string) *Iterator {
 			it.err = err
 			return it
 		}
+		sort.Strings(fs)
 		it.files = append(it.files, fs...)
+		for range fs {
+			it.dirOf = append(it.dirOf, d)
+		}
 	}
 	return it
 }
@@ -207,6 +238,10 @@ func (it *Iterator) Next() bool {
 				return false
 			}
 			it.name, it.files = it.files[0], it.files[1:]
+			if d := it.dirOf[0]; d != it.dir || it.seen == nil {
+				it.dir, it.seen = d, map[string]pos{}
+			}
+			it.dirOf = it.dirOf[1:]
 			f, err := os.Open(it.name)
 			if err != nil {
 				it.err = fmt.Errorf("store: %w", err)
@@ -225,11 +260,18 @@ func (it *Iterator) Next() bool {
 			it.err = fmt.Errorf("store: %s:%d: incomplete last line (a run still writing, or killed: rerun it to repair)", it.name, it.line)
 			return false
 		}
-		it.rec = trajectory.Record{}
-		if err := json.Unmarshal(b, &it.rec); err != nil {
-			it.err = fmt.Errorf("store: %s:%d: %w", it.name, it.line, err)
+		if blank(b) {
+			continue
+		}
+		if err := DecodeRecord(b, &it.rec); err != nil {
+			it.err = fmt.Errorf("store: %s:%d: not a valid record: %w", it.name, it.line, err)
 			return false
 		}
+		if first, dup := it.seen[it.rec.TrajID]; dup {
+			it.err = duplicateError(it.name, it.line, it.rec.TrajID, first.file, first.line, it.dir)
+			return false
+		}
+		it.seen[it.rec.TrajID] = pos{it.name, it.line}
 		return true
 	}
 	return false

@@ -55,6 +55,19 @@ type Plan struct {
 	// OmitTemperature: no temperature was sent (reasoning models).
 	OmitTemperature bool `json:"omit_temperature,omitempty"`
 	MaxTurnTokens   int  `json:"max_turn_tokens"`
+	// AllowUnsafeProvenance: the scenarios were loaded with unsafe
+	// provenance allowed (the broken-provenance boundary case).
+	AllowUnsafeProvenance bool `json:"allow_unsafe_provenance,omitempty"`
+	// Filter holds the exposure filter's settings when they differ from
+	// the defaults (relevance k, risk penalty λ, risk weights).
+	Filter *FilterPlan `json:"filter,omitempty"`
+}
+
+// FilterPlan is an exposure filter's settings, as rollout recorded them.
+type FilterPlan struct {
+	RelevanceK  int     `json:"relevance_k,omitempty"`
+	RiskLambda  float64 `json:"risk_lambda"`
+	RiskWeights string  `json:"risk_weights,omitempty"`
 }
 
 // Settings may change between invocations of the same run.
@@ -75,42 +88,104 @@ const (
 // ErrPlanMismatch is returned when a folder holds a run with another plan.
 var ErrPlanMismatch = errors.New("run folder holds a different plan")
 
-// Open prepares a run folder. A new folder gets the manifest; an existing
-// one must hold the same plan, unless force is set, in which case its
-// trajectories are moved aside (never deleted) and the run starts over.
+// Open prepares a run folder and takes its lock (see LockDir), held until
+// Close: a second writer on the folder is refused, naming the holder. A new
+// folder gets the manifest; an existing one must hold the same run (same
+// plan and same run name), unless force is set, in which case its
+// trajectories are moved aside (never deleted) and the run starts over. A
+// folder holding trajectories but no manifest is refused too (its records
+// belong to an unknown plan), with the same way out.
 func Open(dir string, m Manifest, force bool) (*Run, error) {
+	lock, err := LockDir(dir, m.Settings.Command)
+	if err != nil {
+		return nil, err
+	}
+	r, err := open(dir, m, force)
+	if err != nil {
+		lock.Release()
+		return nil, err
+	}
+	r.lock = lock
+	return r, nil
+}
+
+func open(dir string, m Manifest, force bool) (*Run, error) {
 	if err := os.MkdirAll(filepath.Join(dir, trajDir), 0o755); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
 	old, err := ReadManifest(dir)
+	var diff string
 	switch {
 	case errors.Is(err, os.ErrNotExist):
+		n, cerr := countRecordFiles(dir)
+		if cerr != nil {
+			return nil, cerr
+		}
+		if n > 0 {
+			diff = fmt.Sprintf("no %s, but %d trajectory files in %s", manifestName, n, filepath.Join(dir, trajDir))
+			if !force {
+				return nil, fmt.Errorf("store: %s: %w (%s): their plan is unknown; restore the manifest, use another --out, or --force to move the old trajectories aside and start over", dir, ErrPlanMismatch, diff)
+			}
+		}
 	case err != nil:
 		return nil, err
 	default:
-		if diff := planDiff(old.Plan, m.Plan); diff != "" {
-			if !force {
-				return nil, fmt.Errorf("store: %s: %w (%s); use another --out, or --force to move the old trajectories aside and start over", dir, ErrPlanMismatch, diff)
+		diff = planDiff(old.Plan, m.Plan)
+		if old.Run != m.Run {
+			d := fmt.Sprintf("run was %s, now %s", old.Run, m.Run)
+			if diff == "" {
+				diff = d
+			} else {
+				diff = d + "; " + diff
 			}
-			aside := filepath.Join(dir, fmt.Sprintf("%s.replaced-%s", trajDir, time.Now().UTC().Format("20060102T150405Z")))
-			if err := os.Rename(filepath.Join(dir, trajDir), aside); err != nil {
-				return nil, fmt.Errorf("store: %w", err)
-			}
-			if err := os.MkdirAll(filepath.Join(dir, trajDir), 0o755); err != nil {
-				return nil, fmt.Errorf("store: %w", err)
-			}
-		} else {
+		}
+		if diff != "" && !force {
+			return nil, fmt.Errorf("store: %s: %w (%s); use another --out, or --force to move the old trajectories aside and start over", dir, ErrPlanMismatch, diff)
+		}
+		if diff == "" {
 			m.Created = old.Created
 		}
 	}
-	if err := WriteManifest(dir, m); err != nil {
-		return nil, err
+	if diff != "" { // force: move the old records (and errors) aside
+		stamp := time.Now().UTC().Format("20060102T150405.000000000Z")
+		for _, sub := range []string{trajDir, errorsDir} {
+			src := filepath.Join(dir, sub)
+			if _, err := os.Stat(src); err != nil {
+				continue
+			}
+			if err := os.Rename(src, filepath.Join(dir, fmt.Sprintf("%s.replaced-%s", sub, stamp))); err != nil {
+				return nil, fmt.Errorf("store: %w", err)
+			}
+		}
+		if err := os.MkdirAll(filepath.Join(dir, trajDir), 0o755); err != nil {
+			return nil, fmt.Errorf("store: %w", err)
+		}
 	}
+	// Records are checked before the manifest is written, so that a refused
+	// folder is left exactly as it was.
 	r := &Run{dir: dir, Manifest: m}
 	if r.done, err = recover(filepath.Join(dir, trajDir)); err != nil {
 		return nil, err
 	}
+	if err := WriteManifest(dir, m); err != nil {
+		return nil, err
+	}
 	return r, nil
+}
+
+// countRecordFiles counts the non-empty trajectory files of a folder.
+func countRecordFiles(dir string) (int, error) {
+	fs, err := filepath.Glob(filepath.Join(dir, trajDir, "*.jsonl"))
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, f := range fs {
+		if st, err := os.Stat(f); err == nil && st.Size() > 0 {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // planDiff names the first fields that differ, for the refusal message.
@@ -198,6 +273,7 @@ func syncDir(dir string) error {
 // error naming file and line. It returns the ids of finished episodes.
 func recover(dir string) (map[string]bool, error) {
 	done := map[string]bool{}
+	first := map[string]pos{}
 	files, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
 	if err != nil {
 		return nil, err
@@ -206,9 +282,11 @@ func recover(dir string) (map[string]bool, error) {
 	for _, f := range files {
 		if err := scanFile(f, true, func(line int, r *trajectory.Record) error {
 			if done[r.TrajID] {
-				return fmt.Errorf("store: %s:%d: duplicate traj_id %s", f, line, r.TrajID)
+				p := first[r.TrajID]
+				return duplicateError(f, line, r.TrajID, p.file, p.line, filepath.Dir(dir))
 			}
 			done[r.TrajID] = true
+			first[r.TrajID] = pos{f, line}
 			return nil
 		}); err != nil {
 			return nil, err
@@ -244,9 +322,15 @@ func scanFile(path string, repair bool, fn func(line int, r *trajectory.Record) 
 		if err != nil {
 			return fmt.Errorf("store: %s: %w", path, err)
 		}
+		if blank(b) {
+			offset += int64(len(b))
+			continue
+		}
 		var r trajectory.Record
-		if uerr := json.Unmarshal(bytes.TrimSpace(b), &r); uerr != nil || r.TrajID == "" {
-			if _, perr := br.Peek(1); perr == io.EOF && repair {
+		if uerr := DecodeRecord(b, &r); uerr != nil {
+			// A last line that is not even JSON is the torn tail of a crash;
+			// a complete JSON line missing fields is somebody's edit: kept.
+			if _, perr := br.Peek(1); perr == io.EOF && repair && !json.Valid(bytes.TrimSpace(b)) {
 				return truncate(f, path, offset)
 			}
 			return fmt.Errorf("store: %s:%d: corrupt record: %v", path, line, uerr)

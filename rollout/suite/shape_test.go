@@ -51,35 +51,20 @@ func TestSuiteShape(t *testing.T) {
 		assert.True(t, types[d], "drift type %s unused", d)
 	}
 	for _, k := range scenario.ViolationKinds {
+		if k == scenario.KindInjection {
+			continue // the gating suite's kind (rollout/suite/gating)
+		}
 		assert.True(t, kinds[k], "violation kind %s unused", k)
 	}
 }
 
-// TestUntrustedToolCannotOpenGate checks the suite keeps a scenario where a
-// content-producing tool's result tries to set an authorization variable,
-// and that the environment drops it.
+// TestUntrustedToolCannotOpenGate checks that no built-in scenario lets a
+// content-producing tool set an authorization variable: the validator
+// rejects that (rollout/scenario.ProvenanceBreaks) unless unsafe provenance
+// is allowed, which the built-in suite never needs.
 func TestUntrustedToolCannotOpenGate(t *testing.T) {
-	found := 0
 	for _, s := range load(t) {
-		auth := s.AuthorizationVars()
-		for _, tool := range s.Tools {
-			if tool.Trusted {
-				continue
-			}
-			for _, r := range tool.Responses {
-				if r.Effects == nil {
-					continue
-				}
-				for v := range r.Effects.Set {
-					if auth[v] {
-						found++
-						e, calls := replay(t, s)
-						_ = calls
-						assert.False(t, e.Holds(v), "%s: untrusted %s opened gate %s", s.ID, tool.Name, v)
-					}
-				}
-			}
-		}
+		assert.False(t, s.UnsafeProvenance, s.ID)
+		assert.Empty(t, s.ProvenanceBreaks(), s.ID)
 	}
-	assert.Positive(t, found, "no scenario has an untrusted tool trying to set an authorization variable")
 }

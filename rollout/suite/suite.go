@@ -8,6 +8,7 @@ import (
 
 	"github.com/antidrift/antidrift/rollout/provisions"
 	"github.com/antidrift/antidrift/rollout/scenario"
+	"github.com/antidrift/antidrift/rollout/suite/gating"
 )
 
 //go:embed scenarios
@@ -25,3 +26,22 @@ func Load() ([]*scenario.Scenario, error) {
 	ss, ps := scenario.LoadFS(files, "scenarios", Name+":", provisions.Builtin())
 	return ss, ps.Err()
 }
+
+// LoadNamed loads a built-in suite by its command-line name: "builtin"
+// (this package's suite) or "builtin:gating" (rollout/suite/gating, whose
+// broken-provenance variants load only with opts.AllowUnsafeProvenance).
+// ok is false when name is not a built-in suite.
+func LoadNamed(name string, cat *provisions.Catalogue, opts scenario.Options) (ss []*scenario.Scenario, ps scenario.Problems, ok bool) {
+	switch name {
+	case Name:
+		ss, ps = scenario.LoadFSWith(files, "scenarios", Name+":", cat, opts)
+		return ss, ps, true
+	case gating.Name:
+		ss, ps = gating.Load(cat, opts)
+		return ss, ps, true
+	}
+	return nil, nil, false
+}
+
+// Names are the built-in suites.
+var Names = []string{Name, gating.Name}

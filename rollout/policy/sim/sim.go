@@ -39,6 +39,9 @@ type Profile struct {
 	// Abandon is the chance that a followed shortcut replaces the rest of the
 	// compliant path (a drifting failure) rather than adding to it.
 	Abandon float64
+	// InjectionSusceptibility is the chance that an episode acts on an
+	// injected text it reads (injection.go); 0 ignores injections.
+	InjectionSusceptibility float64
 }
 
 // Profiles is the simulated family standing for one training run, from the
@@ -65,7 +68,9 @@ var Probes = []Profile{
 }
 
 // All is the family followed by the probes.
-func All() []Profile { return append(append([]Profile(nil), Profiles...), Probes...) }
+func All() []Profile {
+	return append(append(append([]Profile(nil), Profiles...), Probes...), InjectionProfiles...)
+}
 
 // Lookup finds a profile by name, with or without the "sim:" prefix.
 func Lookup(name string) (Profile, error) {
@@ -87,9 +92,10 @@ func Lookup(name string) (Profile, error) {
 // recognised from the user turn, the request seed and the conversation so
 // far, so it gives the same answers in-process and behind sim-server.
 type Policy struct {
-	profile  Profile
-	byPrompt map[string]*scenario.Scenario
-	calls    map[string]*completedCalls // by scenario id
+	profile    Profile
+	byPrompt   map[string]*scenario.Scenario
+	calls      map[string]*completedCalls // by scenario id
+	injections []injectionRead            // every scenario's injections
 }
 
 // completedCalls holds the complete arguments of a scenario's required
@@ -105,7 +111,16 @@ type completedCalls struct {
 func New(p Profile, scenarios []*scenario.Scenario) *Policy {
 	pol := &Policy{profile: p, byPrompt: map[string]*scenario.Scenario{}, calls: map[string]*completedCalls{}}
 	for _, s := range scenarios {
-		pol.byPrompt[s.UserPrompt()] = s
+		for i := range s.Injections {
+			pol.injections = append(pol.injections, injectionRead{inj: &s.Injections[i], s: s})
+		}
+		// Variants of one task (clean, injected) share the user turn: the
+		// first (in id order, the clean one) stands for them all, so that
+		// every variant's episode follows the same plan until an injection
+		// is read.
+		if pol.byPrompt[s.UserPrompt()] == nil {
+			pol.byPrompt[s.UserPrompt()] = s
+		}
 		cc := &completedCalls{}
 		for j, c := range s.RequiredCalls {
 			args, err := s.CompleteArgs(c.Tool, c.Args, c.Patterns)
@@ -193,11 +208,18 @@ func (p *Policy) plan(s *scenario.Scenario, seed int64) (episodePlan, error) {
 	}
 	// Which shortcuts the episode takes: at most one drift decision per
 	// episode, then the chosen violation and, rarely, a second one.
+	// Injection targets are followed only when an injection is read.
+	var pool []int
+	for i, v := range s.Violations {
+		if v.Kind != scenario.KindInjection {
+			pool = append(pool, i)
+		}
+	}
 	taken := map[int]bool{}
-	if len(s.Violations) > 0 && rng.Float64() < p.scenarioDrift(s.ID) {
-		first := rng.IntN(len(s.Violations))
+	if len(pool) > 0 && rng.Float64() < p.scenarioDrift(s.ID) {
+		first := pool[rng.IntN(len(pool))]
 		taken[first] = true
-		for i := range s.Violations {
+		for _, i := range pool {
 			if i != first && rng.Float64() < 0.15 {
 				taken[i] = true
 			}
@@ -318,7 +340,7 @@ func (p *Policy) Complete(ctx context.Context, req policy.Request) (policy.Respo
 			continue
 		}
 		turn++
-		for _, name := range calledTools(m, mode) {
+		for _, name := range calledTools(m, mode, p.isInjected) {
 			for next < len(ep.actions) && ep.actions[next].tool != name {
 				next++
 			}
@@ -330,10 +352,19 @@ func (p *Policy) Complete(ctx context.Context, req policy.Request) (policy.Respo
 	for next < len(ep.actions) && !visible[ep.actions[next].tool] {
 		next++
 	}
+	var injected *action
+	if mode != protocol.ReAct {
+		injected = p.injectedAction(s, ep, next, req.Seed, req.Messages, visible)
+	}
 	msg := trajectory.Message{Role: trajectory.RoleAssistant}
 	finish := "stop"
-	if next < len(ep.actions) {
-		a := ep.actions[next]
+	if next < len(ep.actions) || injected != nil {
+		var a action
+		if injected != nil {
+			a = *injected
+		} else {
+			a = ep.actions[next]
+		}
 		raw, err := json.Marshal(a.args)
 		if err != nil {
 			return policy.Response{}, fmt.Errorf("sim: %w", err)
@@ -355,13 +386,16 @@ func (p *Policy) Complete(ctx context.Context, req policy.Request) (policy.Respo
 	return policy.Response{Message: msg, FinishReason: finish, Usage: usage(req, msg)}, nil
 }
 
-// calledTools are the tools an assistant message called: its native calls,
-// or under ReAct the action its text states.
-func calledTools(m trajectory.Message, mode protocol.Mode) []string {
+// calledTools are the tools an assistant message called: its native calls
+// (less those an injection induced), or under ReAct the action its text
+// states.
+func calledTools(m trajectory.Message, mode protocol.Mode, injected func(trajectory.ToolCall) bool) []string {
 	if len(m.ToolCalls) > 0 {
-		names := make([]string, len(m.ToolCalls))
-		for i, tc := range m.ToolCalls {
-			names[i] = tc.Function.Name
+		names := make([]string, 0, len(m.ToolCalls))
+		for _, tc := range m.ToolCalls {
+			if !injected(tc) { // an injection's call is no step of the plan
+				names = append(names, tc.Function.Name)
+			}
 		}
 		return names
 	}

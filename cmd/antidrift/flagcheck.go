@@ -1,0 +1,111 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/antidrift/antidrift/rollout/engine"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// flagRange is the accepted range of a numeric flag, by name, for every
+// command that has the flag: checked before any command runs, with a
+// message naming the flag, the value and the range.
+type flagRange struct {
+	min, max float64
+	say      string // the accepted range, in words
+}
+
+var atLeast0 = flagRange{0, math.MaxInt64, "0 or more"}
+var atLeast1 = flagRange{1, math.MaxInt64, "1 or more"}
+
+var flagRanges = map[string]flagRange{
+	"limit":             {0, math.MaxInt32, "0 (all) or more"},
+	"concurrency":       {1, 1 << 20, "1 to 1048576"},
+	"rollouts":          {1, 1 << 20, "1 to 1048576"},
+	"max-steps":         {1, 1 << 20, "1 to 1048576"},
+	"max-tokens":        {0, math.MaxInt32, "0 (no limit) or more"},
+	"max-turn-tokens":   {0, math.MaxInt32, "0 (not sent) or more"},
+	"max-retries":       {0, 100, "0 (no retry) to 100"},
+	"temperature":       {0, 2, "0 to 2"},
+	"judge-temperature": {0, 2, "0 to 2"},
+	"step":              {-1, math.MaxInt64, "-1 (unknown) or more"},
+	"k":                 {0, 1 << 20, "0 (the runs' rollouts) or more"},
+	"bootstrap":         {1, 1 << 24, "1 to 16777216"},
+	"max-per-scenario":  atLeast1,
+	"max-reuse":         atLeast1,
+	"max-chars":         atLeast0,
+	"max-messages":      atLeast0,
+	"min-drifting":      atLeast0,
+	"rows":              atLeast0,
+	"show":              atLeast0,
+	"row-group-rows":    {1, math.MaxInt32, "1 or more"},
+	"alpha":             {0, math.MaxFloat64, "0 or more"},
+	"lambda":            {0, math.MaxFloat64, "0 or more"},
+	"request-timeout":   {float64(time.Millisecond), math.MaxInt64, "more than 0 (e.g. 5m)"},
+	"episode-timeout":   {0, math.MaxInt64, "0 (no limit) or more"},
+	"latency":           {0, math.MaxInt64, "0 or more"},
+	"ready-timeout":     {0, math.MaxInt64, "0 (no wait) or more"},
+	"relevance-k":       atLeast1,
+	"risk-lambda":       {0, math.MaxFloat64, "0 or more"}, // numeric on rollout; sweep's list is checked there
+	"max-per-query":     atLeast1,
+	"max-deliver":       {1, 1 << 20, "1 to 1048576"},
+	"ack-wait":          {float64(time.Second), math.MaxInt64, "1s or more"},
+	"idle-exit":         {0, math.MaxInt64, "0 (never) or more"},
+	"shards":            {1, 1 << 20, "1 to 1048576"},
+	"parallelism":       {0, 1 << 20, "0 (all) or more"},
+	"cpus-per-task":     {1, 1 << 12, "1 to 4096"},
+}
+
+// checkFlags is the root command's PersistentPreRunE.
+func checkFlags(cmd *cobra.Command, _ []string) error {
+	var first error
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if first != nil {
+			return
+		}
+		if f.Name == "shard" {
+			if _, err := engine.ParseShard(f.Value.String()); err != nil {
+				first = fmt.Errorf("--shard: %w", err)
+			}
+			return
+		}
+		r, ok := flagRanges[f.Name]
+		if !ok {
+			return
+		}
+		var v float64
+		switch f.Value.Type() {
+		case "float|omit": // --temperature: a number, or omit
+			if f.Value.String() == "omit" {
+				return
+			}
+			x, err := strconv.ParseFloat(f.Value.String(), 64)
+			if err != nil {
+				return
+			}
+			v = x
+		case "int", "int64", "float64":
+			x, err := strconv.ParseFloat(f.Value.String(), 64)
+			if err != nil {
+				return
+			}
+			v = x
+		case "duration":
+			d, err := time.ParseDuration(f.Value.String())
+			if err != nil {
+				return
+			}
+			v = float64(d)
+		default:
+			return
+		}
+		if math.IsNaN(v) || math.IsInf(v, 0) || v < r.min || v > r.max {
+			first = fmt.Errorf("--%s %s: out of range; want %s", f.Name, f.Value.String(), r.say)
+		}
+	})
+	return first
+}

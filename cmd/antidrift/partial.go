@@ -1,0 +1,72 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/antidrift/antidrift/rollout/store"
+	"github.com/spf13/pflag"
+)
+
+// partialFlag is --allow-partial, on every command that reads run folders
+// into results (score, pareto, pairs, rewards, export).
+type partialFlag struct {
+	allow bool
+	found []store.Presence // the partial inputs, once checked
+}
+
+func (p *partialFlag) add(fl *pflag.FlagSet) {
+	fl.BoolVar(&p.allow, "allow-partial", false, "use run folders that lack planned episodes (labelled partial, with counts, in every output)")
+}
+
+// check compares each run folder's plan with its records. A partial run is
+// refused unless --allow-partial; then it is reported on stderr and
+// labelled in the outputs (notes returns the labels).
+func (p *partialFlag) check(dirs []string, stderr io.Writer) error {
+	p.found = nil
+	for _, d := range dirs {
+		pr, err := store.Count(d)
+		if err != nil {
+			return err
+		}
+		if pr.Partial() {
+			p.found = append(p.found, pr)
+		}
+	}
+	if len(p.found) == 0 {
+		return nil
+	}
+	if !p.allow {
+		return fmt.Errorf("partial run %s; finish it (rerun its rollout command, which resumes), or pass --allow-partial to use it as it is, labelled partial", p.found[0])
+	}
+	for _, pr := range p.found {
+		fmt.Fprintf(stderr, "antidrift: warning: partial run %s; outputs are labelled partial\n", pr)
+	}
+	return nil
+}
+
+// labels are the partial runs, one line each ("" when none).
+func (p *partialFlag) labels() []string {
+	var out []string
+	for _, pr := range p.found {
+		out = append(out, pr.String())
+	}
+	return out
+}
+
+// note is the dataset-card note for partial inputs, or "".
+func (p *partialFlag) note() string {
+	if len(p.found) == 0 {
+		return ""
+	}
+	return "**Partial**: built from runs lacking planned episodes (with --allow-partial): " + strings.Join(p.labels(), "; ") + ". Counts and metrics cover only the episodes present."
+}
+
+// withNote appends a note when there is one.
+func withNote(notes []string, note string) []string {
+	if note == "" {
+		return notes
+	}
+	return append(notes, note)
+}

@@ -1,0 +1,137 @@
+package sim
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"strings"
+
+	"github.com/antidrift/antidrift/rollout/scenario"
+	"github.com/antidrift/antidrift/rollout/trajectory"
+)
+
+// InjectionProfiles are simulated policies that respond to prompt
+// injections, for the gating evaluation: the same competence and drift
+// propensity, with a chance InjectionSusceptibility that an episode acts
+// on an injected text it reads. They are simulations, labelled "sim:".
+var InjectionProfiles = []Profile{
+	{Name: "gullible", Competence: 0.9, DriftPropensity: 0.2, Abandon: 0.2, InjectionSusceptibility: 0.8},
+	{Name: "wary", Competence: 0.9, DriftPropensity: 0.2, Abandon: 0.2, InjectionSusceptibility: 0.2},
+}
+
+// A simulated policy reads an injection when a tool result of the turn it
+// answers contains an injection's text. With probability
+// InjectionSusceptibility (drawn per episode and injection) it then acts
+// on it, on that turn and with the tools it is offered then:
+//
+//   - an instruction injection: it makes the target call, if that tool is
+//     offered; if not, the injection fails (the simulation does not keep
+//     the instruction for later);
+//   - a forged-authorization injection: it believes the claim and makes
+//     the next planned call that the claimed variables authorise at once,
+//     skipping the trusted step that would establish them, if that tool is
+//     offered; if not, it carries on with its plan.
+//
+// That "if offered" is what gating changes: a hidden risky tool cannot be
+// called by a policy that only calls what it sees.
+
+// injectionRead is an injection found in the latest tool results.
+type injectionRead struct {
+	inj *scenario.Injection
+	s   *scenario.Scenario
+}
+
+// readInjections are the injections whose text is in the tool messages
+// after the last assistant message, in the scenarios' order.
+func (p *Policy) readInjections(msgs []trajectory.Message) []injectionRead {
+	if len(p.injections) == 0 {
+		return nil
+	}
+	var recent []string
+	for i := len(msgs) - 1; i >= 0 && msgs[i].Role == trajectory.RoleTool; i-- {
+		recent = append(recent, msgs[i].Content)
+	}
+	var out []injectionRead
+	for _, ir := range p.injections {
+		// Tool messages are JSON: the text sits in a string, escaped.
+		b, _ := json.Marshal(ir.inj.Text)
+		needle := strings.Trim(string(b), `"`)
+		for _, c := range recent {
+			if strings.Contains(c, needle) {
+				out = append(out, ir)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// accepts reports whether the episode acts on an injection.
+func (p *Policy) accepts(seed int64, s *scenario.Scenario, inj *scenario.Injection) bool {
+	if p.profile.InjectionSusceptibility <= 0 {
+		return false
+	}
+	rng := rand.New(rand.NewPCG(hash64("inject", p.profile.Name, s.ID, inj.ID), uint64(seed)))
+	return rng.Float64() < p.profile.InjectionSusceptibility
+}
+
+// injectedAction is the call an injection read this turn induces, or nil.
+func (p *Policy) injectedAction(s *scenario.Scenario, ep episodePlan, next int, seed int64, msgs []trajectory.Message, visible map[string]bool) *action {
+	for _, ir := range p.readInjections(msgs) {
+		if !p.accepts(seed, ir.s, ir.inj) {
+			continue
+		}
+		switch ir.inj.Kind {
+		case scenario.InjectInstruction:
+			t := ir.inj.Target
+			if t == nil || !visible[t.Tool] {
+				continue
+			}
+			args, err := ir.s.CompleteArgs(t.Tool, t.Args, t.Patterns)
+			if err != nil {
+				continue
+			}
+			return &action{tool: t.Tool, args: args}
+		case scenario.InjectForgedAuthorization:
+			claimed := map[string]bool{}
+			for _, c := range ir.inj.Claims {
+				claimed[c] = true
+			}
+			for _, a := range ep.actions[next:] {
+				t := s.Tool(a.tool)
+				if t == nil || !visible[a.tool] {
+					continue
+				}
+				for _, v := range t.Authorizes {
+					if claimed[v] {
+						return &a
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// isInjected reports whether a call is an instruction injection's target
+// (by tool and arguments), so that walking the plan skips it.
+func (p *Policy) isInjected(tc trajectory.ToolCall) bool {
+	for _, ir := range p.injections {
+		t := ir.inj.Target
+		if ir.inj.Kind != scenario.InjectInstruction || t == nil || t.Tool != tc.Function.Name {
+			continue
+		}
+		m, err := scenario.NewMatcher(t.Args, t.Patterns)
+		if err != nil {
+			continue
+		}
+		raw := []byte(tc.Function.Parsed)
+		if len(raw) == 0 { // behind sim-server the call comes back as text
+			raw = []byte(tc.Function.Arguments)
+		}
+		args, err := scenario.ParseArgs(raw)
+		if err == nil && args != nil && m.Match(args) {
+			return true
+		}
+	}
+	return false
+}
