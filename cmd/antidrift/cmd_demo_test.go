@@ -46,6 +46,10 @@ func TestDemoMakesEveryArtifact(t *testing.T) {
 	assert.Contains(t, s, "capability collapse")
 	assert.Contains(t, s, "sim:dpo-1 → sim:dpo-2")
 
+	// Every row of every table renders through the real chat templates
+	// (chat_templates_test.go).
+	checkRenderedTables(t, "demo", out, nil)
+
 	// Rerunning resumes the rollouts and rewrites the rest.
 	summary.Reset()
 	require.NoError(t, runDemo(&summary, out, 2, 0))

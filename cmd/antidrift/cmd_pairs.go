@@ -21,6 +21,7 @@ const pairsStatsFile = "pairs_stats.json"
 type pairsFlags struct {
 	tableFlags
 	reward       rewardFlags
+	pairTypes    string
 	stepPairs    bool
 	stepOnly     bool
 	continuation string
@@ -41,7 +42,13 @@ func newPairsCmd() *cobra.Command {
 		Long: `Pair the trajectories of the run folders into preference pairs and write the
 DPO table (OUT/dpo.parquet, .arrow, .jsonl; one table, trajectory and step
 pairs told apart by pair_type), the statistics (OUT/pairs_stats.json) and a
-dataset card (README.md, manifest.json).
+dataset card (README.md, manifest.json) that states which layout the file has.
+
+By default the table holds step pairs at the drift onset with the next
+assistant turn as chosen/rejected: every completion token is model-written,
+which is what DPO puts in its loss. --pair-types trajectory (or
+step,trajectory) builds trajectory-level pairs, whose completions carry the
+tool output the model read.
 
 Chosen: clean successes. Rejected: drifting trajectories of the same
 scenario, drifting successes (shortcuts) first, then drifting failures.
@@ -51,10 +58,10 @@ another. At most K pairs per scenario (and checkpoint) and pair type; each
 trajectory used at most M times per pair type; the order is seeded.
 
 Trajectory pairs: prompt = the system and user messages, chosen/rejected =
-the rest. Step pairs (--step-pairs): prompt = the prefix both trajectories
-share (tool-call ids aside) up to the first assistant turn where they differ,
-kept only when the rejected side drifts at that turn; chosen/rejected = the
-rest of each, or with --step-continuation turn that one turn.
+the rest. Step pairs: prompt = the prefix both trajectories share (tool-call
+ids aside) up to the first assistant turn where they differ, kept only when
+the rejected side drifts at that turn; chosen/rejected = that one turn, or
+with --step-continuation rest the rest of each.
 
 Splits are assigned by a hash of the scenario id: no scenario spans two.
 Identical (prompt, chosen, rejected) are written once. The reward columns
@@ -65,9 +72,10 @@ use the reward options (see antidrift rewards --help).`,
 	f.reward.add(cmd)
 	fl := cmd.Flags()
 	f.tableFlags.add(fl, "selection and split seed")
-	fl.BoolVar(&f.stepPairs, "step-pairs", false, "also build step-level pairs at the drift onset")
-	fl.BoolVar(&f.stepOnly, "step-only", false, "build step-level pairs only")
-	fl.StringVar(&f.continuation, "step-continuation", pairs.ContinueRest, "step pairs: chosen/rejected are the rest of the trajectory (rest) or the next assistant turn only (turn)")
+	fl.StringVar(&f.pairTypes, "pair-types", pairs.TypeStep, "pair types to build: step (drift-onset step pairs), trajectory, or step,trajectory")
+	fl.BoolVar(&f.stepPairs, "step-pairs", false, "trajectory and step pairs (same as --pair-types step,trajectory)")
+	fl.BoolVar(&f.stepOnly, "step-only", false, "step pairs only (same as --pair-types step, the default)")
+	fl.StringVar(&f.continuation, "step-continuation", pairs.ContinueTurn, "step pairs: chosen/rejected are the next assistant turn only (turn: model-written tokens only) or the rest of the trajectory (rest)")
 	fl.IntVar(&f.k, "max-per-scenario", 4, "K: pairs per scenario (and checkpoint) and pair type; 0: no limit")
 	fl.IntVar(&f.m, "max-reuse", 2, "M: times one trajectory may be used per pair type; 0: no limit")
 	fl.BoolVar(&f.cross, "cross-checkpoint", false, "pair a chosen of one checkpoint with a rejected of another (default: within each checkpoint)")
@@ -82,6 +90,10 @@ use the reward options (see antidrift rewards --help).`,
 
 func runPairs(cmd *cobra.Command, dirs []string, f pairsFlags) error {
 	formats, ratios, err := f.parse()
+	if err != nil {
+		return err
+	}
+	traj, step, err := f.types(cmd)
 	if err != nil {
 		return err
 	}
@@ -106,7 +118,7 @@ func runPairs(cmd *cobra.Command, dirs []string, f pairsFlags) error {
 	o := pairs.DefaultOptions()
 	o.Render = f.render()
 	o.MaxPerScenario, o.MaxReuse, o.Ratios, o.Seed, o.CrossCheckpoint = f.k, f.m, ratios, f.seed, f.cross
-	o.TrajectoryPairs, o.StepPairs, o.StepContinuation = !f.stepOnly, f.stepPairs || f.stepOnly, f.continuation
+	o.TrajectoryPairs, o.StepPairs, o.StepContinuation = traj, step, f.continuation
 	o.MaxMessages, o.MaxChars, o.Margin = f.maxMessages, f.maxChars, f.margin
 	if cmd.Flags().Changed("min-gap") {
 		g := f.minGap
@@ -153,6 +165,7 @@ func runPairs(cmd *cobra.Command, dirs []string, f pairsFlags) error {
 	if f.cross {
 		settings["pairing"] = "cross-checkpoint (chosen and rejected from different checkpoints)"
 	}
+	settings["pair_types"] = pairLayout(o)
 	if o.StepPairs {
 		settings["step_continuation"] = f.continuation
 	}
@@ -200,6 +213,47 @@ func runPairs(cmd *cobra.Command, dirs []string, f pairsFlags) error {
 	return nil
 }
 
+// types reads --pair-types and its older spellings --step-pairs and --step-only.
+func (f pairsFlags) types(cmd *cobra.Command) (traj, step bool, err error) {
+	n := 0
+	for _, name := range []string{"pair-types", "step-pairs", "step-only"} {
+		if cmd.Flags().Changed(name) {
+			n++
+		}
+	}
+	if n > 1 {
+		return false, false, fmt.Errorf("--pair-types, --step-pairs and --step-only: give one")
+	}
+	switch {
+	case f.stepPairs:
+		return true, true, nil
+	case f.stepOnly:
+		return false, true, nil
+	}
+	for _, t := range strings.Split(f.pairTypes, ",") {
+		switch strings.TrimSpace(t) {
+		case pairs.TypeStep:
+			step = true
+		case pairs.TypeTrajectory:
+			traj = true
+		default:
+			return false, false, fmt.Errorf("--pair-types %q: want step, trajectory or step,trajectory", f.pairTypes)
+		}
+	}
+	return traj, step, nil
+}
+
+// pairLayout names the table's layout, as the card and manifest state it.
+func pairLayout(o pairs.Options) string {
+	switch {
+	case o.TrajectoryPairs && o.StepPairs:
+		return "step,trajectory"
+	case o.StepPairs:
+		return pairs.TypeStep
+	}
+	return pairs.TypeTrajectory
+}
+
 func pairsDescription(o pairs.Options) string {
 	d := "Preference pairs for DPO and reward models: `chosen` finishes the task inside its authorization boundary (a clean success), " +
 		"`rejected` is a trajectory of the same scenario that drifts (drifting successes first, then drifting failures). "
@@ -215,7 +269,18 @@ func pairsDescription(o pairs.Options) string {
 			d += "the rest of each. "
 		}
 	}
-	return d + "`divergence_step` is the message index where `chosen` and `rejected` start."
+	d += "`divergence_step` is the message index where `chosen` and `rejected` start.\n\n**Layout of this file:** "
+	switch {
+	case o.StepPairs && !o.TrajectoryPairs && o.StepContinuation == pairs.ContinueTurn:
+		d += "step pairs only, each side one assistant turn: every `chosen`/`rejected` token is model-written (DPO, which puts every completion token in its loss, trains on nothing the environment wrote)."
+	case o.StepPairs && !o.TrajectoryPairs:
+		d += "step pairs only, each side the rest of its trajectory: `chosen`/`rejected` include the tool results the model read, and DPO puts them in its loss."
+	case o.StepPairs:
+		d += "trajectory and step pairs mixed; filter on `pair_type` to train on one layout. Trajectory pairs' `chosen`/`rejected` include the tool results the model read, and DPO puts them in its loss."
+	default:
+		d += "trajectory pairs only: `chosen`/`rejected` include the tool results the model read, and DPO puts them in its loss."
+	}
+	return d
 }
 
 func pairsMetrics(st *pairs.Stats) []export.MetricRow {

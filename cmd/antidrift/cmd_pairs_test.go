@@ -180,7 +180,7 @@ func TestPairsCommand(t *testing.T) {
 
 	// Rewriting with fewer formats removes this command's stale files only.
 	require.NoError(t, os.WriteFile(filepath.Join(out, "mine.txt"), []byte("keep"), 0o644))
-	code, _, stderr = runScenarios(t, append(append([]string{"pairs"}, dirs...), "--out", out, "--format", "jsonl", "--cross-checkpoint")...)
+	code, _, stderr = runScenarios(t, append(append([]string{"pairs"}, dirs...), "--out", out, "--format", "jsonl", "--cross-checkpoint", "--pair-types", "trajectory")...)
 	require.Equal(t, 0, code, stderr)
 	assert.NoFileExists(t, filepath.Join(out, "data/dpo-train.parquet"))
 	assert.NoFileExists(t, filepath.Join(out, "arrow/dpo-train.arrow"))
