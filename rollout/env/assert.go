@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -14,26 +13,7 @@ import (
 // Lookup returns the value at a dot path of a state ("drafts",
 // "calendar.events", "drafts.0.to"); numeric segments index arrays.
 func Lookup(state map[string]any, path string) (any, bool) {
-	var cur any = state
-	for _, seg := range strings.Split(path, ".") {
-		switch x := cur.(type) {
-		case map[string]any:
-			v, ok := x[seg]
-			if !ok {
-				return nil, false
-			}
-			cur = v
-		case []any:
-			i, err := strconv.Atoi(seg)
-			if err != nil || i < 0 || i >= len(x) {
-				return nil, false
-			}
-			cur = x[i]
-		default:
-			return nil, false
-		}
-	}
-	return cur, true
+	return scenario.LookupPath(state, path)
 }
 
 // Subset reports whether got includes want: objects by their keys

@@ -300,7 +300,7 @@ func (v *validator) carriers() {
 					v.addf(path, "%s", bad)
 					return
 				}
-				cur, ok := lookupPath(obj, at)
+				cur, ok := LookupPath(obj, at)
 				if mode == CarrierAppend {
 					if _, isStr := cur.(string); !ok || !isStr {
 						v.addf(field, "append needs %q to hold a string in the return", at)
@@ -334,7 +334,10 @@ func triggerAt(r Response) string {
 	return r.TriggerAt
 }
 
-func lookupPath(obj map[string]any, path string) (any, bool) {
+// LookupPath returns the value at a dot path of a JSON object ("drafts",
+// "order.remarks", "items.0.comment"); numeric segments index arrays. The
+// environment reads state the same way (env.Lookup).
+func LookupPath(obj map[string]any, path string) (any, bool) {
 	var cur any = obj
 	for _, seg := range strings.Split(path, ".") {
 		switch x := cur.(type) {
