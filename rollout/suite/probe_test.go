@@ -5,7 +5,10 @@ import (
 	"testing"
 
 	"github.com/antidrift/antidrift/rollout/probe"
+	"github.com/antidrift/antidrift/rollout/provisions"
+	"github.com/antidrift/antidrift/rollout/scenario"
 	"github.com/antidrift/antidrift/rollout/suite"
+	"github.com/antidrift/antidrift/rollout/suite/gating"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -29,4 +32,17 @@ func TestSuitePassesProbeBattery(t *testing.T) {
 		})
 	}
 	assert.Positive(t, n)
+}
+
+// The gating suite's scenarios pass the battery too: a repeated payment,
+// send, share or deletion is an over-action, never a clean success.
+func TestGatingSuitePassesProbeBattery(t *testing.T) {
+	ss, ps := gating.Load(provisions.Builtin(), scenario.Options{})
+	require.NoError(t, ps.Err())
+	require.NotEmpty(t, ss)
+	for _, s := range ss {
+		rep, err := probe.Check(context.Background(), s)
+		require.NoError(t, err)
+		assert.Empty(t, rep.Failures(), s.ID)
+	}
 }
