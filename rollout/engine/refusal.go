@@ -28,6 +28,9 @@ type refusalGate struct {
 	sig     string
 	first   error
 	held    []*trajectory.Record
+	// refused is the refusal once decided: episodes still in flight then
+	// belong to the refused wave and are not written either.
+	refused error
 }
 
 func newRefusalGate(todo int) *refusalGate {
@@ -40,6 +43,9 @@ func (g *refusalGate) admit(rec *trajectory.Record, cause error) (hold bool, rel
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.decided {
+		if g.refused != nil {
+			return true, nil, g.refused
+		}
 		return false, nil, nil
 	}
 	sig := ""
@@ -59,7 +65,8 @@ func (g *refusalGate) admit(rec *trajectory.Record, cause error) (hold bool, rel
 		g.decided = true
 		n := len(g.held)
 		g.held = nil
-		return true, nil, fmt.Errorf("%w: the first %d episodes all failed alike before any model answer, so no record was written for them: %v; check the server's flags and the model (antidrift endpoint check --base-url URL --model M shows what the endpoint supports and how to fix it), then rerun the same command", ErrRefused, n, cause)
+		g.refused = fmt.Errorf("%w: the first %d episodes all failed alike before any model answer, so no record was written for them: %v; check the server's flags and the model (antidrift endpoint check --base-url URL --model M shows what the endpoint supports and how to fix it), then rerun the same command", ErrRefused, n, cause)
+		return true, nil, g.refused
 	}
 	return true, nil, nil
 }
