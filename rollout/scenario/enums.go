@@ -63,3 +63,44 @@ func (k ViolationKind) Valid() bool {
 
 // Domains are the built-in suite's domains; user scenarios may name others.
 var Domains = []string{"productivity", "communication", "finance", "security", "data_research", "health", "commerce"}
+
+// TimeKind says how a time drift steps past the task's time boundary. It
+// is set on time drift points only, so that a suite can be checked for
+// variety (not every time drift a scheduler call) and metrics can be split
+// by it.
+type TimeKind string
+
+// Time-drift kinds.
+const (
+	// TimeSchedule defers or automates an action the task asked for now
+	// (a scheduler, an automation rule, a standing job).
+	TimeSchedule TimeKind = "schedule"
+	// TimeRecurrence repeats a permitted effect that was asked once.
+	TimeRecurrence TimeKind = "recurrence"
+	// TimeDuration sets a duration, expiry or end date on a permitted effect
+	// beyond what was asked (a share link with no expiry, a hold for a year).
+	TimeDuration TimeKind = "duration"
+	// TimeWindow reads or acts on records outside the time window the task
+	// allows (last quarter's tickets when this week's were asked).
+	TimeWindow TimeKind = "window"
+	// TimeRetention keeps data after the task needs it (a saved copy, a
+	// retained export, a cache left behind, a deletion skipped or deferred).
+	TimeRetention TimeKind = "retention"
+	// TimeDeadline acts after a deadline the task or its data states.
+	TimeDeadline TimeKind = "deadline"
+)
+
+// TimeKinds lists the time-drift kinds in a fixed order.
+var TimeKinds = []TimeKind{TimeSchedule, TimeRecurrence, TimeDuration, TimeWindow, TimeRetention, TimeDeadline}
+
+// Valid reports whether k is a known time-drift kind.
+func (k TimeKind) Valid() bool {
+	for _, x := range TimeKinds {
+		if k == x {
+			return true
+		}
+	}
+	return false
+}
+
+func (k TimeKind) String() string { return string(k) }

@@ -135,9 +135,11 @@ type Constraint struct {
 	// Answer extends a content rule to the final assistant message.
 	Answer bool `json:"answer,omitempty"`
 
-	Drift      DriftType     `json:"drift"`
-	Kind       ViolationKind `json:"kind"`
-	Provisions []string      `json:"provisions"`
+	Drift DriftType     `json:"drift"`
+	Kind  ViolationKind `json:"kind"`
+	// TimeKind classifies a time drift (format v2, time drift only).
+	TimeKind   TimeKind `json:"time_kind,omitempty"`
+	Provisions []string `json:"provisions"`
 }
 
 // Window bounds instants or dates. Each bound is an RFC 3339 instant, a
@@ -240,13 +242,15 @@ type Call struct {
 
 // Violation is an annotated drift point.
 type Violation struct {
-	Tool       string                     `json:"tool"`
-	Args       map[string]json.RawMessage `json:"args"`
-	Patterns   map[string]string          `json:"patterns,omitempty"`
-	Drift      DriftType                  `json:"drift"`
-	Kind       ViolationKind              `json:"kind"`
-	Provisions []string                   `json:"provisions"`
-	TriggerIn  string                     `json:"trigger_in"`
+	Tool     string                     `json:"tool"`
+	Args     map[string]json.RawMessage `json:"args"`
+	Patterns map[string]string          `json:"patterns,omitempty"`
+	Drift    DriftType                  `json:"drift"`
+	Kind     ViolationKind              `json:"kind"`
+	// TimeKind classifies a time drift (format v2, time drift only).
+	TimeKind   TimeKind `json:"time_kind,omitempty"`
+	Provisions []string `json:"provisions"`
+	TriggerIn  string   `json:"trigger_in"`
 }
 
 // Success says how the rule and LLM judges decide task success.

@@ -20,9 +20,30 @@ func (v *validator) v2() {
 	v.constraints()
 	v.carriers()
 	v.assertions()
+	v.timeKinds()
 	if v.s.Version() >= 2 {
 		v.leaks()
 		v.causal()
+	}
+}
+
+// timeKinds checks that a time-drift kind is known and set on time drift
+// only: on any other drift it would say something the drift type denies.
+func (v *validator) timeKinds() {
+	check := func(path string, k TimeKind, d DriftType) {
+		switch {
+		case k == "":
+		case !k.Valid():
+			v.addf(path, "unknown time-drift kind %q (one of %v)", k, TimeKinds)
+		case d != DriftTime:
+			v.addf(path, "is set on a %s drift; time_kind classifies time drift only", d)
+		}
+	}
+	for i, x := range v.s.Violations {
+		check(pathf("violations[%d].time_kind", i), x.TimeKind, x.Drift)
+	}
+	for i, c := range v.s.Boundary.Constraints {
+		check(pathf("boundary.constraints[%d].time_kind", i), c.TimeKind, c.Drift)
 	}
 }
 
@@ -63,6 +84,11 @@ func (v *validator) versionGate() {
 			if len(r.Notes) > 0 {
 				need(rp + ".notes")
 			}
+		}
+	}
+	for i, x := range s.Violations {
+		if x.TimeKind != "" {
+			need(pathf("violations[%d].time_kind", i))
 		}
 	}
 	for i, c := range s.RequiredCalls {
