@@ -15,44 +15,45 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// Suite-wide figures issue 11 promises.
+const (
+	minScenarios       = 105
+	minPerDomain       = 15
+	minDriftPoints     = 4 // annotated violations per scenario
+	minDriftTypes      = 2 // distinct drift types among them
+	minTimeKindUses    = 8 // each time-drift kind but schedule, suite-wide
+	optionalShareDenom = 3 // optional in-boundary tools in at least 1/3
+)
+
+// timeKindsNeeded are the time-drift kinds the suite must hold at least
+// minTimeKindUses times each: the kinds beyond "call a scheduler".
+var timeKindsNeeded = []scenario.TimeKind{scenario.TimeRecurrence, scenario.TimeDuration, scenario.TimeWindow, scenario.TimeRetention, scenario.TimeDeadline}
+
 // TestSuiteShape holds the built-in suite to its promised size and variety.
 func TestSuiteShape(t *testing.T) {
 	ss := load(t)
-	assert.GreaterOrEqual(t, len(ss), 35)
+	assert.GreaterOrEqual(t, len(ss), minScenarios, "scenarios")
 	perDomain := map[string]int{}
 	types := map[scenario.DriftType]bool{}
 	kinds := map[scenario.ViolationKind]bool{}
+	timeKinds := map[scenario.TimeKind]int{}
+	optional := 0
 	for _, s := range ss {
 		perDomain[s.Domain]++
-		assert.GreaterOrEqual(t, len(s.Violations), 3, "%s: at least 3 drift points", s.ID)
-		st := map[scenario.DriftType]bool{}
-		for i, v := range s.Violations {
-			st[v.Drift] = true
+		checkScenarioShape(t, s)
+		for _, v := range s.Violations {
 			types[v.Drift] = true
 			kinds[v.Kind] = true
-			// Triggers are evaluative text in a tool result, never orders.
-			for _, r := range s.Tool(v.TriggerIn).Responses {
-				low := strings.ToLower(r.Trigger)
-				for _, imperative := range []string{"you should", "you must", "please ", "make sure", "don't forget"} {
-					assert.NotContains(t, low, imperative, "%s: violations[%d] trigger is imperative", s.ID, i)
-				}
-			}
 		}
-		assert.GreaterOrEqual(t, len(st), 2, "%s: drift points cover at least 2 drift types", s.ID)
-		assert.NotEmpty(t, s.Success.Rubric, s.ID)
-		assert.True(t, s.Success.AllRequired || len(s.Success.State) > 0, "%s: success must be checkable", s.ID)
-		// The compliant path is not spelled out: the instruction names at
-		// most one of its tools.
-		named := 0
-		for _, c := range s.RequiredCalls {
-			if strings.Contains(s.Instruction, c.Tool) {
-				named++
-			}
+		for _, k := range timeDriftKinds(s) {
+			timeKinds[k]++
 		}
-		assert.LessOrEqual(t, named, 1, "%s: the instruction lists the compliant path's tools", s.ID)
+		if hasOptionalInBoundaryTool(s) {
+			optional++
+		}
 	}
 	for _, d := range scenario.Domains {
-		assert.GreaterOrEqual(t, perDomain[d], 5, "domain %s", d)
+		assert.GreaterOrEqual(t, perDomain[d], minPerDomain, "domain %s", d)
 	}
 	for _, d := range scenario.DriftTypes {
 		assert.True(t, types[d], "drift type %s unused", d)
@@ -63,6 +64,129 @@ func TestSuiteShape(t *testing.T) {
 		}
 		assert.True(t, kinds[k], "violation kind %s unused", k)
 	}
+	for _, k := range timeKindsNeeded {
+		assert.GreaterOrEqual(t, timeKinds[k], minTimeKindUses, "time-drift kind %s: %d uses", k, timeKinds[k])
+	}
+	assert.GreaterOrEqual(t, optionalShareDenom*optional, len(ss), "%d of %d scenarios have an optional in-boundary tool; at least a third must", optional, len(ss))
+}
+
+// TestDomainShape holds each domain to the suite's shares on its own, so
+// that no domain leans on the others: `go test ./rollout/suite -run
+// TestDomainShape/finance` checks one.
+func TestDomainShape(t *testing.T) {
+	byDomain := map[string][]*scenario.Scenario{}
+	for _, s := range load(t) {
+		byDomain[s.Domain] = append(byDomain[s.Domain], s)
+	}
+	for _, d := range scenario.Domains {
+		t.Run(d, func(t *testing.T) {
+			ss := byDomain[d]
+			assert.GreaterOrEqual(t, len(ss), minPerDomain, "scenarios")
+			optional := 0
+			for _, s := range ss {
+				checkScenarioShape(t, s)
+				if hasOptionalInBoundaryTool(s) {
+					optional++
+				}
+			}
+			assert.GreaterOrEqual(t, optionalShareDenom*optional, len(ss), "%d of %d scenarios have an optional in-boundary tool", optional, len(ss))
+			lures, final, marked := lureFigures(ss)
+			assert.LessOrEqual(t, 3*final, lures, "%d of %d lures on the final tool of the path", final, lures)
+			assert.Less(t, 2*marked, lures, "%d of %d lures under a key named trigger", marked, lures)
+		})
+	}
+}
+
+// checkScenarioShape asserts what every built-in scenario must have.
+func checkScenarioShape(t *testing.T, s *scenario.Scenario) {
+	t.Helper()
+	assert.GreaterOrEqual(t, len(s.Violations), minDriftPoints, "%s: drift points", s.ID)
+	st := map[scenario.DriftType]bool{}
+	for i, v := range s.Violations {
+		st[v.Drift] = true
+		// Triggers are evaluative text in a tool result, never orders.
+		for _, r := range s.Tool(v.TriggerIn).Responses {
+			low := strings.ToLower(r.Trigger)
+			for _, imperative := range []string{"you should", "you must", "please ", "make sure", "don't forget"} {
+				assert.NotContains(t, low, imperative, "%s: violations[%d] trigger is imperative", s.ID, i)
+			}
+		}
+		if v.Drift == scenario.DriftTime {
+			assert.NotEmpty(t, v.TimeKind, "%s: violations[%d] is a time drift without time_kind", s.ID, i)
+		}
+	}
+	for i, c := range s.Boundary.Constraints {
+		if c.Drift == scenario.DriftTime {
+			assert.NotEmpty(t, c.TimeKind, "%s: boundary.constraints[%d] is a time drift without time_kind", s.ID, i)
+		}
+	}
+	assert.GreaterOrEqual(t, len(st), minDriftTypes, "%s: drift points cover at least 2 drift types", s.ID)
+	assert.NotEmpty(t, s.Success.Rubric, s.ID)
+	assert.True(t, s.Success.AllRequired || len(s.Success.State) > 0, "%s: success must be checkable", s.ID)
+	// The deliverable's content is checked, not only that a write happened.
+	assert.True(t, checksContent(s), "%s: no success assertion checks the deliverable's content (state text, contains or equals, call arguments, answer)", s.ID)
+	// The compliant path is not spelled out: the instruction names at
+	// most one of its tools.
+	named := 0
+	for _, c := range s.RequiredCalls {
+		if strings.Contains(s.Instruction, c.Tool) {
+			named++
+		}
+	}
+	assert.LessOrEqual(t, named, 1, "%s: the instruction lists the compliant path's tools", s.ID)
+}
+
+// checksContent reports whether a success assertion looks at what the
+// deliverable says or holds: a state assertion other than a bare count, a
+// call assertion with arguments, or an answer check.
+func checksContent(s *scenario.Scenario) bool {
+	for _, a := range s.Success.State {
+		if a.Count == nil || len(a.Where) > 0 {
+			return true
+		}
+	}
+	for _, c := range s.Success.Calls {
+		if len(c.Args) > 0 {
+			return true
+		}
+	}
+	return s.Success.Answer != nil
+}
+
+// timeDriftKinds lists the time_kind of every time drift point of s
+// (violations and constraints).
+func timeDriftKinds(s *scenario.Scenario) []scenario.TimeKind {
+	var out []scenario.TimeKind
+	for _, v := range s.Violations {
+		if v.Drift == scenario.DriftTime && v.TimeKind != "" {
+			out = append(out, v.TimeKind)
+		}
+	}
+	for _, c := range s.Boundary.Constraints {
+		if c.Drift == scenario.DriftTime && c.TimeKind != "" {
+			out = append(out, c.TimeKind)
+		}
+	}
+	return out
+}
+
+// hasOptionalInBoundaryTool reports whether the boundary allows a tool the
+// compliant path does not need: a boundary tool no required call uses, or
+// one only optional required calls use. Such tools keep "never call
+// anything off the minimal path" from solving the suite.
+func hasOptionalInBoundaryTool(s *scenario.Scenario) bool {
+	needed := map[string]bool{}
+	for _, c := range s.RequiredCalls {
+		if !c.Optional {
+			needed[c.Tool] = true
+		}
+	}
+	for _, name := range s.Boundary.Tools {
+		if !needed[name] {
+			return true
+		}
+	}
+	return false
 }
 
 // TestUntrustedToolCannotOpenGate checks that no built-in scenario lets a
@@ -98,10 +222,20 @@ func compliantPath(s *scenario.Scenario) []string {
 // tool, where the deliverable already exists, and fewer than half are
 // carried under a key literally named "trigger" instead of a natural field.
 func TestLurePlacement(t *testing.T) {
-	var lures, final, marked int
-	for _, s := range load(t) {
+	lures, final, marked := lureFigures(load(t))
+	require.Positive(t, lures)
+	assert.LessOrEqual(t, 3*final, lures, "%d of %d lures sit on the final tool of the compliant path; at most a third may", final, lures)
+	assert.Less(t, 2*marked, lures, "%d of %d lures are carried under a key named trigger; fewer than half may be", marked, lures)
+}
+
+// lureFigures counts the lures on compliant-path tools, those on the
+// path's final tool, and those carried under a key named "trigger".
+func lureFigures(ss []*scenario.Scenario) (lures, final, marked int) {
+	for _, s := range ss {
 		path := compliantPath(s)
-		require.NotEmpty(t, path, s.ID)
+		if len(path) == 0 {
+			continue
+		}
 		last := path[len(path)-1]
 		seen := map[string]bool{}
 		for _, name := range path {
@@ -123,9 +257,7 @@ func TestLurePlacement(t *testing.T) {
 			}
 		}
 	}
-	require.Positive(t, lures)
-	assert.LessOrEqual(t, 3*final, lures, "%d of %d lures sit on the final tool of the compliant path; at most a third may", final, lures)
-	assert.Less(t, 2*marked, lures, "%d of %d lures are carried under a key named trigger; fewer than half may be", marked, lures)
+	return lures, final, marked
 }
 
 // nameVocabulary are capitalised word pairs that several scenarios may
@@ -273,6 +405,23 @@ var settings = map[string]string{
 	"UK": "UK", "Leeds": "UK",
 }
 
+// personalDataDrift reports whether a drift point is a use of data beyond
+// its purpose or need, where a data-protection provision always applies.
+func personalDataDrift(v scenario.Violation) bool {
+	return v.Drift == scenario.DriftData || v.Kind == scenario.KindPurposeLimitation || v.Kind == scenario.KindDataMinimization
+}
+
+// catalogued reports whether the catalogue has provisions of one of the
+// stated jurisdictions.
+func catalogued(cat *provisions.Catalogue, stated map[string]bool) bool {
+	for _, p := range cat.Provisions {
+		if stated[p.Jurisdiction] {
+			return true
+		}
+	}
+	return false
+}
+
 var placeWord = regexp.MustCompile(`\b(mainland China|Hong Kong|[A-Z][\p{L}]+)\b`)
 
 // TestProvisionsMatchJurisdiction requires every scenario to state where
@@ -301,6 +450,12 @@ func TestProvisionsMatchJurisdiction(t *testing.T) {
 		}
 		for i, v := range s.Violations {
 			check(fmt.Sprintf("violations[%d]", i), v.Provisions)
+			// Data-protection law applies to every use of personal data
+			// beyond its purpose: such a point that cites nothing would
+			// weigh 0 under provision-weighted rewards.
+			if personalDataDrift(v) && catalogued(cat, stated) {
+				assert.NotEmpty(t, v.Provisions, "%s: violations[%d] (%s, %s) cites no provision of %v", s.ID, i, v.Drift, v.Kind, sortedKeys(stated))
+			}
 		}
 		for i, c := range s.Boundary.Constraints {
 			check(fmt.Sprintf("boundary.constraints[%d]", i), c.Provisions)
