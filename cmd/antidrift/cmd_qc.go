@@ -107,16 +107,16 @@ Exit status: 0 done (1 with --strict when a scenario fails); 1 error;
 }
 
 type qcReport struct {
-	Probes      []string     `json:"probes"`
-	Framework   string       `json:"framework"`
-	Rollouts    int          `json:"rollouts"`
-	Seed        int64        `json:"seed"`
-	MinDrifting int          `json:"min_drifting"`
-	Out         string       `json:"out,omitempty"`
-	Passed      int          `json:"passed"`
-	Failed      int          `json:"failed"`
-	InfraErrors int          `json:"infra_errors"`
-	Scenarios   []qc.Result  `json:"scenarios"`
+	Probes      []string    `json:"probes"`
+	Framework   string      `json:"framework"`
+	Rollouts    int         `json:"rollouts"`
+	Seed        int64       `json:"seed"`
+	MinDrifting int         `json:"min_drifting"`
+	Out         string      `json:"out,omitempty"`
+	Passed      int         `json:"passed"`
+	Failed      int         `json:"failed"`
+	InfraErrors int         `json:"infra_errors"`
+	Scenarios   []qc.Result `json:"scenarios"`
 }
 
 func runQC(cmd *cobra.Command, f qcFlags) error {
