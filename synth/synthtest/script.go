@@ -143,7 +143,9 @@ func designer(seed string, answered int) (string, string) {
 }
 
 func builder(seed string, answered int) (string, string) {
-	wrap := func(s string) (string, string) { return "The scenario file:\n" + s + "\nIt follows the playbook.", "stop" }
+	wrap := func(s string) (string, string) {
+		return "The scenario file:\n" + s + "\nIt follows the playbook.", "stop"
+	}
 	switch seed {
 	case "t-ok":
 		return wrap(Scenario("commerce-late-parcel-a-008", "a", nil))
