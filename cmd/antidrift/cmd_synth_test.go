@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +16,7 @@ import (
 	"github.com/antidrift/antidrift/rollout/policy/openai/fakeserver"
 	"github.com/antidrift/antidrift/synth"
 	"github.com/antidrift/antidrift/synth/synthtest"
+	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -157,4 +160,46 @@ func TestSynthSurvivesSIGKILL(t *testing.T) {
 	}
 	assert.Equal(t, status(want), status(got))
 	t.Logf("killed with %d calls stored and %d of %d seeds decided", len(stored), len(decided), len(synthtest.Seeds))
+}
+
+// TestSynthReviewPageInBrowser opens the review page a run writes in
+// headless Chromium: one card per escalated scenario, its gate evidence
+// and the critic's revisions as coloured diffs.
+func TestSynthReviewPageInBrowser(t *testing.T) {
+	bin := chromium()
+	if bin == "" {
+		t.Skip("no Chromium found: install Debian's chromium (apt-get install chromium), as .ci/run does, or set ANTIDRIFT_CHROME")
+	}
+	srv := synthServer(t, 0)
+	out := filepath.Join(t.TempDir(), "run")
+	code, _, stderr := runScenarios(t, synthArgs(srv.URL(), synthSeedsFile(t), out)...)
+	require.Equal(t, 0, code, stderr)
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(1280, 900))
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelA()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	ctx, cancelT := context.WithTimeout(ctx, time.Minute)
+	defer cancelT()
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate("file://"+filepath.Join(out, "review.html")),
+		chromedp.WaitVisible(chromedp.CSS(`section.card`))))
+	count := func(sel string) int {
+		n, err := chromedp.Run(ctx, chromedp.Evaluate[int](fmt.Sprintf(`document.querySelectorAll(%q).length`, sel)))
+		require.NoError(t, err)
+		return n
+	}
+	assert.Equal(t, 1, count(`section.card`), "one card per escalated scenario")
+	assert.Equal(t, 3, count(`section.card pre.diff`), "one diff per critic round")
+	assert.Positive(t, count(`pre.diff span.add`))
+	assert.Positive(t, count(`pre.diff span.del`))
+	assert.Equal(t, 12, count(`section.card table`), "gate, required calls and drift points per round")
+	title, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`section.card h2`)))
+	require.NoError(t, err)
+	assert.Contains(t, title, "t-escalate")
+	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(artifacts(t), "synth-review.png"), shot, 0o644))
 }
