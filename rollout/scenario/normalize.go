@@ -230,7 +230,10 @@ func (n Normalizers) Value(path string, v any) any { return n.value(path, v) }
 func (n Normalizers) value(path string, v any) any {
 	switch x := v.(type) {
 	case string:
-		return Normalize(n.byPath[path], x)
+		if s := Normalize(n.byPath[path], x); s != x {
+			return s
+		}
+		return v // unchanged: keep the boxed value rather than box a copy
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"golang.org/x/text/language"
@@ -16,6 +17,8 @@ import (
 type ArgSchema struct {
 	full    *jsonschema.Schema // as declared
 	partial *jsonschema.Schema // with the top-level "required" dropped, for argument subsets
+
+	fullMemo, partialMemo validMemo
 }
 
 var printer = message.NewPrinter(language.English)
@@ -28,9 +31,30 @@ func (refuseLoader) Load(url string) (any, error) {
 	return nil, fmt.Errorf("external $ref %q is not allowed: tool schemas must be self-contained", url)
 }
 
+// compiled memoises CompileArgSchema by the parameters' exact bytes: a
+// compiled schema is immutable and safe for concurrent use, and the same
+// tool's parameters are compiled by validation, the environment and the
+// drift detector of every run (compiling checks the schema against its
+// meta-schema, by far the costliest part of preparing a scenario). It holds
+// one entry per distinct parameters text the process has compiled; failures
+// are not kept.
+var compiled sync.Map // string(params) → *ArgSchema
+
 // CompileArgSchema compiles a tool's parameters (a JSON Schema, draft 2020-12
 // unless it says otherwise). The error names the first problem found.
 func CompileArgSchema(params json.RawMessage) (*ArgSchema, error) {
+	if as, ok := compiled.Load(string(params)); ok {
+		return as.(*ArgSchema), nil
+	}
+	as, err := compileArgSchema(params)
+	if err != nil {
+		return nil, err
+	}
+	compiled.Store(string(params), as)
+	return as, nil
+}
+
+func compileArgSchema(params json.RawMessage) (*ArgSchema, error) {
 	if len(bytes.TrimSpace(params)) == 0 {
 		return nil, fmt.Errorf("missing")
 	}
@@ -77,16 +101,24 @@ func compile(doc map[string]any) (*jsonschema.Schema, error) {
 }
 
 // Validate checks complete call arguments, as a model sends them.
-func (a *ArgSchema) Validate(args map[string]any) error { return validateArgs(a.full, args) }
+func (a *ArgSchema) Validate(args map[string]any) error {
+	return a.fullMemo.validate(a.full, nonNil(args))
+}
 
 // ValidateSubset checks an argument subset: present values must be valid,
 // absent required ones are fine.
-func (a *ArgSchema) ValidateSubset(args map[string]any) error { return validateArgs(a.partial, args) }
+func (a *ArgSchema) ValidateSubset(args map[string]any) error {
+	return a.partialMemo.validate(a.partial, nonNil(args))
+}
 
-func validateArgs(s *jsonschema.Schema, args map[string]any) error {
+func nonNil(args map[string]any) map[string]any {
 	if args == nil {
-		args = map[string]any{}
+		return map[string]any{}
 	}
+	return args
+}
+
+func validateArgsUncached(s *jsonschema.Schema, args map[string]any) error {
 	err := s.Validate(args)
 	if err == nil {
 		return nil
