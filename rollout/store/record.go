@@ -2,7 +2,6 @@ package store
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -45,7 +44,7 @@ func DecodeRecord(b []byte, r *trajectory.Record) error {
 	if len(b) == 0 || b[0] != '{' {
 		return errors.New("not a JSON object")
 	}
-	if err := json.Unmarshal(b, r); err != nil {
+	if err := recordJSON.Unmarshal(b, r); err != nil {
 		return err
 	}
 	return CheckRecord(r)

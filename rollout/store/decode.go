@@ -1,0 +1,58 @@
+package store
+
+import (
+	"encoding/json"
+	"reflect"
+	"unicode/utf8"
+
+	segjson "github.com/segmentio/encoding/json"
+)
+
+// jsonDecoder decodes one JSON value into v. Record lines go through one,
+// so that the decoder can change by measurement without touching its
+// callers; whatever it is, its results must be those of encoding/json
+// (TestRecordDecoderMatchesEncodingJSON: the same records, and the same
+// refusals with the same messages, over the demo's records, the test
+// fixtures and thousands of damaged copies of them).
+type jsonDecoder interface {
+	Unmarshal(data []byte, v any) error
+}
+
+// recordJSON decodes record lines: github.com/segmentio/encoding/json,
+// chosen by measurement on the records of a sim:base run
+// (docs/benchmarks.md). goccy/go-json and bytedance/sonic decode valid
+// records faster but accept lines encoding/json refuses (a stray
+// character after an object key, a bad string escape), which would turn a
+// damaged record into data; segmentio refuses what encoding/json refuses.
+var recordJSON jsonDecoder = fastThenStd{}
+
+// fastThenStd decodes with segmentio and, when it reports an error,
+// decodes again with encoding/json, so that a line that is not a valid
+// record is refused with exactly encoding/json's message. A line that is
+// not valid UTF-8 takes the encoding/json path at once: its strings get
+// encoding/json's U+FFFD replacements.
+type fastThenStd struct{}
+
+func (fastThenStd) Unmarshal(data []byte, v any) error {
+	if !utf8.Valid(data) {
+		return json.Unmarshal(data, v)
+	}
+	if err := segjson.Unmarshal(data, v); err == nil {
+		return nil
+	}
+	resetValue(v)
+	return json.Unmarshal(data, v)
+}
+
+// stdJSON is encoding/json, the reference.
+type stdJSON struct{}
+
+func (stdJSON) Unmarshal(data []byte, v any) error { return json.Unmarshal(data, v) }
+
+// resetValue zeroes what v points to, so that a second decode starts from
+// the same state as the first.
+func resetValue(v any) {
+	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && !rv.IsNil() {
+		rv.Elem().SetZero()
+	}
+}

@@ -1,0 +1,172 @@
+package store_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/antidrift/antidrift/rollout/engine"
+	"github.com/antidrift/antidrift/rollout/policy/sim"
+	"github.com/antidrift/antidrift/rollout/scenario"
+	"github.com/antidrift/antidrift/rollout/store"
+	"github.com/antidrift/antidrift/rollout/suite"
+	"github.com/antidrift/antidrift/rollout/trajectory"
+)
+
+// demoLines rolls out the demo's workload in-process (the five simulated
+// checkpoints over the built-in suite, one rollout each) and returns the
+// record lines as written.
+func demoLines(t *testing.T) [][]byte {
+	t.Helper()
+	ss, err := suite.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [][]byte
+	for _, name := range []string{"sim:base", "sim:sft", "sim:dpo-1", "sim:dpo-2", "sim:overcautious"} {
+		p, err := sim.Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := engine.Config{Scenarios: ss, Policy: sim.New(p, ss), PolicyName: name, Checkpoint: name,
+			Rollouts: 1, Concurrency: 4, Seed: 3, Version: "test"}
+		dir := filepath.Join(t.TempDir(), "run")
+		ids := make([]string, len(ss))
+		for i, s := range ss {
+			ids[i] = s.ID
+		}
+		run, err := store.Open(dir, store.Manifest{Version: "test", Run: "r", Created: "2026-01-01T00:00:00Z",
+			Plan: store.Plan{ScenarioSource: "builtin", ScenarioHash: scenario.Hash(ss), ScenarioIDs: ids,
+				Policy: name, Checkpoint: name, Framework: engine.FrameworkNormal, Rollouts: 1, Seed: 3, Shard: "0/1"}}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := engine.Run(context.Background(), cfg, run); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, fileLines(t, filepath.Join(dir, "trajectories", "part-0-of-1.jsonl"))...)
+	}
+	return out
+}
+
+func fileLines(t *testing.T, path string) [][]byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [][]byte
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(nil, 64<<20)
+	for sc.Scan() {
+		out = append(out, append([]byte(nil), sc.Bytes()...))
+	}
+	return out
+}
+
+// corpusLines are the record lines of every test fixture in the module:
+// the hostile corpus (cmd/antidrift/testdata/hostile) and the fixture runs.
+func corpusLines(t *testing.T) [][]byte {
+	t.Helper()
+	var out [][]byte
+	root := filepath.Join("..", "..")
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "bin") {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(p, ".jsonl") && strings.Contains(p, "testdata") {
+			out = append(out, fileLines(t, p)...)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) == 0 {
+		t.Fatal("no fixture lines found")
+	}
+	return out
+}
+
+// mutations returns damaged copies of a line: cut short, a byte replaced,
+// removed or inserted, at positions drawn from rng.
+func mutations(line []byte, rng *rand.Rand, n int) [][]byte {
+	if len(line) == 0 {
+		return nil
+	}
+	junk := []byte(`"{}[]:,\ 0-1.e5tfn` + "\x00\x7f\xff\xc3")
+	var out [][]byte
+	for range n {
+		i := rng.IntN(len(line))
+		c := junk[rng.IntN(len(junk))]
+		var m []byte
+		switch rng.IntN(4) {
+		case 0:
+			m = append([]byte(nil), line[:i]...)
+		case 1:
+			m = append([]byte(nil), line...)
+			m[i] = c
+		case 2:
+			m = append(append([]byte(nil), line[:i]...), line[i+1:]...)
+		default:
+			m = append(append(append([]byte(nil), line[:i]...), c), line[i:]...)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// The record decoder must give exactly encoding/json's results: the same
+// record for every line of the demo's workload and of the test fixtures,
+// and the same decision and message for damaged copies of them.
+func TestRecordDecoderMatchesEncodingJSON(t *testing.T) {
+	lines := append(demoLines(t), corpusLines(t)...)
+	rng := rand.New(rand.NewPCG(1, 2))
+	var all [][]byte
+	for i, l := range lines {
+		all = append(all, l)
+		per := 4
+		if i%7 == 0 {
+			per = 40
+		}
+		all = append(all, mutations(l, rng, per)...)
+	}
+	valid := 0
+	for i, l := range all {
+		var got, want trajectory.Record
+		gerr := store.DecodeRecord(l, &got)
+		werr := store.DecodeRecordWithStd(l, &want)
+		if (gerr == nil) != (werr == nil) || (gerr != nil && gerr.Error() != werr.Error()) {
+			t.Fatalf("line %d %.200q: error %v, encoding/json says %v", i, l, gerr, werr)
+		}
+		if gerr == nil {
+			valid++
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("line %d %q: decoded record differs from encoding/json's:%s", i, l, fieldDiff(got, want))
+			}
+		}
+	}
+	t.Logf("%d lines (%d from runs and fixtures), %d valid records", len(all), len(lines), valid)
+}
+
+// fieldDiff names the fields in which two records differ.
+func fieldDiff(got, want trajectory.Record) string {
+	var b strings.Builder
+	gv, wv := reflect.ValueOf(got), reflect.ValueOf(want)
+	for f := range gv.NumField() {
+		if !reflect.DeepEqual(gv.Field(f).Interface(), wv.Field(f).Interface()) {
+			fmt.Fprintf(&b, "\n%s: got %#v, want %#v", gv.Type().Field(f).Name, gv.Field(f).Interface(), wv.Field(f).Interface())
+		}
+	}
+	return b.String()
+}

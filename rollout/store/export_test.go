@@ -1,0 +1,12 @@
+package store
+
+import "github.com/antidrift/antidrift/rollout/trajectory"
+
+// DecodeRecordWithStd is DecodeRecord through encoding/json alone, the
+// reference the record decoder must match.
+func DecodeRecordWithStd(b []byte, r *trajectory.Record) error {
+	saved := recordJSON
+	defer func() { recordJSON = saved }()
+	recordJSON = stdJSON{}
+	return DecodeRecord(b, r)
+}
