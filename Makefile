@@ -2,7 +2,7 @@ GO ?= go
 # Packages whose code runs goroutines are tested with the race detector.
 RACE_PKGS ?= ./rollout/...
 
-.PHONY: test build vet race fuzz bench demo
+.PHONY: test build vet race fuzz bench bench-data demo
 
 build:
 	$(GO) build -o bin/antidrift ./cmd/antidrift
@@ -33,3 +33,16 @@ demo: build
 # run (ANTIDRIFT_BENCH_QUEUE_C, ANTIDRIFT_BENCH_QUEUE_LATENCY, ANTIDRIFT_BENCH_QUEUE_ROLLOUTS).
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./rollout/engine/ ./rollout/queue/ ./rewards/metrics/ ./export/ ./cmd/antidrift/internal/view/
+
+# Reading commands at training-set scale (docs/benchmarks.md): builds, once,
+# the first BENCH_SCENARIOS built-in scenarios × BENCH_ROLLOUTS rollouts of
+# sim:base (default 43 × 1,000 = 43,000 trajectories, about 330 MB of JSONL)
+# under BENCH_DIR, then times score, pareto, pairs, rewards and export on it
+# with /usr/bin/time -v (wall time, peak RSS). scripts/bench-vs-duckdb.sh
+# runs DuckDB beside it (not in CI).
+BENCH_SCENARIOS ?= 43
+BENCH_ROLLOUTS ?= 1000
+BENCH_DIR ?= bin/bench-data
+BENCH_REPEAT ?= 1
+bench-data: build
+	BENCH_SCENARIOS=$(BENCH_SCENARIOS) BENCH_ROLLOUTS=$(BENCH_ROLLOUTS) BENCH_DIR=$(BENCH_DIR) BENCH_REPEAT=$(BENCH_REPEAT) ANTIDRIFT=bin/antidrift scripts/bench-data.sh
