@@ -5,7 +5,7 @@ package suite_test
 func init() {
 	for k, v := range map[string]string{
 		"Edinburgh": "UK", "Manchester": "UK", "Chicago": "US", "Illinois": "US", "Valencia": "EU",
-		"Hangzhou": "CN", "Austin": "US", "Texas": "US", "Helsinki": "EU",
+		"Hangzhou": "CN", "Austin": "US", "Texas": "US", "Helsinki": "EU", "Oakland": "US", "California": "US",
 	} {
 		settings[k] = v
 	}
