@@ -89,6 +89,8 @@ func TestSynthFlagsValidated(t *testing.T) {
 		{[]string{"synth", "--designer", "sim:base", "--builder", "openai:b", "--critic", "openai:c", "--base-url", "http://127.0.0.1:1/v1", "--out", out}, "want openai:MODEL"},
 		{[]string{"synth", "--designer", "openai:d", "--builder", "openai:b", "--critic", "openai:c", "--out", out}, "needs --designer-base-url or --base-url"},
 		{[]string{"synth", "--designer", "openai:d"}, "--out is required"},
+		{[]string{"synth", "--designer", "openai:d", "--builder", "openai:b", "--critic", "openai:c", "--base-url", "http://127.0.0.1:1/v1", "--out", out,
+			"--probes", "openai:p1,sim:probe-shortcut", "--probe-base-url", "http://127.0.0.1:2/v1,http://127.0.0.1:3/v1"}, "--probe-base-url: 2 values for 1 openai: probes"},
 		{[]string{"synth", "--designer", "openai:d", "--builder", "openai:b", "--critic", "openai:c", "--base-url", "http://127.0.0.1:1/v1", "--out", out, "--seeds", filepath.Join(out, "missing.jsonl")}, "missing.jsonl"},
 	} {
 		code, _, stderr := runScenarios(t, c.args...)
