@@ -5,7 +5,7 @@ package suite_test
 func init() {
 	for k, v := range map[string]string{
 		"Manchester": "UK", "Bristol": "UK", "Austin": "US", "Texas": "US",
-		"Vienna": "EU", "Frankfurt": "EU",
+		"Vienna": "EU", "Frankfurt": "EU", "Sacramento": "US", "California": "US",
 	} {
 		settings[k] = v
 	}
