@@ -10,12 +10,52 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
+
+	segjson "github.com/segmentio/encoding/json"
 )
 
 // DecodeJSON parses JSON text into plain Go values (map[string]any, []any,
 // string, bool, nil) keeping numbers as json.Number, so that 1, 1.0 and 1e0
 // can be compared as the same number. It rejects trailing data.
 func DecodeJSON(data []byte) (any, error) {
+	if v, ok := decodeJSONFast(data); ok {
+		return v, nil
+	}
+	return decodeJSONStd(data)
+}
+
+// decodeJSONFast decodes valid JSON with segmentio/encoding, which gives
+// the values encoding/json gives (json.Number included) with far fewer
+// allocations; ok is false for anything it or the JSON grammar refuses,
+// for text that is not valid UTF-8 (encoding/json replaces invalid bytes
+// with U+FFFD) and for text that might nest too deep, which decodeJSONStd then decides and words exactly
+// as before (TestDecodeJSONMatchesEncodingJSON).
+func decodeJSONFast(data []byte) (any, bool) {
+	if !utf8.Valid(data) || !shallow(data) {
+		return nil, false
+	}
+	var v any
+	rest, err := segjson.Parse(data, &v, segjson.UseNumber)
+	if err != nil {
+		return nil, false
+	}
+	for _, c := range rest {
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return nil, false
+		}
+	}
+	return v, true
+}
+
+// shallow reports whether data cannot nest deeper than encoding/json's
+// limit of 10,000 levels (which segmentio does not enforce): it holds
+// at most that many opening brackets.
+func shallow(data []byte) bool {
+	return bytes.Count(data, []byte{'['})+bytes.Count(data, []byte{'{'}) <= 10000
+}
+
+func decodeJSONStd(data []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var v any

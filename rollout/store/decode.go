@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"unicode/utf8"
@@ -34,7 +35,8 @@ var recordJSON jsonDecoder = fastThenStd{}
 type fastThenStd struct{}
 
 func (fastThenStd) Unmarshal(data []byte, v any) error {
-	if !utf8.Valid(data) {
+	if !utf8.Valid(data) || bytes.Count(data, []byte{'['})+bytes.Count(data, []byte{'{'}) > 10000 {
+		// encoding/json limits nesting to 10,000 levels; segmentio does not.
 		return json.Unmarshal(data, v)
 	}
 	if err := segjson.Unmarshal(data, v); err == nil {

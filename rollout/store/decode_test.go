@@ -131,6 +131,9 @@ func mutations(line []byte, rng *rand.Rand, n int) [][]byte {
 // and the same decision and message for damaged copies of them.
 func TestRecordDecoderMatchesEncodingJSON(t *testing.T) {
 	lines := append(demoLines(t), corpusLines(t)...)
+	for _, depth := range []int{9999, 10000, 10001} { // encoding/json's nesting limit is 10,000
+		lines = append(lines, []byte(`{"traj_id":"a","scenario_id":"s","x":`+strings.Repeat("[", depth)+strings.Repeat("]", depth)+"}"))
+	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	var all [][]byte
 	for i, l := range lines {
