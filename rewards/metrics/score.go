@@ -117,7 +117,8 @@ func checkIDs(r RunInfo, ss []*scenario.Scenario) error {
 }
 
 func addRun(acc *Accumulator, dir string) error {
-	it := store.Records(dir)
+	// Scoring needs labels, steps, tool calls and matches, not the text.
+	it := store.Records(dir).SkipText()
 	defer it.Close()
 	for it.Next() {
 		if err := acc.Add(it.At()); err != nil {

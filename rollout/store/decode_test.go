@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -128,9 +129,20 @@ func mutations(line []byte, rng *rand.Rand, n int) [][]byte {
 
 // The record decoder must give exactly encoding/json's results: the same
 // record for every line of the demo's workload and of the test fixtures,
-// and the same decision and message for damaged copies of them.
+// and the same decision and message for damaged copies of them. The lean
+// decoder (no message text) must decide the same and give the same record
+// less the text.
 func TestRecordDecoderMatchesEncodingJSON(t *testing.T) {
 	lines := append(demoLines(t), corpusLines(t)...)
+	for _, v := range []string{ // the skipped fields with the wrong type, and the right one
+		`"messages":[{"role":"user","content":5}]`, `"messages":[{"role":"user","content":null}]`,
+		`"messages":[{"role":"user","Content":"x"}]`, `"messages":[{"role":"user","reasoning":{}}]`,
+		`"messages":[{"role":"user","reasoning":"r","content":"c"}]`, `"messages":{"role":"user"}`,
+		`"messages":[null,{"role":7}]`, `"tools":5`, `"tools":[1,"x",{}]`, `"tools":null`, `"tools":{}`,
+		`"messages":[{"content":"a\u12"}]`, `"messages":[{"content":"\q"}]`,
+	} {
+		lines = append(lines, []byte(`{"traj_id":"a","scenario_id":"s",`+v+`}`))
+	}
 	for _, depth := range []int{9999, 10000, 10001} { // encoding/json's nesting limit is 10,000
 		lines = append(lines, []byte(`{"traj_id":"a","scenario_id":"s","x":`+strings.Repeat("[", depth)+strings.Repeat("]", depth)+"}"))
 	}
@@ -152,8 +164,16 @@ func TestRecordDecoderMatchesEncodingJSON(t *testing.T) {
 		if (gerr == nil) != (werr == nil) || (gerr != nil && gerr.Error() != werr.Error()) {
 			t.Fatalf("line %d %.200q: error %v, encoding/json says %v", i, l, gerr, werr)
 		}
+		var lean trajectory.Record
+		lerr := store.DecodeRecordLean(l, &lean)
+		if fmt.Sprint(lerr) != fmt.Sprint(werr) {
+			t.Fatalf("line %d %.200q: lean decoding error %v, encoding/json says %v", i, l, lerr, werr)
+		}
 		if gerr == nil {
 			valid++
+			if !reflect.DeepEqual(lean, withoutText(want)) {
+				t.Fatalf("line %d %q: lean record differs from encoding/json's without text:%s", i, l, fieldDiff(lean, withoutText(want)))
+			}
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("line %d %q: decoded record differs from encoding/json's:%s", i, l, fieldDiff(got, want))
 			}
@@ -172,4 +192,20 @@ func fieldDiff(got, want trajectory.Record) string {
 		}
 	}
 	return b.String()
+}
+
+// withoutText is r as DecodeRecordLean leaves it.
+func withoutText(r trajectory.Record) trajectory.Record {
+	if r.Messages != nil {
+		ms := make([]trajectory.Message, len(r.Messages))
+		for i, m := range r.Messages {
+			m.Content, m.Reasoning = "", ""
+			ms[i] = m
+		}
+		r.Messages = ms
+	}
+	if r.Tools != nil {
+		r.Tools = make([]json.RawMessage, len(r.Tools))
+	}
+	return r
 }

@@ -29,6 +29,7 @@ type Iterator struct {
 	dirOf []string // the run folder of each of files
 	err   error
 
+	lean    bool // SkipText
 	started bool
 	order   chan *batch // batches in reading order
 	stop    chan struct{}
@@ -94,6 +95,16 @@ func Records(dirs ...string) *Iterator {
 	return it
 }
 
+// SkipText makes the iterator decode records without the text of their
+// messages (DecodeRecordLean): content and reasoning are left empty, and
+// the tools, for readers that need labels, steps, tool calls and matches
+// only (score, pareto); the same lines are accepted and refused. Call it
+// before the first Next.
+func (it *Iterator) SkipText() *Iterator {
+	it.lean = true
+	return it
+}
+
 // start launches the reader and the decoders.
 func (it *Iterator) start() {
 	it.started = true
@@ -114,8 +125,12 @@ func (it *Iterator) start() {
 			for b := range work {
 				b.recs = make([]trajectory.Record, len(b.lines))
 				b.errs = make([]error, len(b.lines))
+				decode := DecodeRecord
+				if it.lean {
+					decode = DecodeRecordLean
+				}
 				for i, l := range b.lines {
-					b.errs[i] = DecodeRecord(l, &b.recs[i])
+					b.errs[i] = decode(l, &b.recs[i])
 				}
 				close(b.done)
 			}

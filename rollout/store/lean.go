@@ -1,0 +1,78 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"encoding/json"
+	"reflect"
+
+	"github.com/antidrift/antidrift/rollout/trajectory"
+)
+
+// leanRecord decodes a record line without the text of its messages: the
+// embedded Record's messages and tools are shadowed (a field of the outer
+// struct wins over a promoted one of the same JSON name) by types that
+// check what they skip.
+type leanRecord struct {
+	trajectory.Record
+	Messages []leanMessage `json:"messages"`
+	Tools    []skipAny     `json:"tools"`
+}
+
+// leanMessage is a message whose content and reasoning are checked to be
+// strings (or null) and not kept.
+type leanMessage struct {
+	trajectory.Message
+	Content   skipString `json:"content,omitempty"`
+	Reasoning skipString `json:"reasoning,omitempty"`
+}
+
+// skipString accepts what a string field accepts (a JSON string or null)
+// and keeps nothing.
+type skipString struct{}
+
+func (*skipString) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && (b[0] == '"' || string(b) == "null") {
+		return nil
+	}
+	return &json.UnmarshalTypeError{Value: "value", Type: reflect.TypeFor[string]()}
+}
+
+// skipAny accepts any JSON value, as json.RawMessage does, and keeps
+// nothing.
+type skipAny struct{}
+
+func (*skipAny) UnmarshalJSON([]byte) error { return nil }
+
+// DecodeRecordLean is DecodeRecord without message text: the content and
+// reasoning of every message are checked but left empty, as are the
+// tools (their number is kept); roles, tool calls with their arguments, and
+// every other field are decoded. A line is accepted exactly when DecodeRecord accepts it, with
+// DecodeRecord's error when not.
+func DecodeRecordLean(b []byte, r *trajectory.Record) error {
+	var lr leanRecord
+	if err := decodeLean(b, &lr); err != nil {
+		return DecodeRecord(b, r) // the reference decides, and words the error
+	}
+	*r = lr.Record
+	r.Messages = nil
+	if lr.Messages != nil {
+		r.Messages = make([]trajectory.Message, len(lr.Messages))
+		for i := range lr.Messages {
+			r.Messages[i] = lr.Messages[i].Message
+		}
+	}
+	r.Tools = nil
+	if lr.Tools != nil {
+		r.Tools = make([]json.RawMessage, len(lr.Tools))
+	}
+	return CheckRecord(r)
+}
+
+func decodeLean(b []byte, lr *leanRecord) error {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 || b[0] != '{' {
+		return errors.New("not a JSON object")
+	}
+	return recordJSON.Unmarshal(b, lr)
+}
