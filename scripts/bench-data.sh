@@ -8,8 +8,8 @@
 # The run is the first BENCH_SCENARIOS scenarios (by id) of the built-in
 # suite × BENCH_ROLLOUTS rollouts of the in-process simulated policy
 # sim:base (seed 1), rolled out into $BENCH_DIR/run-<S>x<R>; it is built
-# once and reused while its manifest says it is complete (a killed build
-# resumes). Each command is then timed with /usr/bin/time -v and the table
+# once and reused (a killed build resumes; a run the current built-in suite
+# no longer matches is built again). Each command is then timed with /usr/bin/time -v and the table
 # gives wall time and peak resident memory; outputs go to a temporary
 # folder, removed at the end.
 set -euo pipefail
@@ -25,11 +25,18 @@ RUN="$BENCH_DIR/run-${BENCH_SCENARIOS}x${BENCH_ROLLOUTS}"
 [ -x /usr/bin/time ] || { echo "bench-data: /usr/bin/time (GNU time) is needed: apt-get install time" >&2; exit 1; }
 
 mkdir -p "$BENCH_DIR"
-if [ ! -f "$RUN/.complete" ]; then
-	echo "bench-data: building $RUN ($BENCH_SCENARIOS scenarios × $BENCH_ROLLOUTS rollouts of sim:base)" >&2
+# Rolling out into the folder again resumes it: a complete run is only
+# read back; one the built-in suite no longer matches (its scenarios
+# changed) is refused, removed and built again.
+rollout() {
 	"$ANTIDRIFT" rollout --policy sim:base --limit "$BENCH_SCENARIOS" --rollouts "$BENCH_ROLLOUTS" \
-		--seed 1 --out "$RUN" --json >/dev/null
-	touch "$RUN/.complete"
+		--seed 1 --out "$RUN" --json >/dev/null 2>"$BENCH_DIR/rollout.log"
+}
+echo "bench-data: $RUN: $BENCH_SCENARIOS scenarios × $BENCH_ROLLOUTS rollouts of sim:base (built once, resumed after)" >&2
+if ! rollout; then
+	echo "bench-data: $RUN does not match the current suite ($(head -c 300 "$BENCH_DIR/rollout.log")): building it again" >&2
+	rm -rf "$RUN"
+	rollout || { cat "$BENCH_DIR/rollout.log" >&2; exit 1; }
 fi
 records=$(cat "$RUN"/trajectories/*.jsonl | grep -c .)
 bytes=$(cat "$RUN"/trajectories/*.jsonl | wc -c)

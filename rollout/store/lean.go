@@ -2,8 +2,8 @@ package store
 
 import (
 	"bytes"
-	"errors"
 	"encoding/json"
+	"errors"
 	"reflect"
 
 	"github.com/antidrift/antidrift/rollout/trajectory"
