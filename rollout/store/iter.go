@@ -51,7 +51,7 @@ type pos struct {
 }
 
 const (
-	batchBytes = 1 << 20
+	batchBytes = 256 << 10
 	batchLines = 512
 )
 
