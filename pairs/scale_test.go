@@ -1,0 +1,120 @@
+package pairs_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/antidrift/antidrift/pairs"
+	"github.com/antidrift/antidrift/rollout/dataset"
+	"github.com/antidrift/antidrift/rollout/store"
+)
+
+// writeScaleRun writes a run folder of scenarios × perScenario records,
+// streamed to disk: half clean, half drifting shortcuts, so that every
+// scenario yields pairs.
+func writeScaleRun(t *testing.T, scenarios, perScenario int) string {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "trajectories"), 0o755))
+	require.NoError(t, store.WriteManifest(dir, store.Manifest{Version: "test", Run: "run-t", Plan: store.Plan{ScenarioSource: "test"}}))
+	f, err := os.Create(filepath.Join(dir, "trajectories", "part-0-of-1.jsonl"))
+	require.NoError(t, err)
+	w := bufio.NewWriter(f)
+	for s := range scenarios {
+		sid := fmt.Sprintf("scale-%05d", s)
+		for i := range perScenario {
+			id := fmt.Sprintf("%016x", s*perScenario+i) // the form trajectory.TrajID gives: 8 bytes in the index
+			r := rec(id, sid, "ck", true, "a", "b")
+			if i%2 == 1 {
+				r = rec(id, sid, "ck", true, "a", "!x", "b")
+			}
+			b, err := json.Marshal(r)
+			require.NoError(t, err)
+			w.Write(b)
+			w.WriteByte('\n')
+		}
+	}
+	require.NoError(t, w.Flush())
+	require.NoError(t, f.Close())
+	return dir
+}
+
+// peakHeap runs fn while sampling the heap every millisecond and returns
+// the largest heap seen above the heap before fn.
+func peakHeap(fn func()) uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	read := func() uint64 { metrics.Read(s); return s[0].Value.Uint64() }
+	runtime.GC()
+	base := read()
+	var peak uint64
+	var mu sync.Mutex
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tk := time.NewTicker(time.Millisecond)
+		defer tk.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tk.C:
+				mu.Lock()
+				peak = max(peak, read())
+				mu.Unlock()
+			}
+		}
+	}()
+	fn()
+	close(stop)
+	<-done
+	peak = max(peak, read())
+	if peak < base {
+		return 0
+	}
+	return peak - base
+}
+
+// Pairs holds one scenario's records at a time: at 10⁵ records its peak
+// heap is that of 10⁴ records with the same records per scenario, plus
+// the index (64 bytes a record), not ten times as much.
+func TestPairsMemoryBoundedByOneScenario(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 10⁵ records")
+	}
+	defer debug.SetGCPercent(debug.SetGCPercent(25)) // keep garbage small: measure what is held
+	const perScenario = 100
+	measure := func(scenarios int) (uint64, int) {
+		dir := writeScaleRun(t, scenarios, perScenario)
+		rows := 0
+		peak := peakHeap(func() {
+			ix, err := dataset.OpenIndex(dir)
+			require.NoError(t, err)
+			defer ix.Close()
+			_, err = pairs.Build(ix, pairs.DefaultOptions(), func(*dataset.DPORow) error { rows++; return nil })
+			require.NoError(t, err)
+		})
+		return peak, rows
+	}
+	small, smallRows := measure(100)   // 10⁴ records
+	large, largeRows := measure(1000) // 10⁵ records
+	require.Positive(t, smallRows)
+	require.Equal(t, 10*smallRows, largeRows, "every scenario pairs alike")
+	const index = 64 * 90_000 // the index's growth
+	slack := uint64(index + 16<<20)
+	t.Logf("peak heap: %.1f MiB at 10⁴ records, %.1f MiB at 10⁵ (%d and %d pair rows)", float64(small)/(1<<20), float64(large)/(1<<20), smallRows, largeRows)
+	if large > small+slack {
+		t.Fatalf("peak heap %.1f MiB at 10⁵ records, %.1f MiB at 10⁴: grows with the records, not bounded by one scenario's", float64(large)/(1<<20), float64(small)/(1<<20))
+	}
+}
