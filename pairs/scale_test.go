@@ -107,7 +107,7 @@ func TestPairsMemoryBoundedByOneScenario(t *testing.T) {
 		})
 		return peak, rows
 	}
-	small, smallRows := measure(100)   // 10⁴ records
+	small, smallRows := measure(100)  // 10⁴ records
 	large, largeRows := measure(1000) // 10⁵ records
 	require.Positive(t, smallRows)
 	require.Equal(t, 10*smallRows, largeRows, "every scenario pairs alike")
