@@ -142,7 +142,8 @@ func (r *Records) Close() error { return r.ix.Close() }
 // by SHA-256 of the seed and the traj_id, so the order depends on nothing
 // but the seed and the records. KTO pairs each row with its neighbour for
 // its KL estimate and trains in file order; a shuffled file mixes
-// scenarios and labels in every batch. Records are read one at a time.
+// scenarios and labels in every batch. Records are read a window at a
+// time (store.Index.EachAt); the record passed to fn is overwritten later.
 func (r *Records) EachShuffled(seed int64, fn func(rec *trajectory.Record) error) error {
 	type pos struct {
 		key [32]byte
@@ -153,14 +154,9 @@ func (r *Records) EachShuffled(seed int64, fn func(rec *trajectory.Record) error
 		order[i] = pos{sha256.Sum256([]byte(fmt.Sprintf("%d\x00%s", seed, r.ix.Key(i).TrajID))), i}
 	}
 	sort.Slice(order, func(a, b int) bool { return bytes.Compare(order[a].key[:], order[b].key[:]) < 0 })
-	for _, p := range order {
-		rec, err := r.ix.Load(p.i)
-		if err != nil {
-			return err
-		}
-		if err := fn(rec); err != nil {
-			return err
-		}
+	at := make([]int, len(order))
+	for k, p := range order {
+		at[k] = p.i
 	}
-	return nil
+	return r.ix.EachAt(at, func(_ int, rec *trajectory.Record) error { return fn(rec) })
 }

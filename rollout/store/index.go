@@ -478,44 +478,43 @@ func (ix *Index) Load(i int) (*trajectory.Record, error) {
 // LoadGroup reads the records of a group, in index order.
 func (ix *Index) LoadGroup(g Group) ([]*trajectory.Record, error) {
 	out := make([]*trajectory.Record, 0, g.To-g.From)
-	var buf []byte
-	for i := g.From; i < g.To; i++ {
-		rec := &trajectory.Record{}
-		if err := ix.load(i, rec, &buf); err != nil {
-			return nil, err
-		}
-		out = append(out, rec)
+	err := ix.EachAt(positions(g.From, g.To), func(_ int, rec *trajectory.Record) error {
+		r := *rec
+		out = append(out, &r)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
 
-// Each reads the records in index order, one at a time: the record passed
-// to fn is overwritten by the next. It stops at fn's first error.
+// Each reads the records in index order: the record passed to fn is
+// overwritten by the next. It stops at fn's first error.
 func (ix *Index) Each(fn func(i int, rec *trajectory.Record) error) error {
-	var buf []byte
-	var rec trajectory.Record
-	for i := range ix.entries {
-		rec = trajectory.Record{}
-		if err := ix.load(i, &rec, &buf); err != nil {
-			return err
-		}
-		if err := fn(i, &rec); err != nil {
-			return err
-		}
-	}
-	return nil
+	return ix.EachAt(positions(0, len(ix.entries)), fn)
 }
 
 // load decodes the record at position i into rec, reading through *buf
 // when given.
 func (ix *Index) load(i int, rec *trajectory.Record, buf *[]byte) error {
+	b, err := ix.read(i, buf)
+	if err != nil {
+		return err
+	}
+	return ix.decode(i, b, rec)
+}
+
+// read reads the line of the record at position i, through *buf when
+// given.
+func (ix *Index) read(i int, buf *[]byte) ([]byte, error) {
 	e := &ix.entries[i]
 	name := ix.files[e.file]
 	f := ix.handles[e.file]
 	if f == nil {
 		var err error
 		if f, err = os.Open(name); err != nil {
-			return err
+			return nil, err
 		}
 		ix.handles[e.file] = f
 	}
@@ -531,8 +530,16 @@ func (ix *Index) load(i int, rec *trajectory.Record, buf *[]byte) error {
 		*buf = b
 	}
 	if _, err := f.ReadAt(b, e.off); err != nil {
-		return fmt.Errorf("%s:%d: %w", name, e.line, err)
+		return nil, fmt.Errorf("%s:%d: %w", name, e.line, err)
 	}
+	return b, nil
+}
+
+// decode decodes the line b of the record at position i into rec; it is
+// safe for concurrent use.
+func (ix *Index) decode(i int, b []byte, rec *trajectory.Record) error {
+	e := &ix.entries[i]
+	name := ix.files[e.file]
 	if err := DecodeRecord(b, rec); err != nil {
 		return fmt.Errorf("%s:%d: not a valid record: %w", name, e.line, err)
 	}

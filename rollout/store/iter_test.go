@@ -172,3 +172,108 @@ func TestRecordsCloseEarly(t *testing.T) {
 		t.Fatalf("%d goroutines before, %d after closing 20 iterators early", before, after)
 	}
 }
+
+// Index.Each, LoadGroup and EachAt decode ahead on every core and give
+// what loading one record at a time gives, errors included.
+func TestIndexEachSameForAnyCoreCount(t *testing.T) {
+	dir := simRun(t, 12)
+	ix, err := store.OpenIndex(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	ix.Sort(store.ByScenario, store.ByRollout)
+	var want []trajectory.Record
+	for i := range ix.Len() {
+		r, err := ix.Load(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, *r)
+	}
+	shuffled := make([]int, ix.Len())
+	for k := range shuffled {
+		shuffled[k] = (k * 7919) % ix.Len()
+	}
+	groups := ix.Groups(store.ByScenario)
+	for _, n := range []int{1, 2, 4} {
+		withProcs(n, func() {
+			var got []trajectory.Record
+			if err := ix.Each(func(i int, r *trajectory.Record) error {
+				if i != len(got) {
+					t.Fatalf("position %d, want %d", i, len(got))
+				}
+				got = append(got, *r)
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("GOMAXPROCS=%d: Each differs from Load", n)
+			}
+			k := 0
+			if err := ix.EachAt(shuffled, func(i int, r *trajectory.Record) error {
+				if i != shuffled[k] || !reflect.DeepEqual(*r, want[i]) {
+					t.Fatalf("GOMAXPROCS=%d: EachAt's record %d is not position %d", n, k, shuffled[k])
+				}
+				k++
+				return nil
+			}); err != nil || k != len(shuffled) {
+				t.Fatalf("GOMAXPROCS=%d: EachAt: %d records, %v", n, k, err)
+			}
+			for _, g := range groups[:3] {
+				recs, err := ix.LoadGroup(g)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for j, r := range recs {
+					if !reflect.DeepEqual(*r, want[g.From+j]) {
+						t.Fatalf("GOMAXPROCS=%d: LoadGroup record %d differs", n, j)
+					}
+				}
+			}
+			// fn's error stops the walk there.
+			calls := 0
+			stop := fmt.Errorf("stop")
+			if err := ix.Each(func(i int, _ *trajectory.Record) error {
+				calls++
+				if i == 100 {
+					return stop
+				}
+				return nil
+			}); err != stop || calls != 101 {
+				t.Fatalf("GOMAXPROCS=%d: %d calls, error %v; want 101 calls and fn's error", n, calls, err)
+			}
+		})
+	}
+
+	// A line damaged after indexing: the same error, after the same
+	// records, for any number of cores.
+	files, _ := filepath.Glob(filepath.Join(dir, "trajectories", "*.jsonl"))
+	b, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := bytes.Index(b, []byte(`"traj_id":"`)) // the first record's id
+	copy(b[at+len(`"traj_id":"`):], "zzzz")
+	if err := os.WriteFile(files[0], b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ix.Close()
+	var first string
+	for _, n := range []int{1, 2, 4} {
+		withProcs(n, func() {
+			calls := 0
+			err := ix.Each(func(int, *trajectory.Record) error { calls++; return nil })
+			if err == nil {
+				t.Fatalf("GOMAXPROCS=%d: no error for a record changed after indexing", n)
+			}
+			msg := fmt.Sprintf("%d records, %v", calls, err)
+			if first == "" {
+				first = msg
+			} else if msg != first {
+				t.Fatalf("GOMAXPROCS=%d: %s; with one core: %s", n, msg, first)
+			}
+		})
+	}
+}

@@ -1,0 +1,80 @@
+package store
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/antidrift/antidrift/rollout/trajectory"
+)
+
+// eachWindow is how many records EachAt decodes ahead per core.
+const eachWindow = 32
+
+// EachAt reads the records at the given positions and calls fn with each,
+// in the order given; the record passed to fn is overwritten later. It
+// stops at the first error, in that order: a record that does not load,
+// or fn's. Lines are read in windows of eachWindow × GOMAXPROCS records
+// and decoded on GOMAXPROCS goroutines; what fn sees, and the error
+// returned, are the same for any number of cores (as reading one record
+// at a time).
+func (ix *Index) EachAt(pos []int, fn func(i int, rec *trajectory.Record) error) error {
+	workers := runtime.GOMAXPROCS(0)
+	window := eachWindow * workers
+	bufs := make([][]byte, min(window, len(pos)))
+	recs := make([]trajectory.Record, len(bufs))
+	errs := make([]error, len(bufs))
+	for start := 0; start < len(pos); start += window {
+		ps := pos[start:min(start+window, len(pos))]
+		// Read in order (the file handles are not shared); a read error
+		// ends the window there.
+		n := len(ps)
+		var readErr error
+		for k, i := range ps {
+			b, err := ix.read(i, &bufs[k])
+			if err != nil {
+				n, readErr = k, err
+				break
+			}
+			bufs[k] = b
+		}
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for range min(workers, n) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					k := int(next.Add(1) - 1)
+					if k >= n {
+						return
+					}
+					recs[k] = trajectory.Record{}
+					errs[k] = ix.decode(ps[k], bufs[k], &recs[k])
+				}
+			}()
+		}
+		wg.Wait()
+		for k := range n {
+			if errs[k] != nil {
+				return errs[k]
+			}
+			if err := fn(ps[k], &recs[k]); err != nil {
+				return err
+			}
+		}
+		if readErr != nil {
+			return readErr
+		}
+	}
+	return nil
+}
+
+// positions is [from, to).
+func positions(from, to int) []int {
+	out := make([]int, to-from)
+	for k := range out {
+		out[k] = from + k
+	}
+	return out
+}
