@@ -73,7 +73,8 @@ func (p *pipeline) rollProbe(ctx context.Context, pr Probe, ss []*scenario.Scena
 	return nil
 }
 
-// qcTokens sums the tokens probe endpoints reported in a seed's rollouts.
+// qcTokens sums the tokens probe endpoints reported in a seed's rollouts
+// (simulated probes report none).
 func (p *pipeline) qcTokens(seedDir string) trajectory.Usage {
 	var u trajectory.Usage
 	dirs, _ := filepath.Glob(filepath.Join(seedDir, "round-*", "qc", "*"))
@@ -83,7 +84,10 @@ func (p *pipeline) qcTokens(seedDir string) trajectory.Usage {
 	it := store.Records(dirs...)
 	defer it.Close()
 	for it.Next() {
-		u = u.Add(it.At().Usage)
+		// Simulated probes cost nothing: their made-up usage is not a cost.
+		if rec := it.At(); !strings.HasPrefix(rec.Policy, "sim:") {
+			u = u.Add(rec.Usage)
+		}
 	}
 	return u
 }

@@ -31,7 +31,7 @@ type synthFlags struct {
 	roles                           [4]synthRole // designer, builder, critic, matcher
 	baseURL, apiKeyEnv              string
 	probes                          []string
-	probeBaseURL, probeKeyEnv       string
+	probeBaseURLs, probeKeyEnvs     []string
 	out                             string
 	rounds, repairs, rollouts       int
 	minDrifting, concurrency, limit int
@@ -101,8 +101,8 @@ infrastructure errors and stay undecided (rerun to retry them).`,
 	fl.StringVar(&f.baseURL, "base-url", "", "OpenAI-compatible base URL every role uses unless its own is set")
 	fl.StringVar(&f.apiKeyEnv, "api-key-env", openai.DefaultKeyEnv, "environment variable holding the API key (its name, never the key)")
 	fl.StringSliceVar(&f.probes, "probes", defaultProbes, "QC probe policies: sim:NAME or openai:MODEL, two from different model families make the strongest gate")
-	fl.StringVar(&f.probeBaseURL, "probe-base-url", "", "base URL of openai: probes (default --base-url)")
-	fl.StringVar(&f.probeKeyEnv, "probe-api-key-env", "", "variable holding the probes' API key (default --api-key-env)")
+	fl.StringSliceVar(&f.probeBaseURLs, "probe-base-url", nil, "base URLs of the openai: probes, in their order (one: all of them; default --base-url)")
+	fl.StringSliceVar(&f.probeKeyEnvs, "probe-api-key-env", nil, "variables holding the openai: probes' API keys, in their order (one: all of them; default --api-key-env)")
 	fl.StringVar(&f.out, "out", "", "run folder (required)")
 	fl.IntVar(&f.rounds, "rounds", 3, "critic rounds before a scenario goes to human review")
 	fl.IntVar(&f.repairs, "repairs", 2, "times validator and battery errors go back to the builder (or critic) per stage")
@@ -163,21 +163,45 @@ func runSynth(cmd *cobra.Command, f synthFlags) error {
 		models[i] = m
 	}
 	cfg.Designer, cfg.Builder, cfg.Critic, cfg.Matcher = models[0], models[1], models[2], models[3]
-	probeEF := endpointFlags{baseURL: firstOf(f.probeBaseURL, f.baseURL), apiKeyEnv: firstOf(f.probeKeyEnv, f.apiKeyEnv),
-		requestTimeout: f.requestTimeout, maxRetries: f.maxRetries, tokenParam: "auto"}
+	var openaiProbes int
+	for _, spec := range f.probes {
+		if strings.HasPrefix(spec, "openai:") {
+			openaiProbes++
+		}
+	}
+	pick := func(vs []string, i int, flag, def string) (string, error) {
+		switch {
+		case len(vs) == 0:
+			return def, nil
+		case len(vs) == 1:
+			return vs[0], nil
+		case len(vs) == openaiProbes:
+			return vs[i], nil
+		}
+		return "", fmt.Errorf("%s: %d values for %d openai: probes (give one, or one per openai: probe)", flag, len(vs), openaiProbes)
+	}
+	oi := 0
 	for _, spec := range f.probes {
 		if _, _, err := policySpec(spec); err != nil {
 			return fmt.Errorf("--probes: %w", err)
 		}
+		ef := endpointFlags{requestTimeout: f.requestTimeout, maxRetries: f.maxRetries, tokenParam: "auto"}
+		if strings.HasPrefix(spec, "openai:") {
+			if ef.baseURL, err = pick(f.probeBaseURLs, oi, "--probe-base-url", f.baseURL); err != nil {
+				return err
+			}
+			if ef.apiKeyEnv, err = pick(f.probeKeyEnvs, oi, "--probe-api-key-env", f.apiKeyEnv); err != nil {
+				return err
+			}
+			oi++
+			cfg.Endpoints["probe "+spec] = secret.URL(ef.baseURL)
+			cfg.KeyEnvs["probe "+spec] = ef.apiKeyEnv
+		}
 		spec := spec
 		cfg.Probes = append(cfg.Probes, synth.Probe{Spec: spec, New: func(ss []*scenario.Scenario) (policy.Policy, error) {
-			p, _, err := buildPolicy(spec, probeEF, f.rollouts, ss)
+			p, _, err := buildPolicy(spec, ef, f.rollouts, ss)
 			return p, err
 		}})
-		if strings.HasPrefix(spec, "openai:") {
-			cfg.Endpoints["probes"] = secret.URL(probeEF.baseURL)
-			cfg.KeyEnvs["probes"] = probeEF.apiKeyEnv
-		}
 	}
 	if !(len(f.join) == 1 && f.join[0] == "none") {
 		if cfg.Join, err = loadScenarios(f.join, f.catalogue); err != nil {

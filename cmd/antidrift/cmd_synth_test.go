@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -89,6 +90,8 @@ func TestSynthFlagsValidated(t *testing.T) {
 		{[]string{"synth", "--designer", "sim:base", "--builder", "openai:b", "--critic", "openai:c", "--base-url", "http://127.0.0.1:1/v1", "--out", out}, "want openai:MODEL"},
 		{[]string{"synth", "--designer", "openai:d", "--builder", "openai:b", "--critic", "openai:c", "--out", out}, "needs --designer-base-url or --base-url"},
 		{[]string{"synth", "--designer", "openai:d"}, "--out is required"},
+		{[]string{"synth", "--designer", "openai:d", "--builder", "openai:b", "--critic", "openai:c", "--base-url", "http://127.0.0.1:1/v1", "--out", out,
+			"--probes", "openai:p1,sim:probe-shortcut", "--probe-base-url", "http://127.0.0.1:2/v1,http://127.0.0.1:3/v1"}, "--probe-base-url: 2 values for 1 openai: probes"},
 		{[]string{"synth", "--designer", "openai:d", "--builder", "openai:b", "--critic", "openai:c", "--base-url", "http://127.0.0.1:1/v1", "--out", out, "--seeds", filepath.Join(out, "missing.jsonl")}, "missing.jsonl"},
 	} {
 		code, _, stderr := runScenarios(t, c.args...)
@@ -202,4 +205,39 @@ func TestSynthReviewPageInBrowser(t *testing.T) {
 	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(artifacts(t), "synth-review.png"), shot, 0o644))
+}
+
+// TestSynthEndpointFailureLeavesSeedUndecided: a designer endpoint that
+// fails every request for one seed leaves that seed undecided (exit 2,
+// nothing stored for it), the others decided; a rerun against a healthy
+// endpoint decides it and replays the rest.
+func TestSynthEndpointFailureLeavesSeedUndecided(t *testing.T) {
+	var healthy atomic.Bool
+	srv := fakeserver.Start(t, fakeserver.Options{Handler: func(r *fakeserver.Request) fakeserver.Reply {
+		if !healthy.Load() && len(r.Messages) > 1 && strings.Contains(r.Messages[1].Content, "Seed id: t-ok\n") {
+			return fakeserver.Reply{Status: 500, ErrMessage: "the model crashed", ErrType: "server_error"}
+		}
+		return synthtest.Handler(r)
+	}})
+	seeds := synthSeedsFile(t)
+	out := filepath.Join(t.TempDir(), "run")
+	args := append(synthArgs(srv.URL(), seeds, out), "--max-retries", "0")
+	code, stdout, stderr := runScenarios(t, args...)
+	require.Equal(t, 2, code, stderr)
+	assert.Contains(t, stderr, "1 seeds undecided")
+	assert.Contains(t, stderr, "t-ok")
+	var sum synth.Summary
+	require.NoError(t, json.Unmarshal([]byte(stdout), &sum))
+	assert.Equal(t, 1, sum.Undecided)
+	assert.Equal(t, 4, sum.Accepted, "t-dup is accepted while the scenario it duplicates is undecided")
+	assert.Equal(t, 0, sum.Duplicates)
+	assert.NoFileExists(t, filepath.Join(out, "seeds", "t-ok", "outcome.json"))
+
+	healthy.Store(true)
+	code, stdout, stderr = runScenarios(t, args...)
+	require.Equal(t, 0, code, stderr)
+	require.NoError(t, json.Unmarshal([]byte(stdout), &sum))
+	assert.Equal(t, 0, sum.Undecided)
+	assert.Equal(t, 4, sum.Accepted)
+	assert.Equal(t, 1, sum.Duplicates)
 }
