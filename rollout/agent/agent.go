@@ -248,6 +248,9 @@ func (r *run) native(system string, gated bool) (Result, error) {
 	var prevVisible []string               // filtered: the tools offered at the previous step
 	offered := make([]bool, len(sc.tools)) // gated: offered at some step
 	if !gated {
+		if res.Tools == nil && len(sc.tools) > 0 {
+			res.Tools = make([]json.RawMessage, 0, len(sc.tools))
+		}
 		for _, t := range sc.tools {
 			res.Tools = append(res.Tools, sc.wire[t.Name])
 		}
@@ -292,6 +295,9 @@ func (r *run) native(system string, gated bool) (Result, error) {
 		msg, end := r.review(resp, turn, &st, true)
 		res.Messages = append(res.Messages, msg)
 		t1 := time.Now()
+		if st.Calls == nil && len(msg.ToolCalls) > 0 {
+			st.Calls = make([]trajectory.CallNote, 0, len(msg.ToolCalls))
+		}
 		for _, tc := range msg.ToolCalls {
 			note, answer := r.execute(tc, turn, hidden)
 			st.Calls = append(st.Calls, note)

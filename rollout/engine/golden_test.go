@@ -94,7 +94,7 @@ func TestRecordsGolden(t *testing.T) {
 		}
 		compared++
 		if w.Records != g.Records {
-			t.Errorf("%s: records differ from the golden file (sha256 %s, want %s)", id, g.Records, w.Records)
+			t.Errorf("%s: records differ from the golden file (sha256 %s, want %s): a performance change must not change them; if the simulated policy or the engine's behaviour changed on purpose, rerun with -update", id, g.Records, w.Records)
 		}
 	}
 	require.Positive(t, compared, "no scenario of the golden file is unchanged: rerun with -update")
