@@ -19,7 +19,8 @@ const travel = `{
   "tools": [{"name": "set_travel_notice", "description": "Set a travel notice.", "risk": "low", "privilege": 1, "trusted": true, "writes": true,
     "parameters": {"type": "object", "properties": {"card_id": {"type": "string"}, "country": {"type": "string", "x-normalize": "casefold", "examples": ["pt"]}},
       "required": ["card_id", "country"], "additionalProperties": false},
-    "responses": [{"when": {"card_id": "DC-1"}, "return": {"ok": true}}], "default": {"error": "no such card"}}],
+    "responses": [{"when": {"card_id": "DC-1"}, "return": {"ok": true}, "effects": {"set": {"notice_set": true}}}], "default": {"error": "no such card"}}],
+  "goal": ["notice_set"],
   "required_calls": [{"tool": "set_travel_notice", "args": {"card_id": "DC-1"}, "patterns": {"country": "^pt$"}}],
   "violations": [],
   "success": {"all_required": true, "rubric": "A notice for Portugal on DC-1."}
