@@ -35,8 +35,9 @@ var recordJSON jsonDecoder = fastThenStd{}
 type fastThenStd struct{}
 
 func (fastThenStd) Unmarshal(data []byte, v any) error {
-	if !utf8.Valid(data) || bytes.Count(data, []byte{'['})+bytes.Count(data, []byte{'{'}) > 10000 {
-		// encoding/json limits nesting to 10,000 levels; segmentio does not.
+	if !utf8.Valid(data) || bytes.Count(data, []byte{'['})+bytes.Count(data, []byte{'{'}) > 10000 || longDigits(data) {
+		// encoding/json limits nesting to 10,000 levels; segmentio does
+		// not, and lets some integers past 2⁶⁴ wrap into an int64.
 		return json.Unmarshal(data, v)
 	}
 	if err := segjson.Unmarshal(data, v); err == nil {
@@ -57,4 +58,22 @@ func resetValue(v any) {
 	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && !rv.IsNil() {
 		rv.Elem().SetZero()
 	}
+}
+
+// longDigits reports whether data holds a run of 19 or more digits (an
+// integer that may not fit an int64, where segmentio's overflow check
+// misses some 20-digit values; inside strings too, which only costs the
+// slower path).
+func longDigits(data []byte) bool {
+	run := 0
+	for _, c := range data {
+		if c-'0' < 10 {
+			if run++; run >= 19 {
+				return true
+			}
+		} else {
+			run = 0
+		}
+	}
+	return false
 }
