@@ -190,7 +190,7 @@ func ExportRuns(cfg RunsConfig) (RunsResult, error) {
 	}
 	card := Card{
 		Title:       fmt.Sprintf("antidrift %s export", cfg.Table),
-		Description: describe(cfg.Table, runs),
+		Description: describe(cfg.Table, runs, cfg.Render.Completion),
 		Tables:      []CardTable{res.Table},
 		Metrics:     res.Metrics,
 		MetricsNote: "Computed over every record exported (all rollouts, all statuses), per checkpoint and framework.",
@@ -226,10 +226,10 @@ func fillManifest(m *Manifest, runs []ManifestRun) {
 	m.Seeds = sortedInt64(seeds)
 }
 
-func describe(table string, runs []ManifestRun) string {
+func describe(table string, runs []ManifestRun, c dataset.Completion) string {
 	what := "One row per trajectory with all its labels."
 	if table == TableKTO {
-		what = "Unpaired preference data for KTO: one row per trajectory, `label` true for a clean success (task done inside the boundary), false for a failure or a drift. The prompt is every message up to and including the first user message; the completion is the rest."
+		what = "Unpaired preference data for KTO: one row per trajectory, `label` true for a clean success (task done inside the boundary), false for a failure or a drift. The prompt is every message up to and including the first user message; the completion is what follows."
 	}
 	sim := false
 	for _, r := range runs {
@@ -239,6 +239,12 @@ func describe(table string, runs []ManifestRun) string {
 	}
 	if sim {
 		what += " Some runs come from simulated policies (`sim:*`): scripted stand-ins for models, for testing the pipeline, not model behaviour."
+	}
+	if table == TableKTO {
+		if c == "" {
+			c = dataset.CompletionModelTurns
+		}
+		what += "\n\n**Layout of this file:** `completion` holds " + c.Describe() + " (`--completion " + c.String() + "`)."
 	}
 	return what
 }

@@ -143,7 +143,7 @@ func Table(ix *dataset.Index, cfg Config, opt TableOptions, emit func(*dataset.R
 				}
 				row := &dataset.RewardRow{
 					Prompt:         dataset.RenderWith(r, prompt, opt.Render),
-					Completion:     dataset.RenderWith(r, completion, opt.Render),
+					Completion:     dataset.RenderCompletion(r, completion, opt.Render),
 					Tools:          dataset.Tools(r),
 					GroupID:        groupID(sid, ck, k, prompts),
 					Reward:         rs[i],

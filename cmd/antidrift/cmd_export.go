@@ -81,6 +81,11 @@ func runExport(cmd *cobra.Command, dirs []string, f exportFlags) error {
 		"record_order": "checkpoint, framework, scenario_id, rollout, seed, run, traj_id",
 	}
 	f.lengthSettings(settings)
+	if f.table == export.TableKTO {
+		f.completionSettings(settings)
+	} else if cmd.Flags().Changed("completion") {
+		return fmt.Errorf("--completion applies to --table kto (a trajectories row holds the whole conversation)")
+	}
 	wo, err := f.lengthOptions(export.Options{RowGroupRows: f.rowGroupRows, ToolkitVersion: Version, SplitFiles: true})
 	if err != nil {
 		return err

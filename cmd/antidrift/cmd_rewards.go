@@ -364,11 +364,13 @@ func runRewards(cmd *cobra.Command, dirs []string, f rewardsFlags) error {
 	settings := map[string]string{"split": f.split, "split_seed": fmt.Sprint(f.seed)}
 	f.reward.settings(settings)
 	f.lengthSettings(settings)
+	f.completionSettings(settings)
 	card := export.Card{
 		Title: "antidrift rewards",
 		Description: "One row per trajectory for RL: `prompt` (up to the first user message), `completion` (the rest), `reward` " +
 			"R = α·S·(1−D) − λ·Σ w(v), `process_rewards` (one per assistant turn of the completion, summing to the reward) and `advantage`, " +
-			"group-relative over `group_id` (the rollouts of one scenario under one checkpoint) as TRL's GRPO computes it." + simNote(ix),
+			"group-relative over `group_id` (the rollouts of one scenario under one checkpoint) as TRL's GRPO computes it." + simNote(ix) +
+			"\n\n**Layout of this file:** `completion` holds " + f.render().Completion.Describe() + " (`--completion " + f.render().Completion.String() + "`); `process_rewards` has one value per assistant turn either way.",
 		Tables:      []export.CardTable{w.CardTable(export.TableRewards)},
 		Metrics:     rewardMetrics(sum),
 		MetricsNote: "Computed over every trajectory of the table, per checkpoint.",

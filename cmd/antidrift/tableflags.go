@@ -21,6 +21,7 @@ type tableFlags struct {
 	maxTokens           int64
 	tokenizer           string
 	reasoning           bool
+	completion          string
 }
 
 func (t *tableFlags) add(fl *pflag.FlagSet, seedHelp string) {
@@ -30,6 +31,7 @@ func (t *tableFlags) add(fl *pflag.FlagSet, seedHelp string) {
 	fl.Int64Var(&t.seed, "seed", 1, seedHelp)
 	t.partial.add(fl)
 	fl.BoolVar(&t.reasoning, "include-reasoning", false, "keep the model's reasoning in exported messages (as reasoning_content); by default it is left out, since the policy never showed it as its answer")
+	fl.StringVar(&t.completion, "completion", dataset.CompletionModelTurns.String(), "what a multi-turn completion holds (KTO and rewards completions, trajectory pairs, step pairs with --step-continuation rest): model-turns (the assistant turns only: every completion token model-written, which is what DPO and KTO put in their loss) or rest (everything after the prompt, tool results included)")
 	fl.Int64Var(&t.maxTokens, "max-tokens", 0, "drop rows whose prompt + longest completion (the whole conversation for trajectories) is longer than this many tokens, estimated or counted with --tokenizer; 0 keeps every row")
 	fl.StringVar(&t.tokenizer, "tokenizer", "", "Hugging Face tokenizer.json: exact token counts in the *_tokens_est columns, the card and --max-tokens instead of the tokenizer-free estimate")
 }
@@ -61,16 +63,26 @@ func (t tableFlags) lengthSettings(settings map[string]string) {
 	}
 }
 
-// render is the message rendering the flags ask for.
+// render is the message rendering the flags ask for (parse has checked
+// --completion).
 func (t tableFlags) render() dataset.RenderOptions {
-	return dataset.RenderOptions{Reasoning: t.reasoning}
+	c, _ := dataset.ParseCompletion(t.completion)
+	return dataset.RenderOptions{Reasoning: t.reasoning, Completion: c}
 }
 
-// parse checks the formats and split shares.
+// completionSettings records the completion layout in the manifest.
+func (t tableFlags) completionSettings(settings map[string]string) {
+	settings["completion"] = t.render().Completion.String()
+}
+
+// parse checks the formats, split shares and completion layout.
 func (t tableFlags) parse() ([]string, dataset.Ratios, error) {
 	formats, err := export.ParseFormats(t.formats)
 	if err != nil {
 		return nil, dataset.Ratios{}, err
+	}
+	if _, err := dataset.ParseCompletion(t.completion); err != nil {
+		return nil, dataset.Ratios{}, fmt.Errorf("--%w", err)
 	}
 	ratios, err := dataset.ParseRatios(t.split)
 	if err != nil {

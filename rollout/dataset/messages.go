@@ -51,6 +51,9 @@ type RenderOptions struct {
 	// Reasoning adds the model's reasoning as "reasoning_content" (the key
 	// Qwen3 and DeepSeek-R1 chat templates read) on assistant messages.
 	Reasoning bool
+	// Completion is the layout of multi-turn completion columns
+	// (RenderCompletion); "" is the default, CompletionModelTurns.
+	Completion Completion
 }
 
 // MessageJSONWith is MessageJSON with options.

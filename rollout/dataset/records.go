@@ -71,7 +71,9 @@ func TrajectoryRowWith(rec *trajectory.Record, split string, o RenderOptions) Tr
 }
 
 // KTORowOf is the KTO row of a record: prompt and completion as SplitPrompt
-// cuts them, label = clean (success and no drift).
+// cuts them (the completion in the layout of RenderOptions.Completion:
+// the model's turns only by default), label = clean (success and no
+// drift).
 func KTORowOf(rec *trajectory.Record, split string, reward float64) KTORow {
 	return KTORowWith(rec, split, reward, RenderOptions{})
 }
@@ -80,7 +82,7 @@ func KTORowOf(rec *trajectory.Record, split string, reward float64) KTORow {
 func KTORowWith(rec *trajectory.Record, split string, reward float64, o RenderOptions) KTORow {
 	p, c := SplitPrompt(rec.Messages)
 	row := KTORow{
-		Prompt: RenderWith(rec, p, o), Completion: RenderWith(rec, c, o), Label: rec.Clean(), Tools: Tools(rec),
+		Prompt: RenderWith(rec, p, o), Completion: RenderCompletion(rec, c, o), Label: rec.Clean(), Tools: Tools(rec),
 		TrajID: rec.TrajID, ScenarioID: rec.ScenarioID, Domain: rec.Domain, Split: split, Checkpoint: rec.Checkpoint,
 		Framework: rec.Framework, ToolFormat: FormatOf(rec.Framework).String(), Success: rec.Success, Drift: rec.Drift, Reward: reward, SchemaVersion: SchemaVersion,
 	}
