@@ -264,6 +264,38 @@ func (w *Writer[R]) Write(r *R) error {
 	return nil
 }
 
+// Admit reports whether Write would keep r under Options.MaxTokens (the
+// length counted with Options.Tokens when set), counting it as dropped when
+// not: a caller that must know which rows a file holds before it writes
+// them (GRPO advantages over the rows kept) asks first and writes only
+// what was admitted.
+func (w *Writer[R]) Admit(r *R) (bool, error) {
+	if w.err != nil {
+		return false, w.err
+	}
+	if w.opts.MaxTokens <= 0 {
+		return true, nil
+	}
+	if w.opts.Tokens != nil {
+		c, err := recount(r, w.opts.Tokens)
+		if err != nil {
+			w.err = fmt.Errorf("export: %s row %d: tokenizer %s: %w", w.table, w.rows+w.dropped+1, w.opts.Tokens.Name(), err)
+			return false, w.err
+		}
+		r = c
+	}
+	n, err := totalTokens(r, w.opts.Tokens)
+	if err != nil {
+		w.err = fmt.Errorf("export: %s row %d: tokenizer %s: %w", w.table, w.rows+w.dropped+1, w.opts.Tokens.Name(), err)
+		return false, w.err
+	}
+	if n > w.opts.MaxTokens {
+		w.dropped++
+		return false, nil
+	}
+	return true, nil
+}
+
 // check validates what the file formats cannot express: every message is a
 // JSON object, and a requested margin is present.
 func (w *Writer[R]) check(r *R) error {

@@ -353,7 +353,7 @@ func runRewards(cmd *cobra.Command, dirs []string, f rewardsFlags) error {
 	if err != nil {
 		return err
 	}
-	sum, err := rewards.Table(ix, cfg, rewards.TableOptions{Ratios: ratios, Seed: f.seed, Render: f.render()}, w.Write)
+	sum, err := rewards.Table(ix, cfg, rewards.TableOptions{Ratios: ratios, Seed: f.seed, Render: f.render(), Keep: w.Admit}, w.Write)
 	if err != nil {
 		w.Abort()
 		return err
@@ -375,8 +375,14 @@ func runRewards(cmd *cobra.Command, dirs []string, f rewardsFlags) error {
 		Metrics:     rewardMetrics(sum),
 		MetricsNote: "Computed over every trajectory of the table, per checkpoint.",
 		Manifest:    exportManifest(ix, f.out, settings),
-		Notes: []string{fmt.Sprintf("GRPO groups: %d (%d with one member, advantage 0; %d whose rewards are all equal, advantage 0).",
+		Notes: []string{fmt.Sprintf("GRPO groups: %d (%d with one member, advantage 0; %d whose rewards are all equal, advantage 0). Advantages are computed over the rows of this file: rows left out (over `--max-tokens`, or with unparsed tool-call arguments) are removed from their group first, so `advantage` equals (R - mean) / (std + 1e-4) over each `group_id`'s rows here.",
 			sum.Groups, sum.SingletonGroup, sum.ZeroStdGroups)},
+	}
+	if sum.Dropped > 0 {
+		card.Notes = append(card.Notes, fmt.Sprintf("`--max-tokens`: %d rows dropped before the advantages were computed; %d groups lost every row.", sum.Dropped, sum.GroupsDropped))
+	}
+	if sum.RawArguments > 0 {
+		card.Notes = append(card.Notes, fmt.Sprintf("Left out: %d trajectories with a tool call whose arguments never parsed as a JSON object.", sum.RawArguments))
 	}
 	if sum.NoCompletion > 0 {
 		card.Notes = append(card.Notes, fmt.Sprintf("Left out: %d trajectories with no completion (nothing after the prompt).", sum.NoCompletion))
