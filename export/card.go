@@ -22,10 +22,13 @@ type CardTable struct {
 	Rows   int64            `json:"rows"`   //
 	Splits map[string]int64 `json:"splits"` // rows per split
 	Files  []string         `json:"files"`  // file names, relative to the card's folder
-	// DataFiles are the Parquet files by split (split-file layout only),
-	// named in the card's YAML front matter so that load_dataset(folder)
-	// returns the splits.
-	DataFiles map[string]string `json:"data_files,omitempty"`
+	// DataFiles are the Parquet files by split (split-file layout only:
+	// one file, or its shards), named in the card's YAML front matter so
+	// that load_dataset(folder) returns the splits.
+	DataFiles map[string][]string `json:"data_files,omitempty"`
+	// Features are the columns as Hugging Face datasets types them
+	// (dataset_info.features in the front matter).
+	Features []Feature `json:"-"`
 	// Lengths are the token-length estimates' percentiles (nil for
 	// trajectories).
 	Lengths *Lengths `json:"lengths,omitempty"`
@@ -551,6 +554,28 @@ var taskOf = map[string]string{
 	TableRewards: "reinforcement-learning", TableTrajectories: "text-generation",
 }
 
+// dataFilesPattern names a split's Parquet files in the front matter: the
+// one file, or a glob that matches exactly its N shards
+// (data/NAME-SPLIT-*-of-0000N.parquet).
+func dataFilesPattern(files []string) string {
+	if len(files) == 1 {
+		return files[0]
+	}
+	f := files[0]
+	i := strings.LastIndex(f, "-of-")
+	j := strings.LastIndex(f[:i], "-")
+	return f[:j] + "-*" + f[i:]
+}
+
+func hasFeatures(ts []manifestTable) bool {
+	for _, t := range ts {
+		if len(t.DataFiles) > 0 && len(t.Features) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // sizeCategory is the Hub's size category of n rows.
 func sizeCategory(n int64) string {
 	switch {
@@ -616,8 +641,30 @@ func frontMatter(c Card, mf manifestFile) string {
 		}
 		b.WriteString("  data_files:\n")
 		for _, sp := range Splits {
-			if f, ok := t.DataFiles[sp]; ok {
-				fmt.Fprintf(&b, "  - split: %s\n    path: %s\n", sp, f)
+			if fs, ok := t.DataFiles[sp]; ok && len(fs) > 0 {
+				fmt.Fprintf(&b, "  - split: %s\n    path: %s\n", sp, dataFilesPattern(fs))
+			}
+		}
+	}
+	if hasFeatures(mf.Tables) {
+		b.WriteString("dataset_info:\n")
+		for _, t := range mf.Tables {
+			if len(t.DataFiles) == 0 || len(t.Features) == 0 {
+				continue
+			}
+			fmt.Fprintf(&b, "- config_name: %s\n  features:\n", t.Name)
+			for _, f := range t.Features {
+				if f.List != "" {
+					fmt.Fprintf(&b, "  - name: %s\n    list: %s\n", f.Name, f.List)
+				} else {
+					fmt.Fprintf(&b, "  - name: %s\n    dtype: %s\n", f.Name, f.Dtype)
+				}
+			}
+			b.WriteString("  splits:\n")
+			for _, sp := range Splits {
+				if _, ok := t.DataFiles[sp]; ok {
+					fmt.Fprintf(&b, "  - name: %s\n    num_examples: %d\n", sp, t.Splits[sp])
+				}
 			}
 		}
 	}

@@ -60,6 +60,11 @@ type Options struct {
 	// Tokens, when set, replaces every row's *_tokens_est estimates with
 	// exact counts by a tokenizer before the row is checked and written.
 	Tokens TokenCounter
+	// ShardBytes bounds each Parquet split file of the split-file layout
+	// (default DefaultShardBytes; negative: never shard): a larger split
+	// is written as data/NAME-SPLIT-00000-of-0000N.parquet, a smaller one
+	// as data/NAME-SPLIT.parquet.
+	ShardBytes int64
 }
 
 // Splits are the dataset splits every split-file layout writes, in order.
@@ -88,6 +93,9 @@ func (o Options) withDefaults() Options {
 	if o.ToolkitVersion == "" {
 		o.ToolkitVersion = "dev"
 	}
+	if o.ShardBytes == 0 {
+		o.ShardBytes = DefaultShardBytes
+	}
 	return o
 }
 
@@ -107,11 +115,15 @@ type sink[R Row] interface {
 // file under a final name. A Writer is not safe for concurrent use.
 type Writer[R Row] struct {
 	table   string
+	dir     string
+	name    string
 	cols    []column[R]
 	opts    Options
 	sinks   []sink[R]
 	split   []string // per sink: the split it holds ("" for every split)
-	files   []string
+	files   []string // final paths: per sink until Close, then per file (shards one by one)
+	// fileSplit is the split of each of files after Close.
+	fileSplit []string
 	rows    int64
 	dropped int64 // rows over Options.MaxTokens
 	splits  map[string]int64
@@ -159,7 +171,7 @@ func Create[R Row](dir, name string, formats []string, opts Options) (*Writer[R]
 		return nil, fmt.Errorf("export: %w", err)
 	}
 	table, cols := tableOf[R](opts.Margin)
-	w := &Writer[R]{table: table, cols: cols, opts: opts, splits: map[string]int64{}}
+	w := &Writer[R]{table: table, dir: dir, name: name, cols: cols, opts: opts, splits: map[string]int64{}}
 	seen := map[string]bool{}
 	type target struct{ format, split, final string }
 	var targets []target
@@ -189,7 +201,11 @@ func Create[R Row](dir, name string, formats []string, opts Options) (*Writer[R]
 		var err error
 		switch f {
 		case FormatParquet:
-			s, err = newParquetSink(final, table, cols, opts)
+			if tg.split != "" {
+				s = newShardedSink(final, table, cols, opts)
+			} else {
+				s, err = newParquetSink(final, table, cols, opts)
+			}
 		case FormatArrow:
 			s, err = newArrowSink(final, cols, opts)
 		case FormatJSONL:
@@ -353,18 +369,18 @@ func (w *Writer[R]) Table() string { return w.table }
 // table's title in the card. Files are relative to the table folder.
 func (w *Writer[R]) CardTable(name string) CardTable {
 	files := make([]string, len(w.files))
-	dataFiles := map[string]string{}
+	dataFiles := map[string][]string{}
 	for i, f := range w.files {
 		files[i] = filepath.Base(f)
 		if w.opts.SplitFiles {
 			files[i] = filepath.ToSlash(filepath.Join(filepath.Base(filepath.Dir(f)), filepath.Base(f)))
-			if strings.HasSuffix(f, ".parquet") {
-				dataFiles[w.split[i]] = files[i]
+			if strings.HasSuffix(f, ".parquet") && i < len(w.fileSplit) {
+				dataFiles[w.fileSplit[i]] = append(dataFiles[w.fileSplit[i]], files[i])
 			}
 		}
 	}
 	ct := CardTable{Name: name, Kind: w.table, Rows: w.rows, Splits: w.Splits(), Files: files, DataFiles: dataFiles,
-		Columns: ColumnNames[R](w.opts.Margin), Lengths: summariseLengths(w.promptL, w.totalL),
+		Columns: ColumnNames[R](w.opts.Margin), Features: featuresOf(w.cols), Lengths: summariseLengths(w.promptL, w.totalL),
 		MaxTokens: w.opts.MaxTokens, DroppedOverMax: w.dropped}
 	if w.opts.Tokens != nil {
 		ct.Tokenizer = w.opts.Tokens.Name()
@@ -390,10 +406,37 @@ func (w *Writer[R]) Close() error {
 			return w.err
 		}
 	}
+	// the shards' names are known now
+	var files, split []string
+	for i, s := range w.sinks {
+		if sh, ok := s.(*shardedSink[R]); ok {
+			for _, f := range sh.finals() {
+				files, split = append(files, f), append(split, w.split[i])
+			}
+			continue
+		}
+		files, split = append(files, w.files[i]), append(split, w.split[i])
+	}
+	w.files, w.fileSplit = files, split
 	for _, s := range w.sinks {
 		if err := s.commit(); err != nil {
 			w.abort()
 			w.err = fmt.Errorf("export: %s: %w", s.path(), err)
+			return w.err
+		}
+	}
+	if w.opts.SplitFiles {
+		var bases, written []string
+		for _, sp := range Splits {
+			bases = append(bases, SplitFile(w.name, FormatParquet, sp))
+		}
+		for _, f := range w.files {
+			if rel, err := filepath.Rel(w.dir, f); err == nil {
+				written = append(written, filepath.ToSlash(rel))
+			}
+		}
+		if err := RemoveStaleShards(w.dir, bases, written); err != nil {
+			w.err = fmt.Errorf("export: %w", err)
 			return w.err
 		}
 	}

@@ -216,6 +216,16 @@ func (o *outputDir) commit() ([]string, error) {
 			}
 		}
 	}
+	// shards of an earlier, larger export, which a data_files glob would pick up
+	var bases []string
+	for _, n := range o.owned {
+		if strings.HasPrefix(n, "data/") && strings.HasSuffix(n, ".parquet") {
+			bases = append(bases, n)
+		}
+	}
+	if err := export.RemoveStaleShards(o.dir, bases, names); err != nil {
+		return nil, err
+	}
 	out := make([]string, len(names))
 	for i, n := range names {
 		out[i] = filepath.Join(o.dir, filepath.FromSlash(n))

@@ -22,6 +22,7 @@ type tableFlags struct {
 	tokenizer           string
 	reasoning           bool
 	completion          string
+	shardBytes          int64
 }
 
 func (t *tableFlags) add(fl *pflag.FlagSet, seedHelp string) {
@@ -32,6 +33,7 @@ func (t *tableFlags) add(fl *pflag.FlagSet, seedHelp string) {
 	t.partial.add(fl)
 	fl.BoolVar(&t.reasoning, "include-reasoning", false, "keep the model's reasoning in exported messages (as reasoning_content); by default it is left out, since the policy never showed it as its answer")
 	fl.StringVar(&t.completion, "completion", dataset.CompletionModelTurns.String(), "what a multi-turn completion holds (KTO and rewards completions, trajectory pairs, step pairs with --step-continuation rest): model-turns (the assistant turns only: every completion token model-written, which is what DPO and KTO put in their loss) or rest (everything after the prompt, tool results included)")
+	fl.Int64Var(&t.shardBytes, "shard-bytes", export.DefaultShardBytes, "bound on one Parquet split file: a larger split is written as shards data/TABLE-SPLIT-00000-of-0000N.parquet (as the Hugging Face Hub names them), all named in the card's YAML")
 	fl.Int64Var(&t.maxTokens, "max-tokens", 0, "drop rows whose prompt + longest completion (the whole conversation for trajectories) is longer than this many tokens, estimated or counted with --tokenizer; 0 keeps every row")
 	fl.StringVar(&t.tokenizer, "tokenizer", "", "Hugging Face tokenizer.json: exact token counts in the *_tokens_est columns, the card and --max-tokens instead of the tokenizer-free estimate")
 }
@@ -42,6 +44,10 @@ func (t tableFlags) lengthOptions(o export.Options) (export.Options, error) {
 		return o, fmt.Errorf("--max-tokens %d: want 0 (no limit) or more", t.maxTokens)
 	}
 	o.MaxTokens = t.maxTokens
+	if t.shardBytes <= 0 {
+		return o, fmt.Errorf("--shard-bytes %d: want a positive number of bytes", t.shardBytes)
+	}
+	o.ShardBytes = t.shardBytes
 	if t.tokenizer != "" {
 		c, err := hftok.Load(t.tokenizer)
 		if err != nil {
