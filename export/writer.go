@@ -114,24 +114,24 @@ type sink[R Row] interface {
 // temporary names and renamed on Close, so a crash never leaves a partial
 // file under a final name. A Writer is not safe for concurrent use.
 type Writer[R Row] struct {
-	table   string
-	dir     string
-	name    string
-	cols    []column[R]
-	opts    Options
-	sinks   []sink[R]
-	split   []string // per sink: the split it holds ("" for every split)
-	files   []string // final paths: per sink until Close, then per file (shards one by one)
+	table string
+	dir   string
+	name  string
+	cols  []column[R]
+	opts  Options
+	sinks []sink[R]
+	split []string // per sink: the split it holds ("" for every split)
+	files []string // final paths: per sink until Close, then per file (shards one by one)
 	// fileSplit is the split of each of files after Close.
 	fileSplit []string
-	rows    int64
-	dropped int64 // rows over Options.MaxTokens
-	splits  map[string]int64
-	promptL []int64 // token-length estimates per row, for the card
-	totalL  []int64
-	err     error
-	closed  bool
-	scratch bytes.Buffer
+	rows      int64
+	dropped   int64 // rows over Options.MaxTokens
+	splits    map[string]int64
+	promptL   []int64 // token-length estimates per row, for the card
+	totalL    []int64
+	err       error
+	closed    bool
+	scratch   bytes.Buffer
 }
 
 // ParseFormats reads "parquet,arrow,jsonl".
