@@ -26,8 +26,9 @@ type RunsConfig struct {
 	// given; the rest of the manifest is filled from the runs.
 	Manifest Manifest
 	Notes    []string
-	// ShuffleSeed orders the KTO table's rows by a seeded shuffle
-	// (dataset.Records.EachShuffled), recorded in the manifest.
+	// ShuffleSeed orders the KTO table's rows by a seeded shuffle that
+	// spreads the labels evenly (dataset.Records.EachBalanced), recorded in
+	// the manifest.
 	ShuffleSeed int64
 	// NoCard skips README.md and manifest.json.
 	NoCard bool
@@ -116,7 +117,8 @@ func ExportRuns(cfg RunsConfig) (RunsResult, error) {
 		if err != nil {
 			return res, err
 		}
-		err = idx.EachShuffled(cfg.ShuffleSeed, func(rec *trajectory.Record) error {
+		clean := func(rec *trajectory.Record) bool { return rec.Clean() }
+		err = idx.EachBalanced(cfg.ShuffleSeed, clean, func(rec *trajectory.Record) error {
 			res.Records++
 			count(rec)
 			reward := 0.0
@@ -180,7 +182,7 @@ func ExportRuns(cfg RunsConfig) (RunsResult, error) {
 	if cfg.Table == TableKTO && res.Desirable > 0 && res.Undesirable > 0 {
 		d, u := float64(res.Desirable), float64(res.Undesirable)
 		lo, hi := u/d, 4.0/3.0*u/d
-		notes = append(notes, fmt.Sprintf("Class balance: %d desirable (label true), %d undesirable rows. TRL recommends desirable_weight × desirable / (undesirable_weight × undesirable) between 1 and 4/3: with undesirable_weight=1, set `desirable_weight` between %.2f and %.2f. Rows are in a seeded shuffled order (the seed is in the manifest's record_order), since KTOTrainer pairs neighbours for its KL estimate and trains in file order.", res.Desirable, res.Undesirable, lo, hi))
+		notes = append(notes, fmt.Sprintf("Class balance: %d desirable (label true), %d undesirable rows. TRL recommends desirable_weight × desirable / (undesirable_weight × undesirable) between 1 and 4/3: with undesirable_weight=1, set `desirable_weight` between %.2f and %.2f. Rows are in a seeded shuffled order with the two labels spread evenly through the file (the seed is in the manifest's record_order), since KTOTrainer pairs neighbours for its KL estimate and trains in file order: keep `shuffle` off or on, either way batches mix scenarios and labels.", res.Desirable, res.Undesirable, lo, hi))
 	}
 	if res.RawArguments > 0 {
 		notes = append(notes, fmt.Sprintf("%d trajectories with a tool call whose arguments never parsed as a JSON object are left out of the KTO table.", res.RawArguments))

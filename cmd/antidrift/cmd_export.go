@@ -111,7 +111,7 @@ func runExport(cmd *cobra.Command, dirs []string, f exportFlags) error {
 	}
 	cfg.ShuffleSeed = f.seed
 	if f.table == export.TableKTO {
-		settings["record_order"] = fmt.Sprintf("shuffled: by SHA-256 of the seed and traj_id, seed %d (KTO pairs neighbours for its KL estimate and trains in file order)", f.seed)
+		settings["record_order"] = fmt.Sprintf("shuffled: by SHA-256 of the seed and traj_id, seed %d, each label on its own, the labels spread evenly through the file (KTO pairs neighbours for its KL estimate and trains in file order)", f.seed)
 	}
 	cfg.Manifest = export.Manifest{ToolkitVersion: Version, Command: commandLine(), Settings: settings}
 	cfg.Notes = withNote(notes, f.partial.note())

@@ -335,44 +335,51 @@ func parquetFeature(f parquet.Field) string {
 }
 
 // TestKTOOrderMixes measures how the KTO file mixes scenarios and labels:
-// in every window of 8 consecutive rows, at least two scenarios; in most,
-// both labels.
+// every window of 8 consecutive rows holds at least two scenarios and both
+// labels (the smaller class has more than an eighth of the rows here).
 func TestKTOOrderMixes(t *testing.T) {
 	dir := t.TempDir()
 	runs := []string{filepath.Join(dir, "base"), filepath.Join(dir, "dpo-2")}
 	runCmd(t, "rollout", "--policy", "sim:base", "--rollouts", "4", "--out", runs[0])
 	runCmd(t, "rollout", "--policy", "sim:dpo-2", "--rollouts", "4", "--out", runs[1])
-	out := filepath.Join(dir, "kto")
-	runCmd(t, append([]string{"export", "--table", "kto", "--out", out, "--format", "jsonl"}, runs...)...)
-	rows := jsonlRows(t, filepath.Join(out, "jsonl", "kto.jsonl"))
-	require.Greater(t, len(rows), 100)
-	type row struct {
-		scenario string
-		label    bool
-	}
-	var rs []row
-	for _, r := range rows {
-		var x row
-		require.NoError(t, json.Unmarshal(r["scenario_id"], &x.scenario))
-		require.NoError(t, json.Unmarshal(r["label"], &x.label))
-		rs = append(rs, x)
-	}
-	windows, mixedLabels := 0, 0
-	for i := 0; i+8 <= len(rs); i++ {
-		scen, labels := map[string]bool{}, map[bool]bool{}
-		for _, x := range rs[i : i+8] {
-			scen[x.scenario], labels[x.label] = true, true
+	for _, framework := range []string{"", "react"} {
+		rs := runs
+		if framework != "" {
+			rs = []string{filepath.Join(dir, framework)}
+			runCmd(t, "rollout", "--policy", "sim:base", "--framework", framework, "--rollouts", "4", "--out", rs[0])
 		}
-		windows++
-		assert.GreaterOrEqual(t, len(scen), 2, "rows %d–%d hold one scenario", i, i+7)
-		if len(labels) == 2 {
-			mixedLabels++
+		out := filepath.Join(dir, "kto"+framework)
+		runCmd(t, append([]string{"export", "--table", "kto", "--out", out, "--format", "jsonl"}, rs...)...)
+		rows := jsonlRows(t, filepath.Join(out, "jsonl", "kto.jsonl"))
+		require.Greater(t, len(rows), 100)
+		type row struct {
+			scenario string
+			label    bool
 		}
+		var xs []row
+		labels := map[bool]int{}
+		for _, r := range rows {
+			var x row
+			require.NoError(t, json.Unmarshal(r["scenario_id"], &x.scenario))
+			require.NoError(t, json.Unmarshal(r["label"], &x.label))
+			xs = append(xs, x)
+			labels[x.label]++
+		}
+		require.Greater(t, 8*min(labels[true], labels[false]), len(xs), "the smaller class has more than an eighth of the rows")
+		windows, minScen := 0, 8
+		for i := 0; i+8 <= len(xs); i++ {
+			scen, ls := map[string]bool{}, map[bool]bool{}
+			for _, x := range xs[i : i+8] {
+				scen[x.scenario], ls[x.label] = true, true
+			}
+			windows++
+			minScen = min(minScen, len(scen))
+			assert.GreaterOrEqual(t, len(scen), 2, "rows %d–%d hold one scenario", i, i+7)
+			assert.Len(t, ls, 2, "rows %d–%d hold one label", i, i+7)
+		}
+		t.Logf("%s: %d rows (%d desirable, %d undesirable): all %d windows of 8 hold both labels, at least %d scenarios", out, len(xs), labels[true], labels[false], windows, minScen)
+		man, err := os.ReadFile(filepath.Join(out, "manifest.json"))
+		require.NoError(t, err)
+		assert.Contains(t, string(man), "shuffled: by SHA-256 of the seed and traj_id, seed 1, each label on its own")
 	}
-	share := float64(mixedLabels) / float64(windows)
-	t.Logf("%d rows: %d windows of 8, %.3f with both labels", len(rs), windows, share)
-	assert.Greater(t, share, 0.9, "windows of 8 with both labels")
-	man, err := os.ReadFile(filepath.Join(out, "manifest.json"))
-	require.NoError(t, err)
-	assert.Contains(t, string(man), "shuffled: by SHA-256 of the seed and traj_id, seed 1")
 }
