@@ -233,6 +233,7 @@ var columnDocs = map[string]string{
 	"reward":                "R = alpha*S*(1-D) - lambda*sum of drift-step weights",
 	"advantage":             "group-relative advantage (R - mean) / (std + 1e-4), std with Bessel's correction",
 	"process_rewards":       "reward per assistant turn of the completion; they sum to reward",
+	"boundary_tools":        "the tools the scenario's boundary allows (what a GRPO reward function checks a sampled call against); empty when the scenarios were not available",
 	"run":                   "run name",
 	"checkpoint":            "checkpoint that produced the trajectory",
 	"policy":                "policy name (sim:* are simulations, not models)",

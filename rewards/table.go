@@ -8,6 +8,7 @@ import (
 	"github.com/antidrift/antidrift/rollout/dataset"
 	"sort"
 
+	"github.com/antidrift/antidrift/rollout/scenario"
 	"github.com/antidrift/antidrift/rollout/trajectory"
 )
 
@@ -24,6 +25,8 @@ type TableOptions struct {
 	// before the group's advantages are computed, so the advantages of
 	// the rows kept are TRL's formula over the rows in the file.
 	Keep func(*dataset.RewardRow) (bool, error)
+	// Scenarios, when set, fill the boundary_tools column.
+	Scenarios map[string]*scenario.Scenario
 }
 
 // GroupID names a GRPO group: the rollouts of one scenario under one
@@ -130,6 +133,11 @@ func Table(ix *dataset.Index, cfg Config, opt TableOptions, emit func(*dataset.R
 			return false
 		})
 		split := dataset.SplitOf(sid, opt.Ratios, opt.Seed)
+		boundary := []string{}
+		if s := opt.Scenarios[sid]; s != nil {
+			boundary = append(boundary, s.Boundary.Tools...)
+			sort.Strings(boundary)
+		}
 		for _, k := range keys {
 			ck := k[0]
 			// A group's advantages are computed over the rows the file
@@ -164,6 +172,7 @@ func Table(ix *dataset.Index, cfg Config, opt TableOptions, emit func(*dataset.R
 					ToolFormat:     dataset.FormatOf(r.Framework).String(),
 					Success:        r.Success,
 					Drift:          r.Drift,
+					BoundaryTools:  boundary,
 					SchemaVersion:  dataset.SchemaVersion,
 				}
 				row.PromptTokensEst = dataset.EstimatePromptTokens(row.Prompt, row.Tools)

@@ -363,7 +363,13 @@ func runRewards(cmd *cobra.Command, dirs []string, f rewardsFlags) error {
 	if err != nil {
 		return err
 	}
-	sum, err := rewards.Table(ix, cfg, rewards.TableOptions{Ratios: ratios, Seed: f.seed, Render: f.render(), Keep: w.Admit}, w.Write)
+	// the boundary_tools column: the scenarios the runs used, when found
+	scens := cfg.Scenarios
+	var scenErr error
+	if scens == nil {
+		scens, scenErr = scenariosOfRuns(ix, f.reward.scenarios, "")
+	}
+	sum, err := rewards.Table(ix, cfg, rewards.TableOptions{Ratios: ratios, Seed: f.seed, Render: f.render(), Keep: w.Admit, Scenarios: scens}, w.Write)
 	if err != nil {
 		w.Abort()
 		return err
@@ -390,6 +396,10 @@ func runRewards(cmd *cobra.Command, dirs []string, f rewardsFlags) error {
 	}
 	if sum.Dropped > 0 {
 		card.Notes = append(card.Notes, fmt.Sprintf("`--max-tokens`: %d rows dropped before the advantages were computed; %d groups lost every row.", sum.Dropped, sum.GroupsDropped))
+	}
+	if scenErr != nil {
+		card.Notes = append(card.Notes, "`boundary_tools` is empty: the scenarios the runs used were not found; pass --scenarios to fill it.")
+		fmt.Fprintf(cmd.ErrOrStderr(), "antidrift: boundary_tools left empty: %v\n", scenErr)
 	}
 	if sum.RawArguments > 0 {
 		card.Notes = append(card.Notes, fmt.Sprintf("Left out: %d trajectories with a tool call whose arguments never parsed as a JSON object.", sum.RawArguments))
