@@ -40,6 +40,8 @@ type CardTable struct {
 	// Tokenizer names the tokenizer.json whose exact counts replaced the
 	// estimates in the *_tokens_est columns ("" for estimates).
 	Tokenizer string `json:"tokenizer,omitempty"`
+	// LlamaFactorySkipped counts rows the llamafactory files leave out.
+	LlamaFactorySkipped int64 `json:"llamafactory_skipped,omitempty"`
 }
 
 // MetricRow is the metric summary of one checkpoint (× framework), filled

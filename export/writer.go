@@ -79,6 +79,8 @@ func SplitFile(name, format, split string) string {
 		return "data/" + name + "-" + split + ".parquet"
 	case FormatArrow:
 		return "arrow/" + name + "-" + split + ".arrow"
+	case FormatLlamaFactory:
+		return "llamafactory/" + name + "-" + split + ".json"
 	}
 	return "jsonl/" + name + ".jsonl"
 }
@@ -124,6 +126,10 @@ type Writer[R Row] struct {
 	files []string // final paths: per sink until Close, then per file (shards one by one)
 	// fileSplit is the split of each of files after Close.
 	fileSplit []string
+	// lfInfo: the llamafactory format is written (its dataset_info.json at
+	// Close); lfSkipped counts rows its layout cannot hold.
+	lfInfo    bool
+	lfSkipped int64
 	rows      int64
 	dropped   int64 // rows over Options.MaxTokens
 	splits    map[string]int64
@@ -143,8 +149,8 @@ func ParseFormats(s string) ([]string, error) {
 		if f == "" {
 			continue
 		}
-		if f != FormatParquet && f != FormatArrow && f != FormatJSONL {
-			return nil, fmt.Errorf("unknown format %q: want parquet, arrow or jsonl", f)
+		if f != FormatParquet && f != FormatArrow && f != FormatJSONL && f != FormatLlamaFactory {
+			return nil, fmt.Errorf("unknown format %q: want parquet, arrow, jsonl or llamafactory", f)
 		}
 		if !seen[f] {
 			seen[f] = true
@@ -181,6 +187,8 @@ func Create[R Row](dir, name string, formats []string, opts Options) (*Writer[R]
 		}
 		seen[f] = true
 		switch {
+		case f == FormatLlamaFactory && (table != TableDPO || !opts.SplitFiles):
+			return nil, fmt.Errorf("export: the llamafactory format holds the dpo table of the split-file layout only (antidrift pairs)")
 		case !opts.SplitFiles:
 			targets = append(targets, target{f, "", filepath.Join(dir, name+"."+f)})
 		case f == FormatJSONL:
@@ -210,6 +218,9 @@ func Create[R Row](dir, name string, formats []string, opts Options) (*Writer[R]
 			s, err = newArrowSink(final, cols, opts)
 		case FormatJSONL:
 			s, err = newJSONLSink(final, cols)
+		case FormatLlamaFactory:
+			s, err = newLlamaFactorySink[R](final, &w.lfSkipped)
+			w.lfInfo = true
 		default:
 			err = fmt.Errorf("export: unknown format %q: want parquet, arrow or jsonl", f)
 		}
@@ -343,6 +354,10 @@ func checkObject(m json.RawMessage) error {
 	return nil
 }
 
+// LlamaFactorySkipped counts the rows the llamafactory files leave out
+// (chosen or rejected not one assistant turn).
+func (w *Writer[R]) LlamaFactorySkipped() int64 { return w.lfSkipped }
+
 // Dropped returns the number of rows left out for being longer than
 // Options.MaxTokens.
 func (w *Writer[R]) Dropped() int64 { return w.dropped }
@@ -385,6 +400,7 @@ func (w *Writer[R]) CardTable(name string) CardTable {
 	if w.opts.Tokens != nil {
 		ct.Tokenizer = w.opts.Tokens.Name()
 	}
+	ct.LlamaFactorySkipped = w.lfSkipped
 	return ct
 }
 
@@ -424,6 +440,14 @@ func (w *Writer[R]) Close() error {
 			w.err = fmt.Errorf("export: %s: %w", s.path(), err)
 			return w.err
 		}
+	}
+	if w.lfInfo {
+		p := filepath.Join(w.dir, filepath.FromSlash(LlamaFactoryInfo))
+		if err := writeFileAtomic(p, llamaFactoryInfo(w.name)); err != nil {
+			w.err = err
+			return w.err
+		}
+		w.files, w.fileSplit = append(w.files, p), append(w.fileSplit, "")
 	}
 	if w.opts.SplitFiles {
 		var bases, written []string

@@ -175,6 +175,9 @@ func Table(ix *dataset.Index, cfg Config, opt TableOptions, emit func(*dataset.R
 					BoundaryTools:  boundary,
 					SchemaVersion:  dataset.SchemaVersion,
 				}
+				if opt.Render.ToolsInSystem {
+					row.Prompt, row.Tools = dataset.ToolsInSystem(row.Prompt, row.Tools)
+				}
 				row.PromptTokensEst = dataset.EstimatePromptTokens(row.Prompt, row.Tools)
 				row.CompletionTokensEst = dataset.EstimateTokens(row.Completion)
 				if opt.Keep != nil {

@@ -253,7 +253,10 @@ func tableFiles(name string) []string {
 			out = append(out, export.SplitFile(name, f, sp))
 		}
 	}
-	return out
+	for _, sp := range export.Splits {
+		out = append(out, export.SplitFile(name, export.FormatLlamaFactory, sp))
+	}
+	return append(out, export.LlamaFactoryInfo)
 }
 
 // exportManifest is the provenance of an export built from an index.

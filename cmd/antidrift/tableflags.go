@@ -23,6 +23,7 @@ type tableFlags struct {
 	reasoning           bool
 	completion          string
 	shardBytes          int64
+	toolsInSystem       bool
 }
 
 func (t *tableFlags) add(fl *pflag.FlagSet, seedHelp string) {
@@ -33,6 +34,7 @@ func (t *tableFlags) add(fl *pflag.FlagSet, seedHelp string) {
 	t.partial.add(fl)
 	fl.BoolVar(&t.reasoning, "include-reasoning", false, "keep the model's reasoning in exported messages (as reasoning_content); by default it is left out, since the policy never showed it as its answer")
 	fl.StringVar(&t.completion, "completion", dataset.CompletionModelTurns.String(), "what a multi-turn completion holds (KTO and rewards completions, trajectory pairs, step pairs with --step-continuation rest): model-turns (the assistant turns only: every completion token model-written, which is what DPO and KTO put in their loss) or rest (everything after the prompt, tool results included)")
+	fl.BoolVar(&t.toolsInSystem, "tools-in-system", false, "write the tool schemas into each row's system message and leave tools empty, for trainers that pass no tools to the chat template (OpenRLHF); TRL renders the tools column itself, so leave this off for TRL")
 	fl.Int64Var(&t.shardBytes, "shard-bytes", export.DefaultShardBytes, "bound on one Parquet split file: a larger split is written as shards data/TABLE-SPLIT-00000-of-0000N.parquet (as the Hugging Face Hub names them), all named in the card's YAML")
 	fl.Int64Var(&t.maxTokens, "max-tokens", 0, "drop rows whose prompt + longest completion (the whole conversation for trajectories) is longer than this many tokens, estimated or counted with --tokenizer; 0 keeps every row")
 	fl.StringVar(&t.tokenizer, "tokenizer", "", "Hugging Face tokenizer.json: exact token counts in the *_tokens_est columns, the card and --max-tokens instead of the tokenizer-free estimate")
@@ -73,12 +75,16 @@ func (t tableFlags) lengthSettings(settings map[string]string) {
 // --completion).
 func (t tableFlags) render() dataset.RenderOptions {
 	c, _ := dataset.ParseCompletion(t.completion)
-	return dataset.RenderOptions{Reasoning: t.reasoning, Completion: c}
+	return dataset.RenderOptions{Reasoning: t.reasoning, Completion: c, ToolsInSystem: t.toolsInSystem}
 }
 
-// completionSettings records the completion layout in the manifest.
+// completionSettings records the completion layout (and --tools-in-system)
+// in the manifest.
 func (t tableFlags) completionSettings(settings map[string]string) {
 	settings["completion"] = t.render().Completion.String()
+	if t.toolsInSystem {
+		settings["tools_in_system"] = "true: the tool schemas are in each row's system message and the tools column is empty"
+	}
 }
 
 // parse checks the formats, split shares and completion layout.

@@ -3,6 +3,7 @@ package dataset
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/antidrift/antidrift/rollout/trajectory"
 )
@@ -75,4 +76,41 @@ func RenderCompletion(rec *trajectory.Record, ms []trajectory.Message, o RenderO
 		ms = kept
 	}
 	return MessagesWith(ms, o)
+}
+
+// ToolsInSystem moves a row's tool schemas into its system message, for
+// trainers that pass no tools to the chat template (OpenRLHF): the system
+// message (one is inserted first when the messages have none) gets a
+// block listing each schema, the bytes the request sent, one per line,
+// and the tools list comes back empty. Rows of a text-protocol framework
+// (no tools; the descriptions are already in the prompt) are returned as
+// they are.
+func ToolsInSystem(msgs, tools []json.RawMessage) ([]json.RawMessage, []json.RawMessage) {
+	if len(tools) == 0 {
+		return msgs, tools
+	}
+	var b strings.Builder
+	b.WriteString("You can call these tools (OpenAI function schemas, one JSON object per line):\n<tools>\n")
+	for _, t := range tools {
+		b.Write(t)
+		b.WriteByte('\n')
+	}
+	b.WriteString("</tools>")
+	out := make([]json.RawMessage, 0, len(msgs)+1)
+	var first map[string]json.RawMessage
+	if len(msgs) > 0 && json.Unmarshal(msgs[0], &first) == nil && string(first["role"]) == `"system"` {
+		var w wireMessage
+		if json.Unmarshal(msgs[0], &w) == nil {
+			if w.Content != "" {
+				w.Content += "\n\n"
+			}
+			w.Content += b.String()
+			m, _ := json.Marshal(w)
+			out = append(out, m)
+			return append(out, msgs[1:]...), []json.RawMessage{}
+		}
+	}
+	m, _ := json.Marshal(wireMessage{Role: trajectory.RoleSystem, Content: b.String()})
+	out = append(out, m)
+	return append(out, msgs...), []json.RawMessage{}
 }

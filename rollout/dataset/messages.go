@@ -54,6 +54,10 @@ type RenderOptions struct {
 	// Completion is the layout of multi-turn completion columns
 	// (RenderCompletion); "" is the default, CompletionModelTurns.
 	Completion Completion
+	// ToolsInSystem writes the tool schemas into the system message and
+	// leaves the tools column empty (ToolsInSystem), for trainers that pass
+	// no tools to the chat template.
+	ToolsInSystem bool
 }
 
 // MessageJSONWith is MessageJSON with options.

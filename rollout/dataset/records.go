@@ -58,10 +58,14 @@ func TrajectoryRowWith(rec *trajectory.Record, split string, o RenderOptions) Tr
 	for i, s := range rec.DriftSteps {
 		steps[i] = int64(s)
 	}
+	msgs, tools := RenderWith(rec, rec.Messages, o), Tools(rec)
+	if o.ToolsInSystem {
+		msgs, tools = ToolsInSystem(msgs, tools)
+	}
 	return TrajectoryRow{
 		TrajID: rec.TrajID, Run: rec.Run, Checkpoint: rec.Checkpoint, Policy: rec.Policy, Framework: rec.Framework,
 		ScenarioID: rec.ScenarioID, Domain: rec.Domain, Split: split, Rollout: rec.Rollout, Seed: rec.Seed,
-		Messages: RenderWith(rec, rec.Messages, o), Tools: Tools(rec), ToolFormat: FormatOf(rec.Framework).String(),
+		Messages: msgs, Tools: tools, ToolFormat: FormatOf(rec.Framework).String(),
 		Status: string(rec.Status), Success: rec.Success, Drift: rec.Drift, Clean: rec.Clean(),
 		DriftSteps: steps, DriftTypes: types, ViolationKinds: kinds, Provisions: provs,
 		JudgeKind: rec.Judge.Kind, JudgeScore: rec.Judge.Score, JudgeReason: rec.Judge.Reason,
@@ -85,6 +89,9 @@ func KTORowWith(rec *trajectory.Record, split string, reward float64, o RenderOp
 		Prompt: RenderWith(rec, p, o), Completion: RenderCompletion(rec, c, o), Label: rec.Clean(), Tools: Tools(rec),
 		TrajID: rec.TrajID, ScenarioID: rec.ScenarioID, Domain: rec.Domain, Split: split, Checkpoint: rec.Checkpoint,
 		Framework: rec.Framework, ToolFormat: FormatOf(rec.Framework).String(), Success: rec.Success, Drift: rec.Drift, Reward: reward, SchemaVersion: SchemaVersion,
+	}
+	if o.ToolsInSystem {
+		row.Prompt, row.Tools = ToolsInSystem(row.Prompt, row.Tools)
 	}
 	row.PromptTokensEst, row.CompletionTokensEst = EstimatePromptTokens(row.Prompt, row.Tools), EstimateTokens(row.Completion)
 	return row
