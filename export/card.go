@@ -1,7 +1,6 @@
 package export
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -42,6 +41,13 @@ type CardTable struct {
 	Tokenizer string `json:"tokenizer,omitempty"`
 	// LlamaFactorySkipped counts rows the llamafactory files leave out.
 	LlamaFactorySkipped int64 `json:"llamafactory_skipped,omitempty"`
+	// Desirable and Undesirable count a KTO table's train rows by label.
+	Desirable   int64 `json:"desirable,omitempty"`
+	Undesirable int64 `json:"undesirable,omitempty"`
+	// Margin: the dpo table has the margin column; ToolsInSystem: the tool
+	// schemas are in the system messages and tools is empty.
+	Margin        bool `json:"margin,omitempty"`
+	ToolsInSystem bool `json:"tools_in_system,omitempty"`
 }
 
 // MetricRow is the metric summary of one checkpoint (× framework), filled
@@ -334,11 +340,15 @@ func renderCard(c Card, mf manifestFile) string {
 			}
 			b.WriteString(": the prompt with its tool schemas, and the prompt with the longest completion of a row.\n\n| table | | p50 | p90 | p99 | max |\n|---|---|---:|---:|---:|---:|\n")
 		}
+		if kindOf(t.CardTable) == TableTrajectories {
+			fmt.Fprintf(&b, "| %s | whole conversation, tool schemas included | %d | %d | %d | %d |\n", t.Name, l.Total[0], l.Total[1], l.Total[2], l.Total[3])
+			continue
+		}
 		fmt.Fprintf(&b, "| %s | prompt | %d | %d | %d | %d |\n| %s | prompt + completion | %d | %d | %d | %d |\n",
 			t.Name, l.Prompt[0], l.Prompt[1], l.Prompt[2], l.Prompt[3], t.Name, l.Total[0], l.Total[1], l.Total[2], l.Total[3])
 	}
 	if l := firstLengths(mf.Tables); l != nil {
-		fmt.Fprintf(&b, "\nThe recipes below set `max_length=%d` and `max_prompt_length=%d` (the p99 figures rounded up to 64): at least 99%% of rows are neither dropped nor cut.", l.MaxLength, l.MaxPromptLength)
+		fmt.Fprintf(&b, "\nThe recipes below set `max_length=%d` (TRL), `--data.max_len %d` (OpenRLHF) and `--cutoff_len %d` (LLaMA-Factory): the p99 of the whole sequence rounded up to 64, so at least 99%% of rows are neither dropped nor cut.", l.MaxLength, l.MaxLength, l.MaxLength)
 		switch {
 		case l.Total[0] > 1024:
 			b.WriteString(" TRL's default `max_length=1024` would cut or drop most rows of this table.")
@@ -361,7 +371,7 @@ func renderCard(c Card, mf manifestFile) string {
 	}
 
 	if frontMatter(c, mf) != "" {
-		b.WriteString("## Loading\n\nFrom this folder: each split is its own Parquet file under `data/`, named in this card's YAML front matter, so `load_dataset` on the folder returns train, validation and test (and the Hub viewer shows them). Arrow IPC files are under `arrow/`, the JSONL (every split, for reading) under `jsonl/`, provenance in `manifest.json`.\n\n")
+		b.WriteString("## Loading\n\nFrom this folder: each split is its own Parquet file under `data/` (or, past the shard size, its shards `NAME-SPLIT-00000-of-0000N.parquet`), named in this card's YAML front matter together with the features, so `load_dataset` on the folder returns train, validation and test (and the Hub viewer shows them). Arrow IPC files are under `arrow/`, the JSONL (every split, for reading) under `jsonl/`, provenance in `manifest.json`.\n\n")
 	} else {
 		b.WriteString("## Loading\n\nFrom this folder. Every table is one file per format; filter on `split` for train/validation/test.\n\n")
 	}
@@ -372,9 +382,9 @@ func renderCard(c Card, mf manifestFile) string {
 		}
 		fmt.Fprintf(&b, "### `%s` (%s)\n\n", t.Name, t.Kind)
 		if len(t.DataFiles) > 0 {
-			b.WriteString(loadSnippetSplits(t.Kind, t.Name, t.Lengths))
+			b.WriteString(recipes(t.CardTable, fmt.Sprintf("```python\nfrom datasets import load_dataset\n\nds = load_dataset(\"path/to/this/folder\", \"%s\")  # DatasetDict: train, validation, test\ntrain, valid = ds[\"train\"], ds[\"validation\"]\n", t.Name)))
 		} else {
-			b.WriteString(loadSnippet(t.Kind, pq, t.Lengths))
+			b.WriteString(recipes(t.CardTable, fmt.Sprintf("```python\nfrom datasets import load_dataset\n\nds = load_dataset(\"parquet\", data_files=\"%s\", split=\"train\")  # the whole file\ntrain = ds.filter(lambda r: r[\"split\"] == \"train\")\nvalid = ds.filter(lambda r: r[\"split\"] == \"validation\")\n", pq)))
 		}
 	}
 	b.WriteString("### DuckDB and Spark\n\n")
@@ -451,90 +461,6 @@ func firstMessageColumn(ts []manifestTable, file string) string {
 		}
 	}
 	return "prompt"
-}
-
-// loadSnippetSplits loads a split-file table by its config.
-func loadSnippetSplits(kind, config string, l *Lengths) string {
-	head := fmt.Sprintf("```python\nfrom datasets import load_dataset\n\nds = load_dataset(\"path/to/this/folder\", \"%s\")  # DatasetDict: train, validation, test\ntrain, valid = ds[\"train\"], ds[\"validation\"]\n", config)
-	return recipe(kind, head, l)
-}
-
-func loadSnippet(kind, file string, l *Lengths) string {
-	head := fmt.Sprintf("```python\nfrom datasets import load_dataset\n\nds = load_dataset(\"parquet\", data_files=\"%s\", split=\"train\")  # the whole file\ntrain = ds.filter(lambda r: r[\"split\"] == \"train\")\nvalid = ds.filter(lambda r: r[\"split\"] == \"validation\")\n", file)
-	return recipe(kind, head, l)
-}
-
-// recipe is a table's trainer recipe after its loading lines. The tools
-// column stays: TRL renders it into the prompt through the chat template.
-func recipe(kind, head string, l *Lengths) string {
-	var b bytes.Buffer
-	b.WriteString(head)
-	limits, promptLimit := "", ""
-	if l != nil {
-		promptLimit = fmt.Sprintf(", max_prompt_length=%d", l.MaxPromptLength)
-		limits = fmt.Sprintf(", max_length=%d, max_prompt_length=%d", l.MaxLength, l.MaxPromptLength)
-	}
-	switch kind {
-	case TableDPO:
-		b.WriteString(`
-# Conversational preference data: prompt / chosen / rejected are lists of messages.
-from trl import DPOConfig, DPOTrainer
-cols = ["prompt", "chosen", "rejected", "tools"]  # keep tools: the schemas the model was prompted with
-trainer = DPOTrainer(
-    model=model,                      # e.g. AutoModelForCausalLM.from_pretrained(...)
-    args=DPOConfig(output_dir="dpo-out"` + limits + `),
-    train_dataset=train.select_columns(cols),
-    eval_dataset=valid.select_columns(cols),
-    processing_class=tokenizer,
-)
-trainer.train()
-# A reward model: trl.RewardTrainer on the same chosen / rejected columns
-# (export with the margin column to add a margin to its loss).
-`)
-	case TableKTO:
-		b.WriteString(`
-# Unpaired preference data: prompt / completion (lists of messages) and a boolean label.
-from trl import KTOConfig, KTOTrainer
-cols = ["prompt", "completion", "label", "tools"]
-trainer = KTOTrainer(
-    model=model,
-    args=KTOConfig(output_dir="kto-out"` + limits + `),
-    train_dataset=train.select_columns(cols),
-    eval_dataset=valid.select_columns(cols),
-    processing_class=tokenizer,
-)
-trainer.train()
-`)
-	case TableRewards:
-		b.WriteString(`
-# GRPO samples its own completions online. Take one prompt per GRPO group
-# (scenario x checkpoint x framework) with the tools it was sent; the recorded
-# reward / advantage / process_rewards serve offline RL and checking a reward
-# function against the toolkit's.
-from trl import GRPOConfig, GRPOTrainer
-seen = set()
-def first_of_group(r):
-    if r["group_id"] in seen:
-        return False
-    seen.add(r["group_id"])
-    return True
-prompts = train.filter(first_of_group).select_columns(["prompt", "tools", "scenario_id"])
-def reward_fn(completions, scenario_id, **kwargs):
-    ...  # score each completion on its scenario, e.g. with antidrift's drift detector and judge
-trainer = GRPOTrainer(model=model, reward_funcs=reward_fn,
-                      args=GRPOConfig(output_dir="grpo-out"` + promptLimit + `),
-                      train_dataset=prompts)
-`)
-	case TableTrajectories:
-		b.WriteString(`
-# One row per trajectory with every label; e.g. SFT on clean successes:
-from trl import SFTConfig, SFTTrainer
-clean = train.filter(lambda r: r["clean"]).select_columns(["messages"])
-trainer = SFTTrainer(model=model, args=SFTConfig(output_dir="sft-out"), train_dataset=clean)
-`)
-	}
-	b.WriteString("```\n\n")
-	return b.String()
 }
 
 // sortedInt64 returns the distinct values of vs in order.

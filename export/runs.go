@@ -179,10 +179,9 @@ func ExportRuns(cfg RunsConfig) (RunsResult, error) {
 		m.ToolkitVersion = cfg.Options.ToolkitVersion
 	}
 	notes := append([]string(nil), cfg.Notes...)
-	if cfg.Table == TableKTO && res.Desirable > 0 && res.Undesirable > 0 {
-		d, u := float64(res.Desirable), float64(res.Undesirable)
-		lo, hi := u/d, 4.0/3.0*u/d
-		notes = append(notes, fmt.Sprintf("Class balance: %d desirable (label true), %d undesirable rows. TRL recommends desirable_weight × desirable / (undesirable_weight × undesirable) between 1 and 4/3: with undesirable_weight=1, set `desirable_weight` between %.2f and %.2f. Rows are in a seeded shuffled order with the two labels spread evenly through the file (the seed is in the manifest's record_order), since KTOTrainer pairs neighbours for its KL estimate and trains in file order: keep `shuffle` off or on, either way batches mix scenarios and labels.", res.Desirable, res.Undesirable, lo, hi))
+	if d, u := res.Table.Desirable, res.Table.Undesirable; cfg.Table == TableKTO && d > 0 && u > 0 {
+		lo, hi := kTOWeightRange(d, u)
+		notes = append(notes, fmt.Sprintf("Class balance of the train split (what KTOTrainer checks): %d desirable (label true), %d undesirable rows; %d and %d over every split. TRL's KTOTrainer recommends desirable_weight × desirable / (undesirable_weight × undesirable) between 1 and 1.33: with undesirable_weight=1, set `desirable_weight` between %.2f and %.2f (the recipe below takes the middle). Rows are in a seeded shuffled order with the two labels spread evenly through the file (the seed is in the manifest's record_order), since KTOTrainer pairs neighbours for its KL estimate and trains in file order: keep `shuffle` off or on, either way batches mix scenarios and labels.", d, u, res.Desirable, res.Undesirable, lo, hi))
 	}
 	if res.RawArguments > 0 {
 		notes = append(notes, fmt.Sprintf("%d trajectories with a tool call whose arguments never parsed as a JSON object are left out of the KTO table.", res.RawArguments))

@@ -2,9 +2,11 @@ package export
 
 import (
 	"bytes"
+
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/antidrift/antidrift/rollout/dataset"
 	"os"
 	"path/filepath"
 	"slices"
@@ -60,6 +62,9 @@ type Options struct {
 	// Tokens, when set, replaces every row's *_tokens_est estimates with
 	// exact counts by a tokenizer before the row is checked and written.
 	Tokens TokenCounter
+	// ToolsInSystem says the rows carry their tool schemas in the system
+	// message (dataset.RenderOptions.ToolsInSystem), for the card's recipes.
+	ToolsInSystem bool
 	// ShardBytes bounds each Parquet split file of the split-file layout
 	// (default DefaultShardBytes; negative: never shard): a larger split
 	// is written as data/NAME-SPLIT-00000-of-0000N.parquet, a smaller one
@@ -130,14 +135,16 @@ type Writer[R Row] struct {
 	// Close); lfSkipped counts rows its layout cannot hold.
 	lfInfo    bool
 	lfSkipped int64
-	rows      int64
-	dropped   int64 // rows over Options.MaxTokens
-	splits    map[string]int64
-	promptL   []int64 // token-length estimates per row, for the card
-	totalL    []int64
-	err       error
-	closed    bool
-	scratch   bytes.Buffer
+	// KTO rows of the train split by label (what KTOTrainer checks)
+	desirable, undesirable int64
+	rows                   int64
+	dropped                int64 // rows over Options.MaxTokens
+	splits                 map[string]int64
+	promptL                []int64 // token-length estimates per row, for the card
+	totalL                 []int64
+	err                    error
+	closed                 bool
+	scratch                bytes.Buffer
 }
 
 // ParseFormats reads "parquet,arrow,jsonl".
@@ -287,6 +294,15 @@ func (w *Writer[R]) Write(r *R) error {
 	w.splits[split]++
 	if p, t, ok := lengthsOf(r); ok {
 		w.promptL, w.totalL = append(w.promptL, p), append(w.totalL, t)
+	} else if n, err := totalTokens(r, w.opts.Tokens); err == nil {
+		w.promptL, w.totalL = append(w.promptL, 0), append(w.totalL, n) // trajectories: the whole conversation
+	}
+	if k, ok := any(r).(*dataset.KTORow); ok && split == "train" {
+		if k.Label {
+			w.desirable++
+		} else {
+			w.undesirable++
+		}
 	}
 	return nil
 }
@@ -401,6 +417,8 @@ func (w *Writer[R]) CardTable(name string) CardTable {
 		ct.Tokenizer = w.opts.Tokens.Name()
 	}
 	ct.LlamaFactorySkipped = w.lfSkipped
+	ct.Desirable, ct.Undesirable = w.desirable, w.undesirable
+	ct.Margin, ct.ToolsInSystem = w.opts.Margin && w.table == TableDPO, w.opts.ToolsInSystem
 	return ct
 }
 

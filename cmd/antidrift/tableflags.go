@@ -46,6 +46,7 @@ func (t tableFlags) lengthOptions(o export.Options) (export.Options, error) {
 		return o, fmt.Errorf("--max-tokens %d: want 0 (no limit) or more", t.maxTokens)
 	}
 	o.MaxTokens = t.maxTokens
+	o.ToolsInSystem = t.toolsInSystem
 	if t.shardBytes <= 0 {
 		return o, fmt.Errorf("--shard-bytes %d: want a positive number of bytes", t.shardBytes)
 	}
