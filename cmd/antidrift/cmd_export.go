@@ -33,14 +33,20 @@ depends on the order episodes finished in:
 
   trajectories  one row per trajectory with all its labels
   kto           prompt (messages up to and including the first user message),
-                completion (the rest), label = clean (success and no drift),
-                reward = alpha*S*(1-D) - lambda*(number of drifting calls),
-                as the rewards package computes it with the uniform scheme
+                completion (what follows: the model's turns only by default,
+                --completion rest keeps the tool results), label = clean
+                (success and no drift), reward = alpha*S*(1-D) -
+                lambda*(number of drifting calls), as the rewards package
+                computes it with the uniform scheme; rows in a seeded order
+                that spreads both labels evenly (KTO's KL term pairs
+                neighbours)
 
-Files are DIR/<table>.parquet, .arrow and .jsonl, with README.md (the dataset
-card: counts, splits, metric summary, how to load it in TRL, DuckDB and Spark)
-and manifest.json (provenance) beside them. Splits come from a hash of the
-scenario id, so no scenario spans two splits.`,
+Files are DIR/data/<table>-<split>.parquet (shards past --shard-bytes),
+DIR/arrow/<table>-<split>.arrow and DIR/jsonl/<table>.jsonl, with README.md
+(the dataset card: YAML front matter naming the splits and features,
+counts, lengths, metric summary, trainer recipes) and manifest.json
+(provenance) beside them. Splits come from a hash of the scenario id, so no
+scenario spans two splits.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return runExport(cmd, args, f) },
 	}
