@@ -18,10 +18,10 @@ import (
 	"github.com/antidrift/antidrift/rollout/engine"
 	"github.com/antidrift/antidrift/rollout/labels"
 	"github.com/antidrift/antidrift/rollout/probe"
+	"github.com/antidrift/antidrift/rollout/qc"
 	"github.com/antidrift/antidrift/rollout/scenario"
 	"github.com/antidrift/antidrift/rollout/secret"
 	"github.com/antidrift/antidrift/rollout/store"
-	"github.com/antidrift/antidrift/rollout/trajectory"
 	"github.com/spf13/cobra"
 )
 
@@ -106,52 +106,17 @@ Exit status: 0 done (1 with --strict when a scenario fails); 1 error;
 	return cmd
 }
 
-// qcScenario is one scenario's QC result.
-type qcScenario struct {
-	ID       string `json:"id"`
-	Domain   string `json:"domain"`
-	Episodes int    `json:"episodes"`
-	Covered  int    `json:"covered"`  // rollouts covering every required call
-	Drifting int    `json:"drifting"` // rollouts hitting an annotated drift point
-	Success  int    `json:"success"`  // rollouts the rule judge calls a success (for information)
-	Pass     bool   `json:"pass"`
-	Reason   string `json:"reason"`
-	// RequiredCovered counts, per required call, the rollouts that made it
-	// and got a matching response; ViolationsHit counts, per violation, the
-	// rollouts that hit it.
-	RequiredCovered []int                 `json:"required_covered"`
-	ViolationsHit   []int                 `json:"violations_hit"`
-	Statuses        map[string]int        `json:"statuses"`
-	Probes          map[string]qcProbeRes `json:"probes"`
-	// Battery is the counterfactual battery's verdict (absent with
-	// --battery=false): probes run and the failures, one line each.
-	Battery    *qcBattery `json:"battery,omitempty"`
-	firstError string
-}
-
-type qcBattery struct {
-	Probes   int      `json:"probes"`
-	Failed   int      `json:"failed"`
-	Failures []string `json:"failures,omitempty"`
-}
-
-type qcProbeRes struct {
-	Episodes int `json:"episodes"`
-	Covered  int `json:"covered"`
-	Drifting int `json:"drifting"`
-}
-
 type qcReport struct {
-	Probes      []string     `json:"probes"`
-	Framework   string       `json:"framework"`
-	Rollouts    int          `json:"rollouts"`
-	Seed        int64        `json:"seed"`
-	MinDrifting int          `json:"min_drifting"`
-	Out         string       `json:"out,omitempty"`
-	Passed      int          `json:"passed"`
-	Failed      int          `json:"failed"`
-	InfraErrors int          `json:"infra_errors"`
-	Scenarios   []qcScenario `json:"scenarios"`
+	Probes      []string    `json:"probes"`
+	Framework   string      `json:"framework"`
+	Rollouts    int         `json:"rollouts"`
+	Seed        int64       `json:"seed"`
+	MinDrifting int         `json:"min_drifting"`
+	Out         string      `json:"out,omitempty"`
+	Passed      int         `json:"passed"`
+	Failed      int         `json:"failed"`
+	InfraErrors int         `json:"infra_errors"`
+	Scenarios   []qc.Result `json:"scenarios"`
 }
 
 func runQC(cmd *cobra.Command, f qcFlags) error {
@@ -180,7 +145,7 @@ func runQC(cmd *cobra.Command, f qcFlags) error {
 		return err
 	}
 	all := ss
-	batteries := map[string]*qcBattery{}
+	batteries := map[string]*qc.Battery{}
 	if f.battery {
 		reps, err := probe.CheckAll(cmd.Context(), ss)
 		if err != nil {
@@ -188,7 +153,7 @@ func runQC(cmd *cobra.Command, f qcFlags) error {
 		}
 		var keep []*scenario.Scenario
 		for i, r := range reps {
-			batteries[r.Scenario] = &qcBattery{Probes: len(r.Results), Failed: r.Failed, Failures: r.Failures()}
+			batteries[r.Scenario] = &qc.Battery{Probes: len(r.Results), Failed: r.Failed, Failures: r.Failures()}
 			if r.Pass() {
 				keep = append(keep, ss[i])
 			}
@@ -227,11 +192,11 @@ func runQC(cmd *cobra.Command, f qcFlags) error {
 		rep.InfraErrors += infra
 		dirs = append(dirs, dir)
 	}
-	rolled, err := qcAnalyse(ss, dirs, f.minDrifting)
+	rolled, err := qc.Analyse(ss, dirs, f.minDrifting)
 	if err != nil {
 		return err
 	}
-	rep.Scenarios = withBattery(all, rolled, batteries)
+	rep.Scenarios = qc.WithBattery(all, rolled, batteries)
 	for _, s := range rep.Scenarios {
 		if s.Pass {
 			rep.Passed++
@@ -303,199 +268,10 @@ func qcProbe(ctx context.Context, f qcFlags, spec string, ss []*scenario.Scenari
 	return sum.InfraErrors, err
 }
 
-// qcAnalyse reads the probe runs and judges every scenario.
-func qcAnalyse(ss []*scenario.Scenario, dirs []string, minDrifting int) ([]qcScenario, error) {
-	type compiled struct {
-		s        *scenario.Scenario
-		required []scenario.Matcher
-		res      *qcScenario
-	}
-	byID := map[string]*compiled{}
-	out := make([]qcScenario, len(ss))
-	for i, s := range ss {
-		c := &compiled{s: s, res: &out[i]}
-		for j, rc := range s.RequiredCalls {
-			m, err := scenario.NewMatcher(rc.Args, rc.Patterns)
-			if err != nil {
-				return nil, fmt.Errorf("%s: required_calls[%d]: %w", s.ID, j, err)
-			}
-			c.required = append(c.required, m)
-		}
-		out[i] = qcScenario{ID: s.ID, Domain: s.Domain, RequiredCovered: make([]int, len(s.RequiredCalls)),
-			ViolationsHit: make([]int, len(s.Violations)), Statuses: map[string]int{}, Probes: map[string]qcProbeRes{}}
-		byID[s.ID] = c
-	}
-	it := store.Records(dirs...)
-	defer it.Close()
-	for it.Next() {
-		rec := it.At()
-		c := byID[rec.ScenarioID]
-		if c == nil {
-			continue // a kept --out folder may hold scenarios no longer asked for
-		}
-		r := c.res
-		r.Episodes++
-		r.Statuses[string(rec.Status)]++
-		if rec.Error != "" && r.firstError == "" {
-			r.firstError = rec.Error
-		}
-		if rec.Success {
-			r.Success++
-		}
-		covered := coveredCalls(rec, c.s, c.required)
-		all := true
-		for j, ok := range covered {
-			if ok {
-				r.RequiredCovered[j]++
-			} else {
-				all = false
-			}
-		}
-		hit := map[int]bool{}
-		for _, m := range rec.Matches {
-			if m.Annotated && m.Violation >= 0 && m.Violation < len(r.ViolationsHit) {
-				hit[m.Violation] = true
-			}
-		}
-		for v := range hit {
-			r.ViolationsHit[v]++
-		}
-		pr := r.Probes[rec.Policy]
-		pr.Episodes++
-		if all {
-			r.Covered++
-			pr.Covered++
-		}
-		if len(hit) > 0 {
-			r.Drifting++
-			pr.Drifting++
-		}
-		r.Probes[rec.Policy] = pr
-	}
-	if err := it.Err(); err != nil {
-		return nil, err
-	}
-	for i := range out {
-		out[i].decide(byID[out[i].ID].s, minDrifting)
-	}
-	return out, nil
-}
-
-// coveredCalls says, per required call, whether the record made it without
-// drifting and got a matching response.
-func coveredCalls(rec *trajectory.Record, s *scenario.Scenario, required []scenario.Matcher) []bool {
-	var calls []trajectory.ToolCall
-	for _, m := range rec.Messages {
-		calls = append(calls, m.ToolCalls...)
-	}
-	byID := map[string]trajectory.ToolCall{}
-	for _, tc := range calls {
-		if _, dup := byID[tc.ID]; !dup {
-			byID[tc.ID] = tc
-		}
-	}
-	covered := make([]bool, len(s.RequiredCalls))
-	for _, st := range rec.Steps {
-		for _, note := range st.Calls {
-			if note.Drift || note.Outcome != "matched" {
-				continue
-			}
-			// The note's index names the call; its id is the fallback.
-			tc, ok := trajectory.ToolCall{}, false
-			if note.Call >= 0 && note.Call < len(calls) && calls[note.Call].ID == note.ID {
-				tc, ok = calls[note.Call], true
-			} else {
-				tc, ok = byID[note.ID]
-			}
-			if !ok || len(tc.Function.Parsed) == 0 {
-				continue
-			}
-			args, err := scenario.ParseArgs(tc.Function.Parsed)
-			if err != nil {
-				continue
-			}
-			for j, rc := range s.RequiredCalls {
-				if !covered[j] && rc.Tool == tc.Function.Name && required[j].Match(args) {
-					covered[j] = true
-				}
-			}
-		}
-	}
-	return covered
-}
-
-func (r *qcScenario) decide(s *scenario.Scenario, minDrifting int) {
-	var why []string
-	if r.Episodes == 0 {
-		r.Reason = "no episodes"
-		return
-	}
-	if r.Covered == 0 {
-		var never []string
-		for j, n := range r.RequiredCovered {
-			if n == 0 {
-				never = append(never, fmt.Sprintf("%s (required_calls[%d])", s.RequiredCalls[j].Tool, j))
-			}
-		}
-		msg := "no rollout covered every required call"
-		if len(never) > 0 {
-			msg += "; never made with a matching response: " + strings.Join(never, ", ")
-		}
-		why = append(why, msg)
-	}
-	if r.Drifting < minDrifting {
-		why = append(why, fmt.Sprintf("%d of %d rollouts hit an annotated drift point (need %d)", r.Drifting, r.Episodes, minDrifting))
-	}
-	if len(why) > 0 && r.Statuses[string(trajectory.StatusCompleted)] == 0 && r.firstError != "" {
-		why = append(why, "no episode completed: "+oneLine(r.firstError, 160))
-	}
-	r.Pass = len(why) == 0
-	if r.Pass {
-		var never []string
-		for v, n := range r.ViolationsHit {
-			if n == 0 {
-				never = append(never, fmt.Sprintf("%d", v))
-			}
-		}
-		if len(never) > 0 {
-			r.Reason = "violations never hit: " + strings.Join(never, ", ")
-		}
-		return
-	}
-	r.Reason = strings.Join(why, "; ")
-}
-
-// withBattery lists every scenario in load order: the rolled-out ones with
-// their battery verdict, and the ones the battery refused.
-func withBattery(all []*scenario.Scenario, rolled []qcScenario, batteries map[string]*qcBattery) []qcScenario {
-	byID := map[string]qcScenario{}
-	for _, r := range rolled {
-		byID[r.ID] = r
-	}
-	out := make([]qcScenario, 0, len(all))
-	for _, s := range all {
-		b := batteries[s.ID]
-		r, ok := byID[s.ID]
-		if !ok {
-			r = qcScenario{ID: s.ID, Domain: s.Domain, RequiredCovered: make([]int, len(s.RequiredCalls)),
-				ViolationsHit: make([]int, len(s.Violations)), Statuses: map[string]int{}, Probes: map[string]qcProbeRes{}}
-			if b != nil {
-				r.Reason = fmt.Sprintf("refused by the probe battery: %d of %d probes got labels they must not get", b.Failed, b.Probes)
-				if len(b.Failures) > 0 {
-					r.Reason += "; first: " + strings.TrimPrefix(b.Failures[0], s.ID+": ")
-				}
-			}
-		}
-		r.Battery = b
-		out = append(out, r)
-	}
-	return out
-}
-
 func (rep qcReport) print(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "SCENARIO\tDOMAIN\tCOVERED\tDRIFTING\tRESULT\tREASON\n")
-	rows := append([]qcScenario(nil), rep.Scenarios...)
+	rows := append([]qc.Result(nil), rep.Scenarios...)
 	sort.SliceStable(rows, func(i, j int) bool { return rows[i].ID < rows[j].ID })
 	for _, s := range rows {
 		res := "pass"

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/antidrift/antidrift/rollout/qc"
 	"github.com/antidrift/antidrift/rollout/store"
 )
 
@@ -95,7 +96,7 @@ func TestQCFindsBrokenScenarios(t *testing.T) {
 	code, rep, stderr := qcJSON(t, "--battery=false", "--scenarios", broken, "--scenarios", validScenario)
 	require.Equal(t, 0, code, stderr)
 	require.Len(t, rep.Scenarios, 2)
-	byID := map[string]qcScenario{}
+	byID := map[string]qc.Result{}
 	for _, s := range rep.Scenarios {
 		byID[s.ID] = s
 	}

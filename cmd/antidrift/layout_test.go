@@ -105,6 +105,7 @@ func TestImportGraph(t *testing.T) {
 		{"pairs", []string{"rewards", "export", "rollout/engine", "rollout/agent", "rollout/policy"}, "pairs builds rows from rollout/dataset; cmd writes them"},
 		{"rewards", []string{"pairs", "export"}, "rewards builds rows from rollout/dataset; cmd writes them"},
 		{"rollout", []string{"pairs", "rewards", "export", "cmd"}, "the rollout floor never climbs up"},
+		{"synth", []string{"pairs", "rewards", "export", "cmd"}, "synth makes scenarios; it never reaches the training-data side"},
 		{"rollout/dataset", []string{"rollout/engine", "rollout/agent", "rollout/policy", "rollout/judge", "rollout/env"}, "the dataset layer reads records, it runs nothing"},
 	}
 	for _, f := range forbid {

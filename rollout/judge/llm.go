@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/antidrift/antidrift/rollout/loosejson"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -390,8 +391,7 @@ func ParseVerdict(text string) (Verdict, error) {
 		if text[i] != '{' {
 			continue
 		}
-		p := &loose{s: text, i: i}
-		v, ok := p.value(0)
+		v, end, ok := loosejson.Parse(text, i)
 		if !ok {
 			continue
 		}
@@ -403,7 +403,7 @@ func ParseVerdict(text string) (Verdict, error) {
 			continue // maybe a verdict nested inside: keep scanning within
 		}
 		found = append(found, obj)
-		i = p.i - 1
+		i = end - 1
 	}
 	if len(found) == 0 {
 		return Verdict{}, errors.New(`no JSON object with a "success" field`)
@@ -467,190 +467,4 @@ func verdictOf(obj map[string]any) (Verdict, error) {
 		v.Reason = string(b)
 	}
 	return v, nil
-}
-
-// loose parses JSON and its common near-misses: single-quoted strings,
-// bare keys, Python literals, trailing commas, raw newlines in strings.
-type loose struct {
-	s string
-	i int
-}
-
-func (p *loose) ws() {
-	for p.i < len(p.s) && strings.IndexByte(" \t\r\n", p.s[p.i]) >= 0 {
-		p.i++
-	}
-}
-
-func (p *loose) value(depth int) (any, bool) {
-	if depth > 64 {
-		return nil, false
-	}
-	p.ws()
-	if p.i >= len(p.s) {
-		return nil, false
-	}
-	switch c := p.s[p.i]; {
-	case c == '{':
-		return p.object(depth)
-	case c == '[':
-		return p.array(depth)
-	case c == '"' || c == '\'':
-		return p.str()
-	case c == '-' || c == '+' || (c >= '0' && c <= '9') || c == '.':
-		return p.number()
-	default:
-		w := p.word()
-		switch w {
-		case "true", "True":
-			return true, true
-		case "false", "False":
-			return false, true
-		case "null", "None":
-			return nil, true
-		}
-		return nil, false
-	}
-}
-
-func (p *loose) word() string {
-	start := p.i
-	for p.i < len(p.s) {
-		c := p.s[p.i]
-		if c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') {
-			p.i++
-			continue
-		}
-		break
-	}
-	return p.s[start:p.i]
-}
-
-func (p *loose) object(depth int) (any, bool) {
-	p.i++ // {
-	obj := map[string]any{}
-	for {
-		p.ws()
-		if p.i >= len(p.s) {
-			return nil, false
-		}
-		if p.s[p.i] == '}' {
-			p.i++
-			return obj, true
-		}
-		var key string
-		if c := p.s[p.i]; c == '"' || c == '\'' {
-			k, ok := p.str()
-			if !ok {
-				return nil, false
-			}
-			key = k.(string)
-		} else if key = p.word(); key == "" {
-			return nil, false
-		}
-		p.ws()
-		if p.i >= len(p.s) || p.s[p.i] != ':' {
-			return nil, false
-		}
-		p.i++
-		v, ok := p.value(depth + 1)
-		if !ok {
-			return nil, false
-		}
-		obj[key] = v
-		p.ws()
-		if p.i < len(p.s) && p.s[p.i] == ',' {
-			p.i++
-			continue
-		}
-		if p.i < len(p.s) && p.s[p.i] == '}' {
-			continue
-		}
-		return nil, false
-	}
-}
-
-func (p *loose) array(depth int) (any, bool) {
-	p.i++ // [
-	var arr []any
-	for {
-		p.ws()
-		if p.i >= len(p.s) {
-			return nil, false
-		}
-		if p.s[p.i] == ']' {
-			p.i++
-			return arr, true
-		}
-		v, ok := p.value(depth + 1)
-		if !ok {
-			return nil, false
-		}
-		arr = append(arr, v)
-		p.ws()
-		if p.i < len(p.s) && p.s[p.i] == ',' {
-			p.i++
-			continue
-		}
-		if p.i < len(p.s) && p.s[p.i] == ']' {
-			continue
-		}
-		return nil, false
-	}
-}
-
-func (p *loose) str() (any, bool) {
-	q := p.s[p.i]
-	p.i++
-	var b strings.Builder
-	for p.i < len(p.s) {
-		c := p.s[p.i]
-		switch {
-		case c == q:
-			p.i++
-			return b.String(), true
-		case c == '\\' && p.i+1 < len(p.s):
-			e := p.s[p.i+1]
-			p.i += 2
-			switch e {
-			case 'n':
-				b.WriteByte('\n')
-			case 't':
-				b.WriteByte('\t')
-			case 'r':
-				b.WriteByte('\r')
-			case 'b':
-				b.WriteByte('\b')
-			case 'f':
-				b.WriteByte('\f')
-			case 'u':
-				if p.i+4 <= len(p.s) {
-					if r, err := strconv.ParseUint(p.s[p.i:p.i+4], 16, 32); err == nil {
-						b.WriteRune(rune(r))
-						p.i += 4
-						continue
-					}
-				}
-				b.WriteString(`\u`)
-			default: // \" \' \\ \/ and anything else: the character itself
-				b.WriteByte(e)
-			}
-		default:
-			b.WriteByte(c)
-			p.i++
-		}
-	}
-	return nil, false
-}
-
-func (p *loose) number() (any, bool) {
-	start := p.i
-	for p.i < len(p.s) && strings.IndexByte("+-0123456789.eE", p.s[p.i]) >= 0 {
-		p.i++
-	}
-	f, err := strconv.ParseFloat(strings.TrimPrefix(p.s[start:p.i], "+"), 64)
-	if err != nil {
-		return nil, false
-	}
-	return f, true
 }

@@ -100,6 +100,7 @@ var corpus = map[string]want{
 	"v2-bad-now.json":                               {"boundary.constraints[3].window.not_after", `the scenario's "now" "tomorrow at nine" is not an RFC 3339 instant`},
 	"v2-bad-regex-answer.json":                      {"success.answer.regex[0]", "error parsing regexp: missing closing )"},
 	"v2-time-kind-not-time.json":                    {"violations[0].time_kind", "is set on a scope drift; time_kind classifies time drift only"},
+	"v2-jurisdiction-mismatch.json":                 {"violations[0].provisions[0]", "PIPL-6 is CN law, outside the scenario's jurisdictions [EU XX]"},
 	"v2-time-kind-unknown.json":                     {"boundary.constraints[3].time_kind", "value must be one of 'schedule'"},
 	"v2-call-assertion-unknown-tool.json":           {"success.calls[0].tool", `unknown tool "refund"`},
 	"v2-constraint-bad-duration.json":               {"boundary.constraints[3].window.not_after", `"now+14 days" is not an RFC 3339 instant, a YYYY-MM-DD date or now[+-duration]`},

@@ -21,7 +21,11 @@ type Scenario struct {
 	Context       string `json:"context,omitempty"`
 	// Now is the scenario's clock (RFC 3339 instant with offset): relative
 	// time windows in boundary.constraints are taken from it.
-	Now           string          `json:"now,omitempty"`
+	Now string `json:"now,omitempty"`
+	// Jurisdictions are the catalogue jurisdictions governing the
+	// organisation (format v2, optional): when set, every cited provision
+	// must belong to one of them.
+	Jurisdictions []string        `json:"jurisdictions,omitempty"`
 	Boundary      Boundary        `json:"boundary"`
 	Tools         []Tool          `json:"tools"`
 	State         json.RawMessage `json:"state,omitempty"`

@@ -21,6 +21,7 @@ func (v *validator) v2() {
 	v.carriers()
 	v.assertions()
 	v.timeKinds()
+	v.jurisdictions()
 	if v.s.Version() >= 2 {
 		v.leaks()
 		v.causal()
@@ -44,6 +45,40 @@ func (v *validator) timeKinds() {
 	}
 	for i, c := range v.s.Boundary.Constraints {
 		check(pathf("boundary.constraints[%d].time_kind", i), c.TimeKind, c.Drift)
+	}
+}
+
+// jurisdictions checks the stated jurisdictions against the catalogue and
+// every cited provision against them: a Shenzhen firm citing the GDPR is an
+// authoring error the provision-weighted rewards would inherit.
+func (v *validator) jurisdictions() {
+	js := v.s.Jurisdictions
+	if len(js) == 0 {
+		return
+	}
+	known := map[string]bool{}
+	for _, p := range v.cat.Provisions {
+		known[p.Jurisdiction] = true
+	}
+	stated := map[string]bool{}
+	for i, j := range js {
+		stated[j] = true
+		if !known[j] {
+			v.addf(pathf("jurisdictions[%d]", i), "no provision of the catalogue is from %q", j)
+		}
+	}
+	check := func(path string, ids []string) {
+		for k, id := range ids {
+			if p, ok := v.cat.Lookup(id); ok && !stated[p.Jurisdiction] {
+				v.addf(pathf("%s.provisions[%d]", path, k), "%s is %s law, outside the scenario's jurisdictions %v", id, p.Jurisdiction, js)
+			}
+		}
+	}
+	for i, x := range v.s.Violations {
+		check(pathf("violations[%d]", i), x.Provisions)
+	}
+	for i, c := range v.s.Boundary.Constraints {
+		check(pathf("boundary.constraints[%d]", i), c.Provisions)
 	}
 }
 
@@ -85,6 +120,9 @@ func (v *validator) versionGate() {
 				need(rp + ".notes")
 			}
 		}
+	}
+	if len(s.Jurisdictions) > 0 {
+		need("jurisdictions")
 	}
 	for i, x := range s.Violations {
 		if x.TimeKind != "" {

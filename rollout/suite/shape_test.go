@@ -432,6 +432,9 @@ func TestProvisionsMatchJurisdiction(t *testing.T) {
 	cat := provisions.Builtin()
 	for _, s := range load(t) {
 		stated := map[string]bool{}
+		for _, j := range s.Jurisdictions {
+			stated[j] = true
+		}
 		for _, p := range placeWord.FindAllString(s.System+" "+s.Context, -1) {
 			if j, ok := settings[p]; ok {
 				stated[j] = true

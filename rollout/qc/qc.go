@@ -1,0 +1,291 @@
+// Package qc is execution-gated scenario QC: it reads probe rollouts of a
+// set of scenarios and decides, per scenario, whether its compliant path is
+// reachable and its drift points are hit. `antidrift qc` and the synthesis
+// pipeline (package synth) share it.
+//
+// A scenario passes when at least one rollout covers every required call
+// (made without drifting and answered by a matching response, not the
+// default) and at least MinDrifting rollouts hit an annotated drift point.
+//
+// qc reads records; it runs nothing (the caller rolls the probes out).
+package qc
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/antidrift/antidrift/rollout/scenario"
+	"github.com/antidrift/antidrift/rollout/store"
+	"github.com/antidrift/antidrift/rollout/trajectory"
+)
+
+// Result is one scenario's QC verdict with the evidence behind it.
+type Result struct {
+	ID       string `json:"id"`
+	Domain   string `json:"domain"`
+	Episodes int    `json:"episodes"`
+	Covered  int    `json:"covered"`  // rollouts covering every required call
+	Drifting int    `json:"drifting"` // rollouts hitting an annotated drift point
+	Success  int    `json:"success"`  // rollouts the rule judge calls a success (for information)
+	Pass     bool   `json:"pass"`
+	Reason   string `json:"reason"`
+	// RequiredCovered counts, per required call, the rollouts that made it
+	// and got a matching response; ViolationsHit counts, per violation, the
+	// rollouts that hit it.
+	RequiredCovered []int               `json:"required_covered"`
+	ViolationsHit   []int               `json:"violations_hit"`
+	Statuses        map[string]int      `json:"statuses"`
+	Probes          map[string]ProbeRes `json:"probes"`
+	// Battery is the counterfactual battery's verdict (absent when the
+	// battery did not run): probes run and the failures, one line each.
+	Battery    *Battery `json:"battery,omitempty"`
+	firstError string
+}
+
+// Battery is the counterfactual probe battery's verdict on a scenario.
+type Battery struct {
+	Probes   int      `json:"probes"`
+	Failed   int      `json:"failed"`
+	Failures []string `json:"failures,omitempty"`
+}
+
+// ProbeRes is one probe policy's share of a scenario's rollouts.
+type ProbeRes struct {
+	Episodes int `json:"episodes"`
+	Covered  int `json:"covered"`
+	Drifting int `json:"drifting"`
+}
+
+// NewResult is an empty result for s (no episodes read yet).
+func NewResult(s *scenario.Scenario) Result {
+	return Result{ID: s.ID, Domain: s.Domain, RequiredCovered: make([]int, len(s.RequiredCalls)),
+		ViolationsHit: make([]int, len(s.Violations)), Statuses: map[string]int{}, Probes: map[string]ProbeRes{}}
+}
+
+// Analyse reads the probe runs in dirs and judges every scenario of ss,
+// in the order of ss. Records of scenarios not in ss are skipped.
+func Analyse(ss []*scenario.Scenario, dirs []string, minDrifting int) ([]Result, error) {
+	t, err := NewTally(ss)
+	if err != nil {
+		return nil, err
+	}
+	it := store.Records(dirs...)
+	defer it.Close()
+	for it.Next() {
+		t.Add(it.At())
+	}
+	if err := it.Err(); err != nil {
+		return nil, err
+	}
+	return t.Decide(minDrifting), nil
+}
+
+// Tally accumulates probe records into per-scenario results.
+type Tally struct {
+	ss   []*scenario.Scenario
+	byID map[string]*entry
+	out  []Result
+}
+
+type entry struct {
+	s        *scenario.Scenario
+	required []scenario.Matcher
+	i        int
+}
+
+// NewTally prepares a tally over ss; it fails on a required call whose
+// arguments do not compile.
+func NewTally(ss []*scenario.Scenario) (*Tally, error) {
+	t := &Tally{ss: ss, byID: map[string]*entry{}, out: make([]Result, len(ss))}
+	for i, s := range ss {
+		e := &entry{s: s, i: i}
+		for j, rc := range s.RequiredCalls {
+			m, err := scenario.NewMatcher(rc.Args, rc.Patterns)
+			if err != nil {
+				return nil, fmt.Errorf("qc: %s: required_calls[%d]: %w", s.ID, j, err)
+			}
+			e.required = append(e.required, m)
+		}
+		t.out[i] = NewResult(s)
+		t.byID[s.ID] = e
+	}
+	return t, nil
+}
+
+// Add counts one probe record.
+func (t *Tally) Add(rec *trajectory.Record) {
+	e := t.byID[rec.ScenarioID]
+	if e == nil {
+		return // a kept folder may hold scenarios no longer asked for
+	}
+	r := &t.out[e.i]
+	r.Episodes++
+	r.Statuses[string(rec.Status)]++
+	if rec.Error != "" && r.firstError == "" {
+		r.firstError = rec.Error
+	}
+	if rec.Success {
+		r.Success++
+	}
+	covered := CoveredCalls(rec, e.s, e.required)
+	all := true
+	for j, ok := range covered {
+		if ok {
+			r.RequiredCovered[j]++
+		} else {
+			all = false
+		}
+	}
+	hit := map[int]bool{}
+	for _, m := range rec.Matches {
+		if m.Annotated && m.Violation >= 0 && m.Violation < len(r.ViolationsHit) {
+			hit[m.Violation] = true
+		}
+	}
+	for v := range hit {
+		r.ViolationsHit[v]++
+	}
+	pr := r.Probes[rec.Policy]
+	pr.Episodes++
+	if all {
+		r.Covered++
+		pr.Covered++
+	}
+	if len(hit) > 0 {
+		r.Drifting++
+		pr.Drifting++
+	}
+	r.Probes[rec.Policy] = pr
+}
+
+// Decide returns the results, each with its verdict and reason.
+func (t *Tally) Decide(minDrifting int) []Result {
+	out := make([]Result, len(t.out))
+	for i := range t.out {
+		r := t.out[i]
+		r.decide(t.ss[i], minDrifting)
+		out[i] = r
+	}
+	return out
+}
+
+// CoveredCalls says, per required call of s, whether the record made it
+// without drifting and got a matching response. required are the compiled
+// matchers of s.RequiredCalls.
+func CoveredCalls(rec *trajectory.Record, s *scenario.Scenario, required []scenario.Matcher) []bool {
+	var calls []trajectory.ToolCall
+	for _, m := range rec.Messages {
+		calls = append(calls, m.ToolCalls...)
+	}
+	byID := map[string]trajectory.ToolCall{}
+	for _, tc := range calls {
+		if _, dup := byID[tc.ID]; !dup {
+			byID[tc.ID] = tc
+		}
+	}
+	covered := make([]bool, len(s.RequiredCalls))
+	for _, st := range rec.Steps {
+		for _, note := range st.Calls {
+			if note.Drift || note.Outcome != "matched" {
+				continue
+			}
+			// The note's index names the call; its id is the fallback.
+			tc, ok := trajectory.ToolCall{}, false
+			if note.Call >= 0 && note.Call < len(calls) && calls[note.Call].ID == note.ID {
+				tc, ok = calls[note.Call], true
+			} else {
+				tc, ok = byID[note.ID]
+			}
+			if !ok || len(tc.Function.Parsed) == 0 {
+				continue
+			}
+			args, err := scenario.ParseArgs(tc.Function.Parsed)
+			if err != nil {
+				continue
+			}
+			for j, rc := range s.RequiredCalls {
+				if !covered[j] && rc.Tool == tc.Function.Name && required[j].Match(args) {
+					covered[j] = true
+				}
+			}
+		}
+	}
+	return covered
+}
+
+func (r *Result) decide(s *scenario.Scenario, minDrifting int) {
+	var why []string
+	if r.Episodes == 0 {
+		r.Pass, r.Reason = false, "no episodes"
+		return
+	}
+	if r.Covered == 0 {
+		var never []string
+		for j, n := range r.RequiredCovered {
+			if n == 0 {
+				never = append(never, fmt.Sprintf("%s (required_calls[%d])", s.RequiredCalls[j].Tool, j))
+			}
+		}
+		msg := "no rollout covered every required call"
+		if len(never) > 0 {
+			msg += "; never made with a matching response: " + strings.Join(never, ", ")
+		}
+		why = append(why, msg)
+	}
+	if r.Drifting < minDrifting {
+		why = append(why, fmt.Sprintf("%d of %d rollouts hit an annotated drift point (need %d)", r.Drifting, r.Episodes, minDrifting))
+	}
+	if len(why) > 0 && r.Statuses[string(trajectory.StatusCompleted)] == 0 && r.firstError != "" {
+		why = append(why, "no episode completed: "+oneLine(r.firstError, 160))
+	}
+	r.Pass = len(why) == 0
+	if r.Pass {
+		var never []string
+		for v, n := range r.ViolationsHit {
+			if n == 0 {
+				never = append(never, fmt.Sprintf("%d", v))
+			}
+		}
+		r.Reason = ""
+		if len(never) > 0 {
+			r.Reason = "violations never hit: " + strings.Join(never, ", ")
+		}
+		return
+	}
+	r.Reason = strings.Join(why, "; ")
+}
+
+// WithBattery lists every scenario of all in order: the rolled-out ones
+// with their battery verdict, and the ones the battery refused.
+func WithBattery(all []*scenario.Scenario, rolled []Result, batteries map[string]*Battery) []Result {
+	byID := map[string]Result{}
+	for _, r := range rolled {
+		byID[r.ID] = r
+	}
+	out := make([]Result, 0, len(all))
+	for _, s := range all {
+		b := batteries[s.ID]
+		r, ok := byID[s.ID]
+		if !ok {
+			r = NewResult(s)
+			if b != nil {
+				r.Reason = fmt.Sprintf("refused by the probe battery: %d of %d probes got labels they must not get", b.Failed, b.Probes)
+				if len(b.Failures) > 0 {
+					r.Reason += "; first: " + strings.TrimPrefix(b.Failures[0], s.ID+": ")
+				}
+			}
+		}
+		r.Battery = b
+		out = append(out, r)
+	}
+	return out
+}
+
+// oneLine collapses white space and clips s to n runes.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
