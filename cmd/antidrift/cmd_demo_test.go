@@ -39,7 +39,7 @@ func TestDemoMakesEveryArtifact(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(b, &m))
 	require.Len(t, m.Tables, 1)
-	assert.Equal(t, 43*2*5, m.Tables[0].Rows, "every episode of every checkpoint is exported")
+	assert.Equal(t, len(builtinScenarios(t))*2*5, m.Tables[0].Rows, "every episode of every checkpoint is exported")
 
 	s := summary.String()
 	assert.Contains(t, s, "sim:overcautious")

@@ -218,7 +218,7 @@ func TestViewInBrowser(t *testing.T) {
 	countText, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`#count`)))
 	require.NoError(t, err)
 	assert.Equal(t, 50, count(`#traj-table tbody tr`))
-	assert.Contains(t, countText, "430 trajectories", "43 scenarios × 2 rollouts × 5 simulated checkpoints")
+	assert.Contains(t, countText, fmt.Sprintf("%d trajectories", len(builtinScenarios(t))*2*5), "every built-in scenario × 2 rollouts × 5 simulated checkpoints")
 	shot("list")
 
 	// A filter: drifting trajectories only; every row carries the mark.

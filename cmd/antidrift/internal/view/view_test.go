@@ -3,6 +3,7 @@ package view
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -23,6 +24,14 @@ import (
 	"github.com/antidrift/antidrift/rollout/suite"
 	"github.com/antidrift/antidrift/rollout/trajectory"
 )
+
+// suiteSize is the number of built-in scenarios the test runs cover.
+func suiteSize(tb testing.TB) int {
+	tb.Helper()
+	ss, err := suite.Load()
+	require.NoError(tb, err)
+	return len(ss)
+}
 
 // makeRun rolls a simulated checkpoint out in process on the built-in suite
 // into dir (a simulation: no model is involved).
@@ -130,7 +139,7 @@ func allRecords(t *testing.T) []*trajectory.Record {
 func TestListFiltersAgreeWithRecords(t *testing.T) {
 	_, hs := newTestServer(t)
 	recs := allRecords(t)
-	require.Len(t, recs, 43*2*2)
+	require.Len(t, recs, suiteSize(t)*2*2)
 
 	cases := []struct {
 		query string
@@ -208,7 +217,8 @@ func TestListSortsAndPages(t *testing.T) {
 	_, hs := newTestServer(t)
 	var all listResult
 	getJSON(t, hs, "/api/trajectories?sort=-tokens&size=500", 200, &all)
-	require.Equal(t, 172, all.Total)
+	total := suiteSize(t) * 2 * 2
+	require.Equal(t, total, all.Total)
 	for i := 1; i < len(all.Rows); i++ {
 		require.GreaterOrEqual(t, all.Rows[i-1].Tokens, all.Rows[i].Tokens)
 	}
@@ -219,8 +229,9 @@ func TestListSortsAndPages(t *testing.T) {
 		assert.Equal(t, all.Rows[50+i].TrajID, p2.Rows[i].TrajID)
 	}
 	var last listResult
-	getJSON(t, hs, "/api/trajectories?size=50&page=4", 200, &last)
-	assert.Len(t, last.Rows, 172-150)
+	pages := (total + 49) / 50
+	getJSON(t, hs, fmt.Sprintf("/api/trajectories?size=50&page=%d", pages), 200, &last)
+	assert.Len(t, last.Rows, total-50*(pages-1))
 }
 
 func TestListRefusesBadParameters(t *testing.T) {
@@ -378,8 +389,8 @@ func TestCompareAndSources(t *testing.T) {
 	require.Len(t, s.Runs, 2)
 	for _, r := range s.Runs {
 		assert.Empty(t, r.Manifest.Settings.BaseURL, "settings (endpoints, command lines) are not served")
-		assert.Equal(t, 86, r.Records)
-		assert.Equal(t, 86, r.Planned)
+		assert.Equal(t, suiteSize(t)*2, r.Records)
+		assert.Equal(t, suiteSize(t)*2, r.Planned)
 	}
 }
 
@@ -442,7 +453,7 @@ func TestServesWhileIndexing(t *testing.T) {
 	go func() { done <- s.Index() }()
 	var res listResult
 	getJSON(t, hs, "/api/trajectories", 200, &res)
-	assert.LessOrEqual(t, res.Total, 172)
+	assert.LessOrEqual(t, res.Total, suiteSize(t)*2*2)
 	select {
 	case err := <-done:
 		require.NoError(t, err)
@@ -451,5 +462,5 @@ func TestServesWhileIndexing(t *testing.T) {
 	}
 	getJSON(t, hs, "/api/trajectories", 200, &res)
 	assert.True(t, res.Progress.Done)
-	assert.Equal(t, 172, res.Total)
+	assert.Equal(t, suiteSize(t)*2*2, res.Total)
 }
