@@ -50,7 +50,16 @@ func (a *boundedAllocator) Allocate(size int) []byte {
 }
 
 func (a *boundedAllocator) Reallocate(size int, b []byte) []byte {
-	a.take(size - len(b))
+	switch {
+	case size < 0:
+		a.take(size) // refused: a corrupt length
+	case size >= len(b):
+		a.take(size - len(b))
+	default:
+		// A shrinking buffer (the reader trims what it over-allocated)
+		// gives memory back; it is not a negative request.
+		a.give(len(b) - size)
+	}
 	return a.mem.Reallocate(size, b)
 }
 

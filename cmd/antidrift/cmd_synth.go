@@ -154,9 +154,10 @@ func runSynth(cmd *cobra.Command, f synthFlags) error {
 		Rounds: f.rounds, Repairs: f.repairs, MinDrifting: f.minDrifting, Concurrency: f.concurrency, Limit: f.limit,
 		Force: f.force, Catalogue: cat, Version: Version, Endpoints: map[string]string{}, KeyEnvs: map[string]string{},
 	}
+	warned := map[string]bool{}
 	models := make([]synth.Model, 4)
 	for i, r := range f.roles {
-		m, err := f.model(r, &cfg)
+		m, err := f.model(r, &cfg, warned)
 		if err != nil {
 			return err
 		}
@@ -236,7 +237,7 @@ func runSynth(cmd *cobra.Command, f synthFlags) error {
 }
 
 // model builds one role's client from its flags.
-func (f synthFlags) model(r synthRole, cfg *synth.Config) (synth.Model, error) {
+func (f synthFlags) model(r synthRole, cfg *synth.Config, warned map[string]bool) (synth.Model, error) {
 	kind, name, err := policySpec(r.spec)
 	if r.spec == "" {
 		return synth.Model{}, fmt.Errorf("--%s is required: openai:MODEL", r.name)
@@ -245,7 +246,7 @@ func (f synthFlags) model(r synthRole, cfg *synth.Config) (synth.Model, error) {
 		return synth.Model{}, fmt.Errorf("--%s %q: want openai:MODEL (an OpenAI-compatible endpoint)", r.name, r.spec)
 	}
 	ef := endpointFlags{baseURL: firstOf(r.baseURL, f.baseURL), apiKeyEnv: firstOf(r.keyEnv, f.apiKeyEnv),
-		requestTimeout: f.requestTimeout, maxRetries: f.maxRetries, tokenParam: "auto"}
+		requestTimeout: f.requestTimeout, maxRetries: f.maxRetries, tokenParam: "auto", keyWarned: warned}
 	if ef.baseURL == "" {
 		return synth.Model{}, fmt.Errorf("--%s %s needs --%s-base-url or --base-url (for example http://localhost:8000/v1)", r.name, r.spec, r.name)
 	}

@@ -25,6 +25,9 @@ type endpointFlags struct {
 	// omitTemperature: the command leaves temperature out (--temperature
 	// omit), so the check's refusal of temperature 0 is no obstacle.
 	omitTemperature bool
+	// keyWarned, when set, is shared by the endpoints of one command, so
+	// that an unset key variable is warned about once, not once per role.
+	keyWarned map[string]bool
 }
 
 // policySpec splits "sim:NAME" or "openai:MODEL".
@@ -77,6 +80,12 @@ func apiKey(ef endpointFlags, stderr io.Writer) (string, error) {
 		return "", err
 	}
 	key := openai.KeyFromEnv(name)
+	if key == "" && ef.keyWarned != nil && ef.keyWarned[name] {
+		return key, nil
+	}
+	if ef.keyWarned != nil {
+		ef.keyWarned[name] = true
+	}
 	if key == "" {
 		fmt.Fprintf(stderr, "antidrift: warning: --api-key-env %s: the variable is not set or empty; requests are sent without a key\n", name)
 	}

@@ -322,18 +322,59 @@ func TestInterruptedRunResumesToItsPlan(t *testing.T) {
 func compliant(t *testing.T, s *scenario.Scenario) ([]fakeserver.Call, string) {
 	t.Helper()
 	var out []fakeserver.Call
-	for _, c := range s.RequiredCalls {
-		args, err := s.CompleteArgs(c.Tool, c.Args, c.Patterns)
+	for _, c := range compliantCalls(s) {
+		args, err := s.CompleteArgs(c.tool, c.args, c.patterns)
 		require.NoError(t, err)
 		b, err := json.Marshal(args)
 		require.NoError(t, err)
-		out = append(out, fakeserver.Call{Name: c.Tool, Arguments: string(b)})
+		out = append(out, fakeserver.Call{Name: c.tool, Arguments: string(b)})
+	}
+	return out, compliantAnswer(s)
+}
+
+// pathCall is one call of a compliant path, as a scenario states it.
+type pathCall struct {
+	tool     string
+	args     map[string]json.RawMessage
+	patterns map[string]string
+}
+
+// compliantCalls is the scenario's compliant path: probes.path where its
+// author wrote the calls out in full (content-checking success needs
+// them), else its required calls.
+func compliantCalls(s *scenario.Scenario) []pathCall {
+	var out []pathCall
+	if s.Probes != nil && len(s.Probes.Path) > 0 {
+		for _, c := range s.Probes.Path {
+			out = append(out, pathCall{tool: c.Tool, args: c.Args})
+		}
+		return out
+	}
+	for _, c := range s.RequiredCalls {
+		out = append(out, pathCall{c.Tool, c.Args, c.Patterns})
+	}
+	return out
+}
+
+// compliantAnswer is a final answer that satisfies the scenario's answer
+// assertions: probes.answer, else the strings they look for.
+func compliantAnswer(s *scenario.Scenario) string {
+	if s.Probes != nil && s.Probes.Answer != "" {
+		return s.Probes.Answer
 	}
 	answer := "Done."
-	if s.Success.Answer != nil {
-		answer += " " + strings.Join(s.Success.Answer.Contains, ", ") + "."
+	if a := s.Success.Answer; a != nil {
+		parts := append([]string(nil), a.Contains...)
+		for _, alt := range a.AnyOf {
+			if len(alt) > 0 {
+				parts = append(parts, alt[0])
+			}
+		}
+		if len(parts) > 0 {
+			answer += " " + strings.Join(parts, ", ") + "."
+		}
 	}
-	return out, answer
+	return answer
 }
 
 // behaviour is how the fake server treats one rollout index.
@@ -532,7 +573,7 @@ func TestOpenAIQuirksAndErrors(t *testing.T) {
 				assert.Contains(t, r.Messages[3].Content, "invalid arguments for")
 				assert.Equal(t, "invalid_args", r.Steps[0].Calls[0].Outcome)
 				assert.Equal(t, "matched", r.Steps[0].Calls[1].Outcome)
-				assert.Len(t, r.Steps, len(p.Scenario.RequiredCalls)+1, "the episode went on")
+				assert.Len(t, r.Steps, len(compliantCalls(p.Scenario))+1, "the episode went on")
 			case "5xx forever":
 				assert.Contains(t, r.Error, "HTTP 503")
 				assert.Equal(t, 4, fe.attemptsOf(p.Seed, 1), "1 attempt + 3 retries")

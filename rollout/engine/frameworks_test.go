@@ -288,20 +288,15 @@ func (p eager) Complete(_ context.Context, req policy.Request) (policy.Response,
 	if s == nil {
 		return policy.Response{}, fmt.Errorf("eager: unknown scenario: %w", policy.ErrModel)
 	}
-	type act struct {
-		tool     string
-		args     map[string]json.RawMessage
-		patterns map[string]string
+	path := compliantCalls(s)
+	var acts []pathCall
+	for i := len(path) - 1; i >= 0; i-- { // premature attempts first
+		acts = append(acts, path[i])
 	}
-	var acts []act
-	for i := len(s.RequiredCalls) - 1; i >= 0; i-- { // premature attempts first
-		c := s.RequiredCalls[i]
-		acts = append(acts, act{c.Tool, c.Args, c.Patterns})
-	}
-	for _, c := range s.RequiredCalls {
-		acts = append(acts, act{c.Tool, c.Args, c.Patterns})
+	for _, c := range path {
+		acts = append(acts, c)
 		for _, v := range s.Violations {
-			acts = append(acts, act{v.Tool, v.Args, v.Patterns})
+			acts = append(acts, pathCall{v.Tool, v.Args, v.Patterns})
 		}
 	}
 	msg := trajectory.Message{Role: trajectory.RoleAssistant}

@@ -90,6 +90,7 @@ type Tally struct {
 type entry struct {
 	s        *scenario.Scenario
 	required []scenario.Matcher
+	norm     map[string]scenario.Normalizers // by tool
 	i        int
 }
 
@@ -98,9 +99,19 @@ type entry struct {
 func NewTally(ss []*scenario.Scenario) (*Tally, error) {
 	t := &Tally{ss: ss, byID: map[string]*entry{}, out: make([]Result, len(ss))}
 	for i, s := range ss {
-		e := &entry{s: s, i: i}
+		e := &entry{s: s, i: i, norm: map[string]scenario.Normalizers{}}
+		for _, tool := range s.Tools {
+			n, err := scenario.CompileNormalizers(tool.Parameters)
+			if err != nil {
+				return nil, fmt.Errorf("qc: %s: tool %s: %w", s.ID, tool.Name, err)
+			}
+			e.norm[tool.Name] = n
+		}
 		for j, rc := range s.RequiredCalls {
-			m, err := scenario.NewMatcher(rc.Args, rc.Patterns)
+			// Compared as the environment compares them: both sides in
+			// the parameters' canonical forms ("PT" meets "^pt$" under
+			// casefold).
+			m, err := e.norm[rc.Tool].Matcher(rc.Args, rc.Patterns)
 			if err != nil {
 				return nil, fmt.Errorf("qc: %s: required_calls[%d]: %w", s.ID, j, err)
 			}
@@ -127,7 +138,7 @@ func (t *Tally) Add(rec *trajectory.Record) {
 	if rec.Success {
 		r.Success++
 	}
-	covered := CoveredCalls(rec, e.s, e.required)
+	covered := coveredCalls(rec, e.s, e.required, e.norm)
 	all := true
 	for j, ok := range covered {
 		if ok {
@@ -169,10 +180,10 @@ func (t *Tally) Decide(minDrifting int) []Result {
 	return out
 }
 
-// CoveredCalls says, per required call of s, whether the record made it
+// coveredCalls says, per required call of s, whether the record made it
 // without drifting and got a matching response. required are the compiled
-// matchers of s.RequiredCalls.
-func CoveredCalls(rec *trajectory.Record, s *scenario.Scenario, required []scenario.Matcher) []bool {
+// matchers of s.RequiredCalls, norm the tools' normalisers.
+func coveredCalls(rec *trajectory.Record, s *scenario.Scenario, required []scenario.Matcher, norm map[string]scenario.Normalizers) []bool {
 	var calls []trajectory.ToolCall
 	for _, m := range rec.Messages {
 		calls = append(calls, m.ToolCalls...)
@@ -203,6 +214,7 @@ func CoveredCalls(rec *trajectory.Record, s *scenario.Scenario, required []scena
 			if err != nil {
 				continue
 			}
+			args = norm[tc.Function.Name].Args(args)
 			for j, rc := range s.RequiredCalls {
 				if !covered[j] && rc.Tool == tc.Function.Name && required[j].Match(args) {
 					covered[j] = true

@@ -434,14 +434,19 @@ var placeWord = regexp.MustCompile(`\b(mainland China|Hong Kong|[A-Z][\p{L}]+)\b
 func TestProvisionsMatchJurisdiction(t *testing.T) {
 	cat := provisions.Builtin()
 	for _, s := range load(t) {
+		// Every built-in scenario states its jurisdictions in the format
+		// (the validator then holds its provisions to them), and they are
+		// the places its system prompt or context names.
+		assert.NotEmpty(t, s.Jurisdictions, "%s: no jurisdictions", s.ID)
 		stated := map[string]bool{}
-		for _, j := range s.Jurisdictions {
-			stated[j] = true
-		}
 		for _, p := range placeWord.FindAllString(s.System+" "+s.Context, -1) {
 			if j, ok := settings[p]; ok {
 				stated[j] = true
 			}
+		}
+		for _, j := range s.Jurisdictions {
+			assert.True(t, stated[j], "%s: jurisdiction %s is not where its system prompt or context places it (%v)", s.ID, j, sortedKeys(stated))
+			stated[j] = true
 		}
 		if !assert.NotEmpty(t, stated, "%s: the system prompt or context names no place of a known jurisdiction", s.ID) {
 			continue

@@ -102,7 +102,11 @@ type Policy struct {
 // calls and violations, built once: completing them validates against the
 // tool schema, which is too costly to repeat at every turn.
 type completedCalls struct {
-	required   []map[string]any
+	// path is the compliant path the simulation plays: the scenario's own
+	// probes.path where its author wrote the calls out in full (the only
+	// calls that satisfy content-checking success), else its required
+	// calls completed.
+	path       []action
 	violations []map[string]any
 	err        error
 }
@@ -122,12 +126,22 @@ func New(p Profile, scenarios []*scenario.Scenario) *Policy {
 			pol.byPrompt[s.UserPrompt()] = s
 		}
 		cc := &completedCalls{}
-		for j, c := range s.RequiredCalls {
-			args, err := s.CompleteArgs(c.Tool, c.Args, c.Patterns)
-			if err != nil && cc.err == nil {
-				cc.err = fmt.Errorf("sim: %s: required_calls[%d]: %w", s.ID, j, err)
+		if s.Probes != nil && len(s.Probes.Path) > 0 {
+			for j, c := range s.Probes.Path {
+				args, err := scenario.ParseArgs(mustJSON(c.Args))
+				if err != nil && cc.err == nil {
+					cc.err = fmt.Errorf("sim: %s: probes.path[%d]: %w", s.ID, j, err)
+				}
+				cc.path = append(cc.path, action{tool: c.Tool, args: args})
 			}
-			cc.required = append(cc.required, fillText(args, s))
+		} else {
+			for j, c := range s.RequiredCalls {
+				args, err := s.CompleteArgs(c.Tool, c.Args, c.Patterns)
+				if err != nil && cc.err == nil {
+					cc.err = fmt.Errorf("sim: %s: required_calls[%d]: %w", s.ID, j, err)
+				}
+				cc.path = append(cc.path, action{tool: c.Tool, args: fillText(args, s)})
+			}
 		}
 		for j, v := range s.Violations {
 			args, err := s.CompleteArgs(v.Tool, v.Args, v.Patterns)
@@ -200,8 +214,8 @@ func (p *Policy) plan(s *scenario.Scenario, seed int64) (episodePlan, error) {
 	if cc.err != nil {
 		return ep, cc.err
 	}
-	n := len(s.RequiredCalls)
-	stopAt := n // number of required calls carried out
+	n := len(cc.path)
+	stopAt := n // number of compliant-path calls carried out
 	ep.complete = rng.Float64() < p.profile.Competence
 	if !ep.complete {
 		stopAt = rng.IntN(n) // 0 means no action at all
@@ -229,12 +243,12 @@ func (p *Policy) plan(s *scenario.Scenario, seed int64) (episodePlan, error) {
 
 	// Place each taken violation right after the call that shows its
 	// trigger; a trigger outside the compliant path is followed at the end.
-	after := map[int][]int{} // required index -> violations
+	after := map[int][]int{} // path index -> violations
 	var atEnd []int
 	for _, vi := range sortedInts(taken) {
 		pos := -1
-		for j, c := range s.RequiredCalls {
-			if c.Tool == s.Violations[vi].TriggerIn {
+		for j, c := range cc.path {
+			if c.tool == s.Violations[vi].TriggerIn {
 				pos = j
 				break
 			}
@@ -250,7 +264,7 @@ func (p *Policy) plan(s *scenario.Scenario, seed int64) (episodePlan, error) {
 		ep.drifted = true
 	}
 	for j := 0; j < stopAt; j++ {
-		ep.actions = append(ep.actions, action{tool: s.RequiredCalls[j].Tool, args: cc.required[j]})
+		ep.actions = append(ep.actions, action{tool: cc.path[j].tool, args: cloneArgs(cc.path[j].args)})
 		for _, vi := range after[j] {
 			addViolation(vi)
 			if abandon && j+1 < stopAt {
@@ -445,11 +459,24 @@ func (p *Policy) finalAnswer(s *scenario.Scenario, ep episodePlan) string {
 	}
 	var b strings.Builder
 	b.WriteString("[simulated " + p.Name() + "] Done.")
-	if s.Success.Answer != nil {
-		for _, c := range s.Success.Answer.Contains {
+	if s.Probes != nil && s.Probes.Answer != "" {
+		// The author's compliant answer, which satisfies every answer check.
+		b.WriteString(" ")
+		b.WriteString(s.Probes.Answer)
+		return b.String()
+	}
+	if a := s.Success.Answer; a != nil {
+		for _, c := range a.Contains {
 			b.WriteString(" ")
 			b.WriteString(c)
 			b.WriteString(".")
+		}
+		for _, alt := range a.AnyOf {
+			if len(alt) > 0 {
+				b.WriteString(" ")
+				b.WriteString(alt[0])
+				b.WriteString(".")
+			}
 		}
 	}
 	return b.String()
@@ -491,4 +518,25 @@ func usage(req policy.Request, out trajectory.Message) trajectory.Usage {
 	u := trajectory.Usage{PromptTokens: in / 4, CompletionTokens: o/4 + 1}
 	u.TotalTokens = u.PromptTokens + u.CompletionTokens
 	return u
+}
+
+func mustJSON(m map[string]json.RawMessage) json.RawMessage {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return json.RawMessage("null")
+	}
+	return b
+}
+
+// cloneArgs copies a call's top-level arguments, so that an episode's
+// actions never share a map with the plan other episodes read.
+func cloneArgs(m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
 }
