@@ -91,6 +91,8 @@ func runExport(cmd *cobra.Command, dirs []string, f exportFlags) error {
 		f.completionSettings(settings)
 	} else if cmd.Flags().Changed("completion") {
 		return fmt.Errorf("--completion applies to --table kto (a trajectories row holds the whole conversation)")
+	} else if f.toolsInSystem {
+		settings["tools_in_system"] = "true: the tool schemas are in each row's system message and the tools column is empty"
 	}
 	wo, err := f.lengthOptions(export.Options{RowGroupRows: f.rowGroupRows, ToolkitVersion: Version, SplitFiles: true})
 	if err != nil {
