@@ -1,7 +1,6 @@
 package export
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -22,10 +21,13 @@ type CardTable struct {
 	Rows   int64            `json:"rows"`   //
 	Splits map[string]int64 `json:"splits"` // rows per split
 	Files  []string         `json:"files"`  // file names, relative to the card's folder
-	// DataFiles are the Parquet files by split (split-file layout only),
-	// named in the card's YAML front matter so that load_dataset(folder)
-	// returns the splits.
-	DataFiles map[string]string `json:"data_files,omitempty"`
+	// DataFiles are the Parquet files by split (split-file layout only:
+	// one file, or its shards), named in the card's YAML front matter so
+	// that load_dataset(folder) returns the splits.
+	DataFiles map[string][]string `json:"data_files,omitempty"`
+	// Features are the columns as Hugging Face datasets types them
+	// (dataset_info.features in the front matter).
+	Features []Feature `json:"-"`
 	// Lengths are the token-length estimates' percentiles (nil for
 	// trajectories).
 	Lengths *Lengths `json:"lengths,omitempty"`
@@ -37,6 +39,15 @@ type CardTable struct {
 	// Tokenizer names the tokenizer.json whose exact counts replaced the
 	// estimates in the *_tokens_est columns ("" for estimates).
 	Tokenizer string `json:"tokenizer,omitempty"`
+	// LlamaFactorySkipped counts rows the llamafactory files leave out.
+	LlamaFactorySkipped int64 `json:"llamafactory_skipped,omitempty"`
+	// Desirable and Undesirable count a KTO table's train rows by label.
+	Desirable   int64 `json:"desirable,omitempty"`
+	Undesirable int64 `json:"undesirable,omitempty"`
+	// Margin: the dpo table has the margin column; ToolsInSystem: the tool
+	// schemas are in the system messages and tools is empty.
+	Margin        bool `json:"margin,omitempty"`
+	ToolsInSystem bool `json:"tools_in_system,omitempty"`
 }
 
 // MetricRow is the metric summary of one checkpoint (× framework), filled
@@ -230,6 +241,7 @@ var columnDocs = map[string]string{
 	"reward":                "R = alpha*S*(1-D) - lambda*sum of drift-step weights",
 	"advantage":             "group-relative advantage (R - mean) / (std + 1e-4), std with Bessel's correction",
 	"process_rewards":       "reward per assistant turn of the completion; they sum to reward",
+	"boundary_tools":        "the tools the scenario's boundary allows (what a GRPO reward function checks a sampled call against); empty when the scenarios were not available",
 	"run":                   "run name",
 	"checkpoint":            "checkpoint that produced the trajectory",
 	"policy":                "policy name (sim:* are simulations, not models)",
@@ -328,11 +340,15 @@ func renderCard(c Card, mf manifestFile) string {
 			}
 			b.WriteString(": the prompt with its tool schemas, and the prompt with the longest completion of a row.\n\n| table | | p50 | p90 | p99 | max |\n|---|---|---:|---:|---:|---:|\n")
 		}
+		if kindOf(t.CardTable) == TableTrajectories {
+			fmt.Fprintf(&b, "| %s | whole conversation, tool schemas included | %d | %d | %d | %d |\n", t.Name, l.Total[0], l.Total[1], l.Total[2], l.Total[3])
+			continue
+		}
 		fmt.Fprintf(&b, "| %s | prompt | %d | %d | %d | %d |\n| %s | prompt + completion | %d | %d | %d | %d |\n",
 			t.Name, l.Prompt[0], l.Prompt[1], l.Prompt[2], l.Prompt[3], t.Name, l.Total[0], l.Total[1], l.Total[2], l.Total[3])
 	}
 	if l := firstLengths(mf.Tables); l != nil {
-		fmt.Fprintf(&b, "\nThe recipes below set `max_length=%d` and `max_prompt_length=%d` (the p99 figures rounded up to 64): at least 99%% of rows are neither dropped nor cut.", l.MaxLength, l.MaxPromptLength)
+		fmt.Fprintf(&b, "\nThe recipes below set `max_length=%d` (TRL), `--data.max_len %d` (OpenRLHF) and `--cutoff_len %d` (LLaMA-Factory): the p99 of the whole sequence rounded up to 64, so at least 99%% of rows are neither dropped nor cut.", l.MaxLength, l.MaxLength, l.MaxLength)
 		switch {
 		case l.Total[0] > 1024:
 			b.WriteString(" TRL's default `max_length=1024` would cut or drop most rows of this table.")
@@ -355,7 +371,7 @@ func renderCard(c Card, mf manifestFile) string {
 	}
 
 	if frontMatter(c, mf) != "" {
-		b.WriteString("## Loading\n\nFrom this folder: each split is its own Parquet file under `data/`, named in this card's YAML front matter, so `load_dataset` on the folder returns train, validation and test (and the Hub viewer shows them). Arrow IPC files are under `arrow/`, the JSONL (every split, for reading) under `jsonl/`, provenance in `manifest.json`.\n\n")
+		b.WriteString("## Loading\n\nFrom this folder: each split is its own Parquet file under `data/` (or, past the shard size, its shards `NAME-SPLIT-00000-of-0000N.parquet`), named in this card's YAML front matter together with the features, so `load_dataset` on the folder returns train, validation and test (and the Hub viewer shows them). Arrow IPC files are under `arrow/`, the JSONL (every split, for reading) under `jsonl/`, provenance in `manifest.json`.\n\n")
 	} else {
 		b.WriteString("## Loading\n\nFrom this folder. Every table is one file per format; filter on `split` for train/validation/test.\n\n")
 	}
@@ -366,9 +382,9 @@ func renderCard(c Card, mf manifestFile) string {
 		}
 		fmt.Fprintf(&b, "### `%s` (%s)\n\n", t.Name, t.Kind)
 		if len(t.DataFiles) > 0 {
-			b.WriteString(loadSnippetSplits(t.Kind, t.Name, t.Lengths))
+			b.WriteString(recipes(t.CardTable, fmt.Sprintf("```python\nfrom datasets import load_dataset\n\nds = load_dataset(\"path/to/this/folder\", \"%s\")  # DatasetDict: train, validation, test\ntrain, valid = ds[\"train\"], ds[\"validation\"]\n", t.Name)))
 		} else {
-			b.WriteString(loadSnippet(t.Kind, pq, t.Lengths))
+			b.WriteString(recipes(t.CardTable, fmt.Sprintf("```python\nfrom datasets import load_dataset\n\nds = load_dataset(\"parquet\", data_files=\"%s\", split=\"train\")  # the whole file\ntrain = ds.filter(lambda r: r[\"split\"] == \"train\")\nvalid = ds.filter(lambda r: r[\"split\"] == \"validation\")\n", pq)))
 		}
 	}
 	b.WriteString("### DuckDB and Spark\n\n")
@@ -447,90 +463,6 @@ func firstMessageColumn(ts []manifestTable, file string) string {
 	return "prompt"
 }
 
-// loadSnippetSplits loads a split-file table by its config.
-func loadSnippetSplits(kind, config string, l *Lengths) string {
-	head := fmt.Sprintf("```python\nfrom datasets import load_dataset\n\nds = load_dataset(\"path/to/this/folder\", \"%s\")  # DatasetDict: train, validation, test\ntrain, valid = ds[\"train\"], ds[\"validation\"]\n", config)
-	return recipe(kind, head, l)
-}
-
-func loadSnippet(kind, file string, l *Lengths) string {
-	head := fmt.Sprintf("```python\nfrom datasets import load_dataset\n\nds = load_dataset(\"parquet\", data_files=\"%s\", split=\"train\")  # the whole file\ntrain = ds.filter(lambda r: r[\"split\"] == \"train\")\nvalid = ds.filter(lambda r: r[\"split\"] == \"validation\")\n", file)
-	return recipe(kind, head, l)
-}
-
-// recipe is a table's trainer recipe after its loading lines. The tools
-// column stays: TRL renders it into the prompt through the chat template.
-func recipe(kind, head string, l *Lengths) string {
-	var b bytes.Buffer
-	b.WriteString(head)
-	limits, promptLimit := "", ""
-	if l != nil {
-		promptLimit = fmt.Sprintf(", max_prompt_length=%d", l.MaxPromptLength)
-		limits = fmt.Sprintf(", max_length=%d, max_prompt_length=%d", l.MaxLength, l.MaxPromptLength)
-	}
-	switch kind {
-	case TableDPO:
-		b.WriteString(`
-# Conversational preference data: prompt / chosen / rejected are lists of messages.
-from trl import DPOConfig, DPOTrainer
-cols = ["prompt", "chosen", "rejected", "tools"]  # keep tools: the schemas the model was prompted with
-trainer = DPOTrainer(
-    model=model,                      # e.g. AutoModelForCausalLM.from_pretrained(...)
-    args=DPOConfig(output_dir="dpo-out"` + limits + `),
-    train_dataset=train.select_columns(cols),
-    eval_dataset=valid.select_columns(cols),
-    processing_class=tokenizer,
-)
-trainer.train()
-# A reward model: trl.RewardTrainer on the same chosen / rejected columns
-# (export with the margin column to add a margin to its loss).
-`)
-	case TableKTO:
-		b.WriteString(`
-# Unpaired preference data: prompt / completion (lists of messages) and a boolean label.
-from trl import KTOConfig, KTOTrainer
-cols = ["prompt", "completion", "label", "tools"]
-trainer = KTOTrainer(
-    model=model,
-    args=KTOConfig(output_dir="kto-out"` + limits + `),
-    train_dataset=train.select_columns(cols),
-    eval_dataset=valid.select_columns(cols),
-    processing_class=tokenizer,
-)
-trainer.train()
-`)
-	case TableRewards:
-		b.WriteString(`
-# GRPO samples its own completions online. Take one prompt per GRPO group
-# (scenario x checkpoint x framework) with the tools it was sent; the recorded
-# reward / advantage / process_rewards serve offline RL and checking a reward
-# function against the toolkit's.
-from trl import GRPOConfig, GRPOTrainer
-seen = set()
-def first_of_group(r):
-    if r["group_id"] in seen:
-        return False
-    seen.add(r["group_id"])
-    return True
-prompts = train.filter(first_of_group).select_columns(["prompt", "tools", "scenario_id"])
-def reward_fn(completions, scenario_id, **kwargs):
-    ...  # score each completion on its scenario, e.g. with antidrift's drift detector and judge
-trainer = GRPOTrainer(model=model, reward_funcs=reward_fn,
-                      args=GRPOConfig(output_dir="grpo-out"` + promptLimit + `),
-                      train_dataset=prompts)
-`)
-	case TableTrajectories:
-		b.WriteString(`
-# One row per trajectory with every label; e.g. SFT on clean successes:
-from trl import SFTConfig, SFTTrainer
-clean = train.filter(lambda r: r["clean"]).select_columns(["messages"])
-trainer = SFTTrainer(model=model, args=SFTConfig(output_dir="sft-out"), train_dataset=clean)
-`)
-	}
-	b.WriteString("```\n\n")
-	return b.String()
-}
-
 // sortedInt64 returns the distinct values of vs in order.
 func sortedInt64(vs []int64) []int64 {
 	seen := map[int64]bool{}
@@ -549,6 +481,28 @@ func sortedInt64(vs []int64) []int64 {
 var taskOf = map[string]string{
 	TableDPO: "reinforcement-learning", TableKTO: "reinforcement-learning",
 	TableRewards: "reinforcement-learning", TableTrajectories: "text-generation",
+}
+
+// dataFilesPattern names a split's Parquet files in the front matter: the
+// one file, or a glob that matches exactly its N shards
+// (data/NAME-SPLIT-*-of-0000N.parquet).
+func dataFilesPattern(files []string) string {
+	if len(files) == 1 {
+		return files[0]
+	}
+	f := files[0]
+	i := strings.LastIndex(f, "-of-")
+	j := strings.LastIndex(f[:i], "-")
+	return f[:j] + "-*" + f[i:]
+}
+
+func hasFeatures(ts []manifestTable) bool {
+	for _, t := range ts {
+		if len(t.DataFiles) > 0 && len(t.Features) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // sizeCategory is the Hub's size category of n rows.
@@ -616,8 +570,30 @@ func frontMatter(c Card, mf manifestFile) string {
 		}
 		b.WriteString("  data_files:\n")
 		for _, sp := range Splits {
-			if f, ok := t.DataFiles[sp]; ok {
-				fmt.Fprintf(&b, "  - split: %s\n    path: %s\n", sp, f)
+			if fs, ok := t.DataFiles[sp]; ok && len(fs) > 0 {
+				fmt.Fprintf(&b, "  - split: %s\n    path: %s\n", sp, dataFilesPattern(fs))
+			}
+		}
+	}
+	if hasFeatures(mf.Tables) {
+		b.WriteString("dataset_info:\n")
+		for _, t := range mf.Tables {
+			if len(t.DataFiles) == 0 || len(t.Features) == 0 {
+				continue
+			}
+			fmt.Fprintf(&b, "- config_name: %s\n  features:\n", t.Name)
+			for _, f := range t.Features {
+				if f.List != "" {
+					fmt.Fprintf(&b, "  - name: %s\n    list: %s\n", f.Name, f.List)
+				} else {
+					fmt.Fprintf(&b, "  - name: %s\n    dtype: %s\n", f.Name, f.Dtype)
+				}
+			}
+			b.WriteString("  splits:\n")
+			for _, sp := range Splits {
+				if _, ok := t.DataFiles[sp]; ok {
+					fmt.Fprintf(&b, "  - name: %s\n    num_examples: %d\n", sp, t.Splits[sp])
+				}
 			}
 		}
 	}

@@ -39,6 +39,8 @@ func summariseLengths(prompt, total []int64) *Lengths {
 		return nil
 	}
 	l := &Lengths{Rows: int64(len(prompt)), Prompt: percentiles(prompt), Total: percentiles(total)}
+	// OpenRLHF's max_len and LLaMA-Factory's cutoff_len bound the same
+	// whole sequence as max_length.
 	l.MaxLength, l.MaxPromptLength = roundUp(l.Total[2], 64), roundUp(l.Prompt[2], 64)
 	return l
 }

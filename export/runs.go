@@ -26,8 +26,9 @@ type RunsConfig struct {
 	// given; the rest of the manifest is filled from the runs.
 	Manifest Manifest
 	Notes    []string
-	// ShuffleSeed orders the KTO table's rows by a seeded shuffle
-	// (dataset.Records.EachShuffled), recorded in the manifest.
+	// ShuffleSeed orders the KTO table's rows by a seeded shuffle that
+	// spreads the labels evenly (dataset.Records.EachBalanced), recorded in
+	// the manifest.
 	ShuffleSeed int64
 	// NoCard skips README.md and manifest.json.
 	NoCard bool
@@ -116,7 +117,8 @@ func ExportRuns(cfg RunsConfig) (RunsResult, error) {
 		if err != nil {
 			return res, err
 		}
-		err = idx.EachShuffled(cfg.ShuffleSeed, func(rec *trajectory.Record) error {
+		clean := func(rec *trajectory.Record) bool { return rec.Clean() }
+		err = idx.EachBalanced(cfg.ShuffleSeed, clean, func(rec *trajectory.Record) error {
 			res.Records++
 			count(rec)
 			reward := 0.0
@@ -177,10 +179,9 @@ func ExportRuns(cfg RunsConfig) (RunsResult, error) {
 		m.ToolkitVersion = cfg.Options.ToolkitVersion
 	}
 	notes := append([]string(nil), cfg.Notes...)
-	if cfg.Table == TableKTO && res.Desirable > 0 && res.Undesirable > 0 {
-		d, u := float64(res.Desirable), float64(res.Undesirable)
-		lo, hi := u/d, 4.0/3.0*u/d
-		notes = append(notes, fmt.Sprintf("Class balance: %d desirable (label true), %d undesirable rows. TRL recommends desirable_weight × desirable / (undesirable_weight × undesirable) between 1 and 4/3: with undesirable_weight=1, set `desirable_weight` between %.2f and %.2f. Rows are in a seeded shuffled order (the seed is in the manifest's record_order), since KTOTrainer pairs neighbours for its KL estimate and trains in file order.", res.Desirable, res.Undesirable, lo, hi))
+	if d, u := res.Table.Desirable, res.Table.Undesirable; cfg.Table == TableKTO && d > 0 && u > 0 {
+		lo, hi := kTOWeightRange(d, u)
+		notes = append(notes, fmt.Sprintf("Class balance of the train split (what KTOTrainer checks): %d desirable (label true), %d undesirable rows; %d and %d over every split. TRL's KTOTrainer recommends desirable_weight × desirable / (undesirable_weight × undesirable) between 1 and 1.33: with undesirable_weight=1, set `desirable_weight` between %.2f and %.2f (the recipe below takes the middle). Rows are in a seeded shuffled order with the two labels spread evenly through the file (the seed is in the manifest's record_order), since KTOTrainer pairs neighbours for its KL estimate and trains in file order: keep `shuffle` off or on, either way batches mix scenarios and labels.", d, u, res.Desirable, res.Undesirable, lo, hi))
 	}
 	if res.RawArguments > 0 {
 		notes = append(notes, fmt.Sprintf("%d trajectories with a tool call whose arguments never parsed as a JSON object are left out of the KTO table.", res.RawArguments))
@@ -190,7 +191,7 @@ func ExportRuns(cfg RunsConfig) (RunsResult, error) {
 	}
 	card := Card{
 		Title:       fmt.Sprintf("antidrift %s export", cfg.Table),
-		Description: describe(cfg.Table, runs),
+		Description: describe(cfg.Table, runs, cfg.Render.Completion),
 		Tables:      []CardTable{res.Table},
 		Metrics:     res.Metrics,
 		MetricsNote: "Computed over every record exported (all rollouts, all statuses), per checkpoint and framework.",
@@ -226,10 +227,10 @@ func fillManifest(m *Manifest, runs []ManifestRun) {
 	m.Seeds = sortedInt64(seeds)
 }
 
-func describe(table string, runs []ManifestRun) string {
+func describe(table string, runs []ManifestRun, c dataset.Completion) string {
 	what := "One row per trajectory with all its labels."
 	if table == TableKTO {
-		what = "Unpaired preference data for KTO: one row per trajectory, `label` true for a clean success (task done inside the boundary), false for a failure or a drift. The prompt is every message up to and including the first user message; the completion is the rest."
+		what = "Unpaired preference data for KTO: one row per trajectory, `label` true for a clean success (task done inside the boundary), false for a failure or a drift. The prompt is every message up to and including the first user message; the completion is what follows."
 	}
 	sim := false
 	for _, r := range runs {
@@ -239,6 +240,12 @@ func describe(table string, runs []ManifestRun) string {
 	}
 	if sim {
 		what += " Some runs come from simulated policies (`sim:*`): scripted stand-ins for models, for testing the pipeline, not model behaviour."
+	}
+	if table == TableKTO {
+		if c == "" {
+			c = dataset.CompletionModelTurns
+		}
+		what += "\n\n**Layout of this file:** `completion` holds " + c.Describe() + " (`--completion " + c.String() + "`)."
 	}
 	return what
 }

@@ -156,6 +156,7 @@ func rewardColumns() []column[dataset.RewardRow] {
 		cDict("tool_format", func(r *R) string { return r.ToolFormat }),
 		cBool("success", func(r *R) bool { return r.Success }),
 		cBool("drift", func(r *R) bool { return r.Drift }),
+		cStrs("boundary_tools", func(r *R) []string { return r.BoundaryTools }),
 		cInt("prompt_tokens_est", func(r *R) int64 { return r.PromptTokensEst }),
 		cInt("completion_tokens_est", func(r *R) int64 { return r.CompletionTokensEst }),
 		cDict("schema_version", func(r *R) string { return r.SchemaVersion }),

@@ -2,9 +2,11 @@ package export
 
 import (
 	"bytes"
+
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/antidrift/antidrift/rollout/dataset"
 	"os"
 	"path/filepath"
 	"slices"
@@ -60,6 +62,14 @@ type Options struct {
 	// Tokens, when set, replaces every row's *_tokens_est estimates with
 	// exact counts by a tokenizer before the row is checked and written.
 	Tokens TokenCounter
+	// ToolsInSystem says the rows carry their tool schemas in the system
+	// message (dataset.RenderOptions.ToolsInSystem), for the card's recipes.
+	ToolsInSystem bool
+	// ShardBytes bounds each Parquet split file of the split-file layout
+	// (default DefaultShardBytes; negative: never shard): a larger split
+	// is written as data/NAME-SPLIT-00000-of-0000N.parquet, a smaller one
+	// as data/NAME-SPLIT.parquet.
+	ShardBytes int64
 }
 
 // Splits are the dataset splits every split-file layout writes, in order.
@@ -74,6 +84,8 @@ func SplitFile(name, format, split string) string {
 		return "data/" + name + "-" + split + ".parquet"
 	case FormatArrow:
 		return "arrow/" + name + "-" + split + ".arrow"
+	case FormatLlamaFactory:
+		return "llamafactory/" + name + "-" + split + ".json"
 	}
 	return "jsonl/" + name + ".jsonl"
 }
@@ -87,6 +99,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ToolkitVersion == "" {
 		o.ToolkitVersion = "dev"
+	}
+	if o.ShardBytes == 0 {
+		o.ShardBytes = DefaultShardBytes
 	}
 	return o
 }
@@ -106,20 +121,30 @@ type sink[R Row] interface {
 // temporary names and renamed on Close, so a crash never leaves a partial
 // file under a final name. A Writer is not safe for concurrent use.
 type Writer[R Row] struct {
-	table   string
-	cols    []column[R]
-	opts    Options
-	sinks   []sink[R]
-	split   []string // per sink: the split it holds ("" for every split)
-	files   []string
-	rows    int64
-	dropped int64 // rows over Options.MaxTokens
-	splits  map[string]int64
-	promptL []int64 // token-length estimates per row, for the card
-	totalL  []int64
-	err     error
-	closed  bool
-	scratch bytes.Buffer
+	table string
+	dir   string
+	name  string
+	cols  []column[R]
+	opts  Options
+	sinks []sink[R]
+	split []string // per sink: the split it holds ("" for every split)
+	files []string // final paths: per sink until Close, then per file (shards one by one)
+	// fileSplit is the split of each of files after Close.
+	fileSplit []string
+	// lfInfo: the llamafactory format is written (its dataset_info.json at
+	// Close); lfSkipped counts rows its layout cannot hold.
+	lfInfo    bool
+	lfSkipped int64
+	// KTO rows of the train split by label (what KTOTrainer checks)
+	desirable, undesirable int64
+	rows                   int64
+	dropped                int64 // rows over Options.MaxTokens
+	splits                 map[string]int64
+	promptL                []int64 // token-length estimates per row, for the card
+	totalL                 []int64
+	err                    error
+	closed                 bool
+	scratch                bytes.Buffer
 }
 
 // ParseFormats reads "parquet,arrow,jsonl".
@@ -131,8 +156,8 @@ func ParseFormats(s string) ([]string, error) {
 		if f == "" {
 			continue
 		}
-		if f != FormatParquet && f != FormatArrow && f != FormatJSONL {
-			return nil, fmt.Errorf("unknown format %q: want parquet, arrow or jsonl", f)
+		if f != FormatParquet && f != FormatArrow && f != FormatJSONL && f != FormatLlamaFactory {
+			return nil, fmt.Errorf("unknown format %q: want parquet, arrow, jsonl or llamafactory", f)
 		}
 		if !seen[f] {
 			seen[f] = true
@@ -159,7 +184,7 @@ func Create[R Row](dir, name string, formats []string, opts Options) (*Writer[R]
 		return nil, fmt.Errorf("export: %w", err)
 	}
 	table, cols := tableOf[R](opts.Margin)
-	w := &Writer[R]{table: table, cols: cols, opts: opts, splits: map[string]int64{}}
+	w := &Writer[R]{table: table, dir: dir, name: name, cols: cols, opts: opts, splits: map[string]int64{}}
 	seen := map[string]bool{}
 	type target struct{ format, split, final string }
 	var targets []target
@@ -169,6 +194,8 @@ func Create[R Row](dir, name string, formats []string, opts Options) (*Writer[R]
 		}
 		seen[f] = true
 		switch {
+		case f == FormatLlamaFactory && (table != TableDPO || !opts.SplitFiles):
+			return nil, fmt.Errorf("export: the llamafactory format holds the dpo table of the split-file layout only (antidrift pairs)")
 		case !opts.SplitFiles:
 			targets = append(targets, target{f, "", filepath.Join(dir, name+"."+f)})
 		case f == FormatJSONL:
@@ -189,11 +216,18 @@ func Create[R Row](dir, name string, formats []string, opts Options) (*Writer[R]
 		var err error
 		switch f {
 		case FormatParquet:
-			s, err = newParquetSink(final, table, cols, opts)
+			if tg.split != "" {
+				s = newShardedSink(final, table, cols, opts)
+			} else {
+				s, err = newParquetSink(final, table, cols, opts)
+			}
 		case FormatArrow:
 			s, err = newArrowSink(final, cols, opts)
 		case FormatJSONL:
 			s, err = newJSONLSink(final, cols)
+		case FormatLlamaFactory:
+			s, err = newLlamaFactorySink[R](final, &w.lfSkipped)
+			w.lfInfo = true
 		default:
 			err = fmt.Errorf("export: unknown format %q: want parquet, arrow or jsonl", f)
 		}
@@ -260,8 +294,49 @@ func (w *Writer[R]) Write(r *R) error {
 	w.splits[split]++
 	if p, t, ok := lengthsOf(r); ok {
 		w.promptL, w.totalL = append(w.promptL, p), append(w.totalL, t)
+	} else if n, err := totalTokens(r, w.opts.Tokens); err == nil {
+		w.promptL, w.totalL = append(w.promptL, 0), append(w.totalL, n) // trajectories: the whole conversation
+	}
+	if k, ok := any(r).(*dataset.KTORow); ok && split == "train" {
+		if k.Label {
+			w.desirable++
+		} else {
+			w.undesirable++
+		}
 	}
 	return nil
+}
+
+// Admit reports whether Write would keep r under Options.MaxTokens (the
+// length counted with Options.Tokens when set), counting it as dropped when
+// not: a caller that must know which rows a file holds before it writes
+// them (GRPO advantages over the rows kept) asks first and writes only
+// what was admitted.
+func (w *Writer[R]) Admit(r *R) (bool, error) {
+	if w.err != nil {
+		return false, w.err
+	}
+	if w.opts.MaxTokens <= 0 {
+		return true, nil
+	}
+	if w.opts.Tokens != nil {
+		c, err := recount(r, w.opts.Tokens)
+		if err != nil {
+			w.err = fmt.Errorf("export: %s row %d: tokenizer %s: %w", w.table, w.rows+w.dropped+1, w.opts.Tokens.Name(), err)
+			return false, w.err
+		}
+		r = c
+	}
+	n, err := totalTokens(r, w.opts.Tokens)
+	if err != nil {
+		w.err = fmt.Errorf("export: %s row %d: tokenizer %s: %w", w.table, w.rows+w.dropped+1, w.opts.Tokens.Name(), err)
+		return false, w.err
+	}
+	if n > w.opts.MaxTokens {
+		w.dropped++
+		return false, nil
+	}
+	return true, nil
 }
 
 // check validates what the file formats cannot express: every message is a
@@ -295,6 +370,10 @@ func checkObject(m json.RawMessage) error {
 	return nil
 }
 
+// LlamaFactorySkipped counts the rows the llamafactory files leave out
+// (chosen or rejected not one assistant turn).
+func (w *Writer[R]) LlamaFactorySkipped() int64 { return w.lfSkipped }
+
 // Dropped returns the number of rows left out for being longer than
 // Options.MaxTokens.
 func (w *Writer[R]) Dropped() int64 { return w.dropped }
@@ -321,22 +400,25 @@ func (w *Writer[R]) Table() string { return w.table }
 // table's title in the card. Files are relative to the table folder.
 func (w *Writer[R]) CardTable(name string) CardTable {
 	files := make([]string, len(w.files))
-	dataFiles := map[string]string{}
+	dataFiles := map[string][]string{}
 	for i, f := range w.files {
 		files[i] = filepath.Base(f)
 		if w.opts.SplitFiles {
 			files[i] = filepath.ToSlash(filepath.Join(filepath.Base(filepath.Dir(f)), filepath.Base(f)))
-			if strings.HasSuffix(f, ".parquet") {
-				dataFiles[w.split[i]] = files[i]
+			if strings.HasSuffix(f, ".parquet") && i < len(w.fileSplit) {
+				dataFiles[w.fileSplit[i]] = append(dataFiles[w.fileSplit[i]], files[i])
 			}
 		}
 	}
 	ct := CardTable{Name: name, Kind: w.table, Rows: w.rows, Splits: w.Splits(), Files: files, DataFiles: dataFiles,
-		Columns: ColumnNames[R](w.opts.Margin), Lengths: summariseLengths(w.promptL, w.totalL),
+		Columns: ColumnNames[R](w.opts.Margin), Features: featuresOf(w.cols), Lengths: summariseLengths(w.promptL, w.totalL),
 		MaxTokens: w.opts.MaxTokens, DroppedOverMax: w.dropped}
 	if w.opts.Tokens != nil {
 		ct.Tokenizer = w.opts.Tokens.Name()
 	}
+	ct.LlamaFactorySkipped = w.lfSkipped
+	ct.Desirable, ct.Undesirable = w.desirable, w.undesirable
+	ct.Margin, ct.ToolsInSystem = w.opts.Margin && w.table == TableDPO, w.opts.ToolsInSystem
 	return ct
 }
 
@@ -358,10 +440,45 @@ func (w *Writer[R]) Close() error {
 			return w.err
 		}
 	}
+	// the shards' names are known now
+	var files, split []string
+	for i, s := range w.sinks {
+		if sh, ok := s.(*shardedSink[R]); ok {
+			for _, f := range sh.finals() {
+				files, split = append(files, f), append(split, w.split[i])
+			}
+			continue
+		}
+		files, split = append(files, w.files[i]), append(split, w.split[i])
+	}
+	w.files, w.fileSplit = files, split
 	for _, s := range w.sinks {
 		if err := s.commit(); err != nil {
 			w.abort()
 			w.err = fmt.Errorf("export: %s: %w", s.path(), err)
+			return w.err
+		}
+	}
+	if w.lfInfo {
+		p := filepath.Join(w.dir, filepath.FromSlash(LlamaFactoryInfo))
+		if err := writeFileAtomic(p, llamaFactoryInfo(w.name)); err != nil {
+			w.err = err
+			return w.err
+		}
+		w.files, w.fileSplit = append(w.files, p), append(w.fileSplit, "")
+	}
+	if w.opts.SplitFiles {
+		var bases, written []string
+		for _, sp := range Splits {
+			bases = append(bases, SplitFile(w.name, FormatParquet, sp))
+		}
+		for _, f := range w.files {
+			if rel, err := filepath.Rel(w.dir, f); err == nil {
+				written = append(written, filepath.ToSlash(rel))
+			}
+		}
+		if err := RemoveStaleShards(w.dir, bases, written); err != nil {
+			w.err = fmt.Errorf("export: %w", err)
 			return w.err
 		}
 	}

@@ -386,8 +386,8 @@ func (b *builder) candidate(c, r *item, typ, split string) (*dataset.DPORow, str
 		return nil, ReasonRawArguments
 	}
 	prompt := dataset.RenderWith(c.rec, cm[:start], b.opt.Render)
-	ch := dataset.RenderWith(c.rec, cm[start:cEnd], b.opt.Render)
-	rj := dataset.RenderWith(r.rec, rm[start:rEnd], b.opt.Render)
+	ch := dataset.RenderCompletion(c.rec, cm[start:cEnd], b.opt.Render)
+	rj := dataset.RenderCompletion(r.rec, rm[start:rEnd], b.opt.Render)
 	if b.opt.MaxChars > 0 {
 		p := size(prompt)
 		if p+size(ch) > b.opt.MaxChars || p+size(rj) > b.opt.MaxChars {
@@ -395,7 +395,8 @@ func (b *builder) candidate(c, r *item, typ, split string) (*dataset.DPORow, str
 		}
 	}
 	h := sha256.New()
-	for _, part := range [][]trajectory.Message{cm[:start], cm[start:cEnd], rm[start:rEnd]} {
+	// what the row holds: with model-turns completions, the assistant turns
+	for _, part := range [][]trajectory.Message{cm[:start], b.completion(cm[start:cEnd]), b.completion(rm[start:rEnd])} {
 		fmt.Fprintf(h, "part %d\n", len(part))
 		for i := range part {
 			writeCanonical(h, &part[i])
@@ -423,6 +424,9 @@ func (b *builder) candidate(c, r *item, typ, split string) (*dataset.DPORow, str
 	}
 	id := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%s\x00%s\x00%d\x00%s", typ, c.rec.TrajID, r.rec.TrajID, start, b.contTag(typ))))
 	tools := dataset.Tools(c.rec)
+	if b.opt.Render.ToolsInSystem {
+		prompt, tools = dataset.ToolsInSystem(prompt, tools)
+	}
 	row := &dataset.DPORow{
 		Prompt: prompt, Chosen: ch, Rejected: rj, Tools: tools,
 		PairID: hex.EncodeToString(id[:8]), ScenarioID: c.rec.ScenarioID, Domain: c.rec.Domain, Split: split,
@@ -439,6 +443,21 @@ func (b *builder) candidate(c, r *item, typ, split string) (*dataset.DPORow, str
 		row.Margin = &g
 	}
 	return row, ""
+}
+
+// completion is the part of a continuation a row keeps (the assistant
+// turns for the model-turns layout), for duplicate detection.
+func (b *builder) completion(ms []trajectory.Message) []trajectory.Message {
+	if b.opt.Render.Completion == dataset.CompletionRest {
+		return ms
+	}
+	var out []trajectory.Message
+	for _, m := range ms {
+		if m.Role == trajectory.RoleAssistant {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 func (b *builder) contTag(typ string) string {

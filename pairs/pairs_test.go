@@ -108,9 +108,14 @@ func TestTrajectoryPairShape(t *testing.T) {
 	require.Len(t, rows, 1)
 	row := rows[0]
 	assert.Equal(t, dataset.Messages(c.Messages[:2]), row.Prompt)
-	assert.Equal(t, dataset.Messages(c.Messages[2:]), row.Chosen)
-	assert.Equal(t, dataset.Messages(r.Messages[2:]), row.Rejected)
+	// the default completion layout: the model's turns, tool results left out
+	assert.Equal(t, dataset.Messages(assistantOnly(c.Messages[2:])), row.Chosen)
+	assert.Equal(t, dataset.Messages(assistantOnly(r.Messages[2:])), row.Rejected)
 	assert.Equal(t, c.Tools, row.Tools)
+	rest, _ := build(t, opts(func(o *pairs.Options) { o.Render.Completion = dataset.CompletionRest }), dir)
+	require.Len(t, rest, 1)
+	assert.Equal(t, dataset.Messages(c.Messages[2:]), rest[0].Chosen, "rest: the conversation as it happened")
+	assert.Equal(t, dataset.Messages(r.Messages[2:]), rest[0].Rejected)
 	// The drifting call's derived tool match sits beside its annotation:
 	// it counts once, as the annotation's data drift.
 	assert.Equal(t, []string{"data"}, row.DriftTypes)
@@ -238,8 +243,8 @@ func TestStepPairs(t *testing.T) {
 			assert.Equal(t, 4, row.DivergenceStep)
 			assert.Equal(t, dataset.Messages(c.Messages[:4]), row.Prompt, "the prompt is the shared prefix")
 			if cont == pairs.ContinueRest {
-				assert.Equal(t, dataset.Messages(c.Messages[4:]), row.Chosen)
-				assert.Equal(t, dataset.Messages(onset.Messages[4:]), row.Rejected)
+				assert.Equal(t, dataset.Messages(assistantOnly(c.Messages[4:])), row.Chosen)
+				assert.Equal(t, dataset.Messages(assistantOnly(onset.Messages[4:])), row.Rejected)
 			} else {
 				assert.Equal(t, dataset.Messages(c.Messages[4:5]), row.Chosen)
 				assert.Equal(t, dataset.Messages(onset.Messages[4:5]), row.Rejected)
@@ -358,4 +363,15 @@ func TestBuildOptionErrors(t *testing.T) {
 	assert.Error(t, err)
 	_, err = pairs.Build(ix, opts(func(o *pairs.Options) { o.StepPairs = true; o.StepContinuation = "all" }), emit)
 	assert.Error(t, err)
+}
+
+// assistantOnly is the model-turns completion layout of messages.
+func assistantOnly(ms []trajectory.Message) []trajectory.Message {
+	var out []trajectory.Message
+	for _, m := range ms {
+		if m.Role == trajectory.RoleAssistant {
+			out = append(out, m)
+		}
+	}
+	return out
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/antidrift/antidrift/rollout/dataset"
 	"sort"
 
+	"github.com/antidrift/antidrift/rollout/scenario"
 	"github.com/antidrift/antidrift/rollout/trajectory"
 )
 
@@ -19,6 +20,13 @@ type TableOptions struct {
 	// Render chooses what rendered messages carry: the model's reasoning
 	// is left out unless Render.Reasoning is set.
 	Render dataset.RenderOptions
+	// Keep, when set, decides whether a row goes in the table (e.g. a
+	// length bound: export.Writer.Admit). Rows it refuses are left out
+	// before the group's advantages are computed, so the advantages of
+	// the rows kept are TRL's formula over the rows in the file.
+	Keep func(*dataset.RewardRow) (bool, error)
+	// Scenarios, when set, fill the boundary_tools column.
+	Scenarios map[string]*scenario.Scenario
 }
 
 // GroupID names a GRPO group: the rollouts of one scenario under one
@@ -50,7 +58,11 @@ type Summary struct {
 	// RawArguments counts trajectories left out because a tool call's
 	// arguments never parsed as an object (no {"_raw": …} in a training row).
 	RawArguments int `json:"unparsed_arguments"`
-	byCheckpoint map[string]*CheckpointSummary
+	// Dropped counts rows TableOptions.Keep refused (e.g. over
+	// --max-tokens); GroupsDropped the groups left with no row.
+	Dropped       int `json:"dropped_rows"`
+	GroupsDropped int `json:"dropped_groups"`
+	byCheckpoint  map[string]*CheckpointSummary
 }
 
 // CheckpointSummary holds one checkpoint's figures.
@@ -121,34 +133,36 @@ func Table(ix *dataset.Index, cfg Config, opt TableOptions, emit func(*dataset.R
 			return false
 		})
 		split := dataset.SplitOf(sid, opt.Ratios, opt.Seed)
+		boundary := []string{}
+		if s := opt.Scenarios[sid]; s != nil {
+			boundary = append(boundary, s.Boundary.Tools...)
+			sort.Strings(boundary)
+		}
 		for _, k := range keys {
 			ck := k[0]
-			g := groups[k]
-			results := make([]Result, len(g))
-			rs := make([]float64, len(g))
-			for i, r := range g {
-				res, err := cfg.Score(r)
-				if err != nil {
-					return nil, fmt.Errorf("%s: %w", ix.Where(r.TrajID), err)
-				}
-				results[i], rs[i] = res, res.Reward
-			}
-			adv := Advantages(rs)
-			sum.add(ck, g, rs)
-			for i, r := range g {
-				prompt, completion := dataset.SplitPrompt(r.Messages)
+			// A group's advantages are computed over the rows the file
+			// keeps (rows with unparsed arguments or over opt.Keep's bound
+			// left out first), so that they equal TRL's formula over what
+			// a trainer reads.
+			var rows []*dataset.RewardRow
+			var kept []*trajectory.Record
+			for _, r := range groups[k] {
 				if dataset.FormatOf(r.Framework) == dataset.ToolsNative && dataset.RawArguments(r.Messages) {
 					sum.RawArguments++
 					continue
 				}
+				res, err := cfg.Score(r)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", ix.Where(r.TrajID), err)
+				}
+				prompt, completion := dataset.SplitPrompt(r.Messages)
 				row := &dataset.RewardRow{
 					Prompt:         dataset.RenderWith(r, prompt, opt.Render),
-					Completion:     dataset.RenderWith(r, completion, opt.Render),
+					Completion:     dataset.RenderCompletion(r, completion, opt.Render),
 					Tools:          dataset.Tools(r),
 					GroupID:        groupID(sid, ck, k, prompts),
-					Reward:         rs[i],
-					Advantage:      adv[i],
-					ProcessRewards: results[i].Process,
+					Reward:         res.Reward,
+					ProcessRewards: res.Process,
 					TrajID:         r.TrajID,
 					ScenarioID:     sid,
 					Domain:         r.Domain,
@@ -158,10 +172,40 @@ func Table(ix *dataset.Index, cfg Config, opt TableOptions, emit func(*dataset.R
 					ToolFormat:     dataset.FormatOf(r.Framework).String(),
 					Success:        r.Success,
 					Drift:          r.Drift,
+					BoundaryTools:  boundary,
 					SchemaVersion:  dataset.SchemaVersion,
+				}
+				if opt.Render.ToolsInSystem {
+					row.Prompt, row.Tools = dataset.ToolsInSystem(row.Prompt, row.Tools)
 				}
 				row.PromptTokensEst = dataset.EstimatePromptTokens(row.Prompt, row.Tools)
 				row.CompletionTokensEst = dataset.EstimateTokens(row.Completion)
+				if opt.Keep != nil {
+					ok, err := opt.Keep(row)
+					if err != nil {
+						return nil, err
+					}
+					if !ok {
+						sum.Dropped++
+						continue
+					}
+				}
+				rows, kept = append(rows, row), append(kept, r)
+			}
+			if len(rows) == 0 {
+				if len(groups[k]) > 0 {
+					sum.GroupsDropped++
+				}
+				continue
+			}
+			rs := make([]float64, len(rows))
+			for i, row := range rows {
+				rs[i] = row.Reward
+			}
+			adv := Advantages(rs)
+			sum.add(ck, kept, rs)
+			for i, row := range rows {
+				row.Advantage = adv[i]
 				sum.Splits[split]++
 				if err := emit(row); err != nil {
 					return nil, err

@@ -41,11 +41,16 @@ func writeRun(t *testing.T, dir string, recs ...*trajectory.Record) string {
 
 func table(t *testing.T, c rewards.Config, dirs ...string) ([]*dataset.RewardRow, *rewards.Summary) {
 	t.Helper()
+	return tableWith(t, c, rewards.TableOptions{Ratios: dataset.DefaultRatios, Seed: 1}, dirs...)
+}
+
+func tableWith(t *testing.T, c rewards.Config, opt rewards.TableOptions, dirs ...string) ([]*dataset.RewardRow, *rewards.Summary) {
+	t.Helper()
 	ix, err := dataset.OpenIndex(dirs...)
 	require.NoError(t, err)
 	defer ix.Close()
 	var rows []*dataset.RewardRow
-	sum, err := rewards.Table(ix, c, rewards.TableOptions{Ratios: dataset.DefaultRatios, Seed: 1}, func(r *dataset.RewardRow) error {
+	sum, err := rewards.Table(ix, c, opt, func(r *dataset.RewardRow) error {
 		rows = append(rows, r)
 		return nil
 	})
@@ -94,7 +99,13 @@ func TestTableHandComputed(t *testing.T) {
 	assert.True(t, rows[2].Success)
 	assert.True(t, rows[2].Drift)
 	assert.Len(t, rows[2].Prompt, 2)
-	assert.Len(t, rows[2].Completion, 5)
+	assert.Len(t, rows[2].Completion, 3, "the model's turns only (the default layout)")
+	for _, m := range rows[2].Completion {
+		assert.Contains(t, string(m), `"role":"assistant"`)
+	}
+	assert.Len(t, rows[2].ProcessRewards, len(rows[2].Completion), "one process reward per completion message")
+	rest, _ := tableWith(t, cfg(rewards.Uniform), rewards.TableOptions{Ratios: dataset.DefaultRatios, Seed: 1, Render: dataset.RenderOptions{Completion: dataset.CompletionRest}}, dir)
+	assert.Len(t, rest[2].Completion, 5, "rest: tool results kept")
 	assert.Equal(t, dataset.SchemaVersion, rows[2].SchemaVersion)
 }
 

@@ -245,7 +245,9 @@ func checkTable(t *testing.T, path string, reqTools map[string][][]byte) (rows, 
 		if tv, err := jsonValue(r["tools"]); assert.NoError(t, err, where) && tv.IsList() && len(tv.AsList().Items) > 0 {
 			tools = tv
 		}
-		require.Equal(t, format == "text", tools.IsNone(), "%s: only text-protocol rows go without tools", where)
+		// --tools-in-system exports carry the schemas in the system message
+		inSystem := strings.Contains(path, "tools-in-system")
+		require.Equal(t, format == "text" || inSystem, tools.IsNone(), "%s: only text-protocol rows (and --tools-in-system exports) go without tools", where)
 		if reqTools != nil && !tools.IsNone() {
 			renders += checkToolBlock(t, where, r["tools"], tools, reqTools)
 		}
@@ -361,6 +363,11 @@ func TestChatTemplatesRenderEveryRow(t *testing.T) {
 	runCmd(t, append([]string{"rewards", "--out", filepath.Join(dir, "rewards"), "--format", "jsonl"}, runs...)...)
 	runCmd(t, append([]string{"export", "--table", "kto", "--out", filepath.Join(dir, "kto"), "--format", "jsonl"}, runs...)...)
 	runCmd(t, append([]string{"export", "--table", "trajectories", "--out", filepath.Join(dir, "trajectories"), "--format", "jsonl"}, runs...)...)
+	// the other layouts: whole rests with tool results, and the schemas in the system message
+	runCmd(t, append([]string{"pairs", "--out", filepath.Join(dir, "pairs-rest"), "--format", "jsonl", "--step-pairs", "--step-continuation", "rest", "--completion", "rest"}, runs...)...)
+	runCmd(t, append([]string{"export", "--table", "kto", "--out", filepath.Join(dir, "kto-rest"), "--format", "jsonl", "--completion", "rest"}, runs...)...)
+	runCmd(t, append([]string{"rewards", "--out", filepath.Join(dir, "rewards-tools-in-system"), "--format", "jsonl", "--tools-in-system"}, runs...)...)
+	runCmd(t, append([]string{"pairs", "--out", filepath.Join(dir, "pairs-tools-in-system"), "--format", "jsonl", "--tools-in-system", "--pair-types", "step,trajectory"}, runs...)...)
 
 	reqTools := map[string][][]byte{}
 	for list := range cap.lists {

@@ -33,14 +33,20 @@ depends on the order episodes finished in:
 
   trajectories  one row per trajectory with all its labels
   kto           prompt (messages up to and including the first user message),
-                completion (the rest), label = clean (success and no drift),
-                reward = alpha*S*(1-D) - lambda*(number of drifting calls),
-                as the rewards package computes it with the uniform scheme
+                completion (what follows: the model's turns only by default,
+                --completion rest keeps the tool results), label = clean
+                (success and no drift), reward = alpha*S*(1-D) -
+                lambda*(number of drifting calls), as the rewards package
+                computes it with the uniform scheme; rows in a seeded order
+                that spreads both labels evenly (KTO's KL term pairs
+                neighbours)
 
-Files are DIR/<table>.parquet, .arrow and .jsonl, with README.md (the dataset
-card: counts, splits, metric summary, how to load it in TRL, DuckDB and Spark)
-and manifest.json (provenance) beside them. Splits come from a hash of the
-scenario id, so no scenario spans two splits.`,
+Files are DIR/data/<table>-<split>.parquet (shards past --shard-bytes),
+DIR/arrow/<table>-<split>.arrow and DIR/jsonl/<table>.jsonl, with README.md
+(the dataset card: YAML front matter naming the splits and features,
+counts, lengths, metric summary, trainer recipes) and manifest.json
+(provenance) beside them. Splits come from a hash of the scenario id, so no
+scenario spans two splits.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return runExport(cmd, args, f) },
 	}
@@ -81,6 +87,13 @@ func runExport(cmd *cobra.Command, dirs []string, f exportFlags) error {
 		"record_order": "checkpoint, framework, scenario_id, rollout, seed, run, traj_id",
 	}
 	f.lengthSettings(settings)
+	if f.table == export.TableKTO {
+		f.completionSettings(settings)
+	} else if cmd.Flags().Changed("completion") {
+		return fmt.Errorf("--completion applies to --table kto (a trajectories row holds the whole conversation)")
+	} else if f.toolsInSystem {
+		settings["tools_in_system"] = "true: the tool schemas are in each row's system message and the tools column is empty"
+	}
 	wo, err := f.lengthOptions(export.Options{RowGroupRows: f.rowGroupRows, ToolkitVersion: Version, SplitFiles: true})
 	if err != nil {
 		return err
@@ -106,7 +119,7 @@ func runExport(cmd *cobra.Command, dirs []string, f exportFlags) error {
 	}
 	cfg.ShuffleSeed = f.seed
 	if f.table == export.TableKTO {
-		settings["record_order"] = fmt.Sprintf("shuffled: by SHA-256 of the seed and traj_id, seed %d (KTO pairs neighbours for its KL estimate and trains in file order)", f.seed)
+		settings["record_order"] = fmt.Sprintf("shuffled: by SHA-256 of the seed and traj_id, seed %d, each label on its own, the labels spread evenly through the file (KTO pairs neighbours for its KL estimate and trains in file order)", f.seed)
 	}
 	cfg.Manifest = export.Manifest{ToolkitVersion: Version, Command: commandLine(), Settings: settings}
 	cfg.Notes = withNote(notes, f.partial.note())

@@ -180,6 +180,7 @@ func runPairs(cmd *cobra.Command, dirs []string, f pairsFlags) error {
 	}
 	f.reward.settings(settings)
 	f.lengthSettings(settings)
+	f.completionSettings(settings)
 	card := export.Card{
 		Title:       "antidrift preference pairs",
 		Description: pairsDescription(o) + simNote(ix),
@@ -270,15 +271,22 @@ func pairsDescription(o pairs.Options) string {
 		}
 	}
 	d += "`divergence_step` is the message index where `chosen` and `rejected` start.\n\n**Layout of this file:** "
+	c := o.Render.Completion
+	if c == "" {
+		c = dataset.CompletionModelTurns
+	}
+	multi := "`chosen`/`rejected` hold " + c.Describe() + " (`--completion " + c.String() + "`)."
 	switch {
 	case o.StepPairs && !o.TrajectoryPairs && o.StepContinuation == pairs.ContinueTurn:
 		d += "step pairs only, each side one assistant turn: every `chosen`/`rejected` token is model-written (DPO, which puts every completion token in its loss, trains on nothing the environment wrote)."
 	case o.StepPairs && !o.TrajectoryPairs:
-		d += "step pairs only, each side the rest of its trajectory: `chosen`/`rejected` include the tool results the model read, and DPO puts them in its loss."
+		d += "step pairs only, each side the rest of its trajectory from the drift onset: " + multi
+	case o.StepPairs && o.StepContinuation == pairs.ContinueTurn:
+		d += "trajectory and step pairs mixed (filter on `pair_type` to train on one layout): step pairs are one assistant turn each; trajectory pairs' " + multi
 	case o.StepPairs:
-		d += "trajectory and step pairs mixed; filter on `pair_type` to train on one layout. Trajectory pairs' `chosen`/`rejected` include the tool results the model read, and DPO puts them in its loss."
+		d += "trajectory and step pairs mixed (filter on `pair_type` to train on one layout): " + multi
 	default:
-		d += "trajectory pairs only: `chosen`/`rejected` include the tool results the model read, and DPO puts them in its loss."
+		d += "trajectory pairs only: " + multi
 	}
 	return d
 }

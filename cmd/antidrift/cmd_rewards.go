@@ -216,6 +216,16 @@ func (o *outputDir) commit() ([]string, error) {
 			}
 		}
 	}
+	// shards of an earlier, larger export, which a data_files glob would pick up
+	var bases []string
+	for _, n := range o.owned {
+		if strings.HasPrefix(n, "data/") && strings.HasSuffix(n, ".parquet") {
+			bases = append(bases, n)
+		}
+	}
+	if err := export.RemoveStaleShards(o.dir, bases, names); err != nil {
+		return nil, err
+	}
 	out := make([]string, len(names))
 	for i, n := range names {
 		out[i] = filepath.Join(o.dir, filepath.FromSlash(n))
@@ -243,7 +253,10 @@ func tableFiles(name string) []string {
 			out = append(out, export.SplitFile(name, f, sp))
 		}
 	}
-	return out
+	for _, sp := range export.Splits {
+		out = append(out, export.SplitFile(name, export.FormatLlamaFactory, sp))
+	}
+	return append(out, export.LlamaFactoryInfo)
 }
 
 // exportManifest is the provenance of an export built from an index.
@@ -353,7 +366,13 @@ func runRewards(cmd *cobra.Command, dirs []string, f rewardsFlags) error {
 	if err != nil {
 		return err
 	}
-	sum, err := rewards.Table(ix, cfg, rewards.TableOptions{Ratios: ratios, Seed: f.seed, Render: f.render()}, w.Write)
+	// the boundary_tools column: the scenarios the runs used, when found
+	scens := cfg.Scenarios
+	var scenErr error
+	if scens == nil {
+		scens, scenErr = scenariosOfRuns(ix, f.reward.scenarios, "")
+	}
+	sum, err := rewards.Table(ix, cfg, rewards.TableOptions{Ratios: ratios, Seed: f.seed, Render: f.render(), Keep: w.Admit, Scenarios: scens}, w.Write)
 	if err != nil {
 		w.Abort()
 		return err
@@ -364,17 +383,29 @@ func runRewards(cmd *cobra.Command, dirs []string, f rewardsFlags) error {
 	settings := map[string]string{"split": f.split, "split_seed": fmt.Sprint(f.seed)}
 	f.reward.settings(settings)
 	f.lengthSettings(settings)
+	f.completionSettings(settings)
 	card := export.Card{
 		Title: "antidrift rewards",
 		Description: "One row per trajectory for RL: `prompt` (up to the first user message), `completion` (the rest), `reward` " +
 			"R = α·S·(1−D) − λ·Σ w(v), `process_rewards` (one per assistant turn of the completion, summing to the reward) and `advantage`, " +
-			"group-relative over `group_id` (the rollouts of one scenario under one checkpoint) as TRL's GRPO computes it." + simNote(ix),
+			"group-relative over `group_id` (the rollouts of one scenario under one checkpoint) as TRL's GRPO computes it." + simNote(ix) +
+			"\n\n**Layout of this file:** `completion` holds " + f.render().Completion.Describe() + " (`--completion " + f.render().Completion.String() + "`); `process_rewards` has one value per assistant turn either way.",
 		Tables:      []export.CardTable{w.CardTable(export.TableRewards)},
 		Metrics:     rewardMetrics(sum),
 		MetricsNote: "Computed over every trajectory of the table, per checkpoint.",
 		Manifest:    exportManifest(ix, f.out, settings),
-		Notes: []string{fmt.Sprintf("GRPO groups: %d (%d with one member, advantage 0; %d whose rewards are all equal, advantage 0).",
+		Notes: []string{fmt.Sprintf("GRPO groups: %d (%d with one member, advantage 0; %d whose rewards are all equal, advantage 0). Advantages are computed over the rows of this file: rows left out (over `--max-tokens`, or with unparsed tool-call arguments) are removed from their group first, so `advantage` equals (R - mean) / (std + 1e-4) over each `group_id`'s rows here.",
 			sum.Groups, sum.SingletonGroup, sum.ZeroStdGroups)},
+	}
+	if sum.Dropped > 0 {
+		card.Notes = append(card.Notes, fmt.Sprintf("`--max-tokens`: %d rows dropped before the advantages were computed; %d groups lost every row.", sum.Dropped, sum.GroupsDropped))
+	}
+	if scenErr != nil {
+		card.Notes = append(card.Notes, "`boundary_tools` is empty: the scenarios the runs used were not found; pass --scenarios to fill it.")
+		fmt.Fprintf(cmd.ErrOrStderr(), "antidrift: boundary_tools left empty: %v\n", scenErr)
+	}
+	if sum.RawArguments > 0 {
+		card.Notes = append(card.Notes, fmt.Sprintf("Left out: %d trajectories with a tool call whose arguments never parsed as a JSON object.", sum.RawArguments))
 	}
 	if sum.NoCompletion > 0 {
 		card.Notes = append(card.Notes, fmt.Sprintf("Left out: %d trajectories with no completion (nothing after the prompt).", sum.NoCompletion))

@@ -7,6 +7,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -146,4 +148,91 @@ func writeTemp(t *testing.T, body string) string {
 	p := filepath.Join(t.TempDir(), "f.json")
 	require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
 	return p
+}
+
+// TestGRPOAdvantagesOverKeptRows: with --max-tokens dropping some rows of
+// a group, the advantages in the file are TRL's formula over the rows the
+// file holds, group by group, and the card says so.
+func TestGRPOAdvantagesOverKeptRows(t *testing.T) {
+	run := simRunDir(t, "sim:base", "8")
+	type row struct {
+		Group        string  `json:"group_id"`
+		Reward       float64 `json:"reward"`
+		Advantage    float64 `json:"advantage"`
+		Prompt, Comp int64
+	}
+	read := func(dir string) []row {
+		var out []row
+		for _, r := range jsonlRows(t, filepath.Join(dir, "jsonl", "rewards.jsonl")) {
+			var x row
+			require.NoError(t, json.Unmarshal(r["group_id"], &x.Group))
+			require.NoError(t, json.Unmarshal(r["reward"], &x.Reward))
+			require.NoError(t, json.Unmarshal(r["advantage"], &x.Advantage))
+			require.NoError(t, json.Unmarshal(r["prompt_tokens_est"], &x.Prompt))
+			require.NoError(t, json.Unmarshal(r["completion_tokens_est"], &x.Comp))
+			out = append(out, x)
+		}
+		return out
+	}
+	full := filepath.Join(t.TempDir(), "full")
+	code, _, stderr := runScenarios(t, "rewards", run, "--out", full, "--format", "jsonl")
+	require.Equal(t, 0, code, stderr)
+	all := read(full)
+	var totals []int64
+	for _, r := range all {
+		totals = append(totals, r.Prompt+r.Comp)
+	}
+	slices.Sort(totals)
+	bound := totals[len(totals)*2/3]
+	cut := filepath.Join(t.TempDir(), "cut")
+	code, _, stderr = runScenarios(t, "rewards", run, "--out", cut, "--format", "jsonl", "--max-tokens", strconv.FormatInt(bound, 10))
+	require.Equal(t, 0, code, stderr)
+	kept := read(cut)
+	require.NotEmpty(t, kept)
+	require.Less(t, len(kept), len(all))
+
+	groupsOf := func(rs []row) map[string][]row {
+		g := map[string][]row{}
+		for _, r := range rs {
+			g[r.Group] = append(g[r.Group], r)
+		}
+		return g
+	}
+	before, after := groupsOf(all), groupsOf(kept)
+	partial, changed := 0, 0
+	for id, g := range after {
+		if len(g) < len(before[id]) {
+			partial++
+		}
+		// TRL: (R - mean) / (std + 1e-4), std with Bessel's correction
+		// (a group of one: 0).
+		mean, ss := 0.0, 0.0
+		for _, r := range g {
+			mean += r.Reward
+		}
+		mean /= float64(len(g))
+		for _, r := range g {
+			ss += (r.Reward - mean) * (r.Reward - mean)
+		}
+		for i, r := range g {
+			want := 0.0
+			if len(g) > 1 {
+				want = (r.Reward - mean) / (math.Sqrt(ss/float64(len(g)-1)) + 1e-4)
+			}
+			assert.InDelta(t, want, r.Advantage, 1e-9, "group %s row %d", id, i)
+			for _, b := range before[id] {
+				if b.Reward == r.Reward && math.Abs(b.Advantage-r.Advantage) > 1e-9 {
+					changed++
+					break
+				}
+			}
+		}
+	}
+	t.Logf("bound %d tokens: %d of %d rows kept, %d of %d groups partly dropped, %d advantages recomputed", bound, len(kept), len(all), partial, len(after), changed)
+	assert.Positive(t, partial, "the bound leaves some groups partly dropped")
+	assert.Positive(t, changed, "their advantages are recomputed")
+	card, err := os.ReadFile(filepath.Join(cut, "README.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(card), "Advantages are computed over the rows of this file")
+	assert.Contains(t, string(card), "rows dropped before the advantages were computed")
 }

@@ -21,6 +21,9 @@ type tableFlags struct {
 	maxTokens           int64
 	tokenizer           string
 	reasoning           bool
+	completion          string
+	shardBytes          int64
+	toolsInSystem       bool
 }
 
 func (t *tableFlags) add(fl *pflag.FlagSet, seedHelp string) {
@@ -30,6 +33,9 @@ func (t *tableFlags) add(fl *pflag.FlagSet, seedHelp string) {
 	fl.Int64Var(&t.seed, "seed", 1, seedHelp)
 	t.partial.add(fl)
 	fl.BoolVar(&t.reasoning, "include-reasoning", false, "keep the model's reasoning in exported messages (as reasoning_content); by default it is left out, since the policy never showed it as its answer")
+	fl.StringVar(&t.completion, "completion", dataset.CompletionModelTurns.String(), "what a multi-turn completion holds (KTO and rewards completions, trajectory pairs, step pairs with --step-continuation rest): model-turns (the assistant turns only: every completion token model-written, which is what DPO and KTO put in their loss) or rest (everything after the prompt, tool results included)")
+	fl.BoolVar(&t.toolsInSystem, "tools-in-system", false, "write the tool schemas into each row's system message and leave tools empty, for trainers that pass no tools to the chat template (OpenRLHF); TRL renders the tools column itself, so leave this off for TRL")
+	fl.Int64Var(&t.shardBytes, "shard-bytes", export.DefaultShardBytes, "bound on one Parquet split file: a larger split is written as shards data/TABLE-SPLIT-00000-of-0000N.parquet (as the Hugging Face Hub names them), all named in the card's YAML")
 	fl.Int64Var(&t.maxTokens, "max-tokens", 0, "drop rows whose prompt + longest completion (the whole conversation for trajectories) is longer than this many tokens, estimated or counted with --tokenizer; 0 keeps every row")
 	fl.StringVar(&t.tokenizer, "tokenizer", "", "Hugging Face tokenizer.json: exact token counts in the *_tokens_est columns, the card and --max-tokens instead of the tokenizer-free estimate")
 }
@@ -40,6 +46,11 @@ func (t tableFlags) lengthOptions(o export.Options) (export.Options, error) {
 		return o, fmt.Errorf("--max-tokens %d: want 0 (no limit) or more", t.maxTokens)
 	}
 	o.MaxTokens = t.maxTokens
+	o.ToolsInSystem = t.toolsInSystem
+	if t.shardBytes <= 0 {
+		return o, fmt.Errorf("--shard-bytes %d: want a positive number of bytes", t.shardBytes)
+	}
+	o.ShardBytes = t.shardBytes
 	if t.tokenizer != "" {
 		c, err := hftok.Load(t.tokenizer)
 		if err != nil {
@@ -61,16 +72,30 @@ func (t tableFlags) lengthSettings(settings map[string]string) {
 	}
 }
 
-// render is the message rendering the flags ask for.
+// render is the message rendering the flags ask for (parse has checked
+// --completion).
 func (t tableFlags) render() dataset.RenderOptions {
-	return dataset.RenderOptions{Reasoning: t.reasoning}
+	c, _ := dataset.ParseCompletion(t.completion)
+	return dataset.RenderOptions{Reasoning: t.reasoning, Completion: c, ToolsInSystem: t.toolsInSystem}
 }
 
-// parse checks the formats and split shares.
+// completionSettings records the completion layout (and --tools-in-system)
+// in the manifest.
+func (t tableFlags) completionSettings(settings map[string]string) {
+	settings["completion"] = t.render().Completion.String()
+	if t.toolsInSystem {
+		settings["tools_in_system"] = "true: the tool schemas are in each row's system message and the tools column is empty"
+	}
+}
+
+// parse checks the formats, split shares and completion layout.
 func (t tableFlags) parse() ([]string, dataset.Ratios, error) {
 	formats, err := export.ParseFormats(t.formats)
 	if err != nil {
 		return nil, dataset.Ratios{}, err
+	}
+	if _, err := dataset.ParseCompletion(t.completion); err != nil {
+		return nil, dataset.Ratios{}, fmt.Errorf("--%w", err)
 	}
 	ratios, err := dataset.ParseRatios(t.split)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -150,18 +151,22 @@ func TestTrainerRowsOverHTTP(t *testing.T) {
 }
 
 // TestHuggingFaceLayout: every card's YAML front matter parses, names a
-// config per table whose data_files exist, and each split file holds only
-// rows of its split, all rows of the JSONL between them.
+// config per table whose data_files patterns name every Parquet file under
+// data/ (one file per split, or its shards), each split file holds only
+// rows of its split and all rows of the JSONL between them, and
+// dataset_info.features types the columns as the Parquet files do.
 func TestHuggingFaceLayout(t *testing.T) {
 	dir := t.TempDir()
 	runs := []string{filepath.Join(dir, "runs", "base"), filepath.Join(dir, "runs", "dpo-1")}
 	runCmd(t, "rollout", "--policy", "sim:base", "--rollouts", "3", "--out", runs[0])
 	runCmd(t, "rollout", "--policy", "sim:dpo-1", "--rollouts", "3", "--out", runs[1])
 	runCmd(t, append([]string{"pairs", "--out", filepath.Join(dir, "pairs"), "--step-pairs"}, runs...)...)
+	runCmd(t, append([]string{"pairs", "--out", filepath.Join(dir, "pairs-sharded"), "--shard-bytes", "4000"}, runs...)...)
 	runCmd(t, append([]string{"rewards", "--out", filepath.Join(dir, "rewards")}, runs...)...)
 	runCmd(t, append([]string{"export", "--table", "kto", "--out", filepath.Join(dir, "kto")}, runs...)...)
-	runCmd(t, append([]string{"export", "--table", "trajectories", "--out", filepath.Join(dir, "trajectories")}, runs...)...)
-	for folder, table := range map[string]string{"pairs": "dpo", "rewards": "rewards", "kto": "kto", "trajectories": "trajectories"} {
+	runCmd(t, append([]string{"export", "--table", "trajectories", "--out", filepath.Join(dir, "trajectories"), "--shard-bytes", "100000"}, runs...)...)
+	sharded := 0
+	for folder, table := range map[string]string{"pairs": "dpo", "pairs-sharded": "dpo", "rewards": "rewards", "kto": "kto", "trajectories": "trajectories"} {
 		base := filepath.Join(dir, folder)
 		card, err := os.ReadFile(filepath.Join(base, "README.md"))
 		require.NoError(t, err)
@@ -182,6 +187,18 @@ func TestHuggingFaceLayout(t *testing.T) {
 					Path  string `yaml:"path"`
 				} `yaml:"data_files"`
 			} `yaml:"configs"`
+			DatasetInfo []struct {
+				Name     string `yaml:"config_name"`
+				Features []struct {
+					Name  string `yaml:"name"`
+					Dtype string `yaml:"dtype"`
+					List  string `yaml:"list"`
+				} `yaml:"features"`
+				Splits []struct {
+					Name     string `yaml:"name"`
+					Examples int    `yaml:"num_examples"`
+				} `yaml:"splits"`
+			} `yaml:"dataset_info"`
 		}
 		require.NoError(t, yaml.Unmarshal([]byte(front), &meta), folder)
 		assert.NotEmpty(t, meta.License, folder)
@@ -193,83 +210,176 @@ func TestHuggingFaceLayout(t *testing.T) {
 		assert.Equal(t, table, c.Name)
 		assert.True(t, c.Default)
 		require.Len(t, c.DataFiles, 3, folder)
+		require.Len(t, meta.DatasetInfo, 1, folder)
+		info := meta.DatasetInfo[0]
+		assert.Equal(t, table, info.Name)
+		require.Len(t, info.Splits, 3, folder)
+
+		es, err := os.ReadDir(filepath.Join(base, "data"))
+		require.NoError(t, err)
+		named := map[string]string{} // file → the split whose pattern names it
 		total := 0
 		for i, df := range c.DataFiles {
 			assert.Equal(t, dataset.Splits[i], df.Split)
-			assert.Equal(t, "data/"+table+"-"+df.Split+".parquet", df.Path)
-			rows, err := parquet.ReadFile[struct {
-				Split string `parquet:"split"`
-			}](filepath.Join(base, filepath.FromSlash(df.Path)))
-			require.NoError(t, err, df.Path)
-			for _, r := range rows {
-				require.Equal(t, df.Split, r.Split, "%s/%s holds only its split", folder, df.Path)
+			n, rows := 0, 0
+			for _, e := range es {
+				rel := "data/" + e.Name()
+				if ok, _ := path.Match(df.Path, rel); !ok {
+					continue
+				}
+				require.NotContains(t, named, rel, "%s: %s named by two splits", folder, rel)
+				named[rel] = df.Split
+				n++
+				pf, err := os.Open(filepath.Join(base, filepath.FromSlash(rel)))
+				require.NoError(t, err)
+				st, _ := pf.Stat()
+				f, err := parquet.OpenFile(pf, st.Size())
+				require.NoError(t, err, rel)
+				// dataset_info.features types every column as the file does
+				fields := f.Schema().Fields()
+				require.Len(t, info.Features, len(fields), "%s %s", folder, rel)
+				for k, fd := range fields {
+					ft := info.Features[k]
+					assert.Equal(t, fd.Name(), ft.Name, "%s %s column %d", folder, rel, k)
+					assert.Equal(t, parquetFeature(fd), ft.Dtype+ft.List, "%s %s column %s", folder, rel, fd.Name())
+				}
+				pf.Close()
+				got, err := parquet.ReadFile[struct {
+					Split string `parquet:"split"`
+				}](filepath.Join(base, filepath.FromSlash(rel)))
+				require.NoError(t, err, rel)
+				for _, r := range got {
+					require.Equal(t, df.Split, r.Split, "%s/%s holds only its split", folder, rel)
+				}
+				rows += len(got)
 			}
-			total += len(rows)
+			require.Positive(t, n, "%s: %s names no file", folder, df.Path)
+			if n > 1 {
+				sharded++
+				assert.Regexp(t, `^data/`+table+`-`+df.Split+`-\*-of-\d{5}\.parquet$`, df.Path)
+			} else {
+				assert.Equal(t, "data/"+table+"-"+df.Split+".parquet", df.Path)
+			}
+			assert.Equal(t, info.Splits[i].Name, df.Split)
+			assert.Equal(t, rows, info.Splits[i].Examples, "%s %s: num_examples", folder, df.Split)
+			total += rows
+		}
+		for _, e := range es {
+			assert.Contains(t, named, "data/"+e.Name(), "%s: every file under data/ is named in the YAML", folder)
 		}
 		assert.Len(t, jsonlRows(t, filepath.Join(base, "jsonl", table+".jsonl")), total, "%s: the split files hold every row", folder)
 		// The folder loader must not be tempted by other files: no
 		// data file outside data/, arrow/ and jsonl/ but the provenance.
-		es, err := os.ReadDir(base)
+		top, err := os.ReadDir(base)
 		require.NoError(t, err)
-		for _, e := range es {
+		for _, e := range top {
 			if !e.IsDir() {
 				assert.Contains(t, []string{"README.md", "manifest.json", "pairs_stats.json", markerName}, e.Name(), folder)
 			}
 		}
 		if table != "trajectories" {
 			assert.Contains(t, string(card), "## Lengths", folder)
-			assert.Regexp(t, `max_prompt_length=\d+`, string(card), folder)
+			assert.Regexp(t, `\| p50 \| p90 \| p99 \| max \|`, string(card), folder)
+			assert.Regexp(t, `max_length=\d+`, string(card), folder)
 			for i, r := range jsonlRows(t, filepath.Join(base, "jsonl", table+".jsonl")) {
 				var p int64
 				require.NoError(t, json.Unmarshal(r["prompt_tokens_est"], &p), "%s row %d", folder, i)
 				assert.Positive(t, p, "%s row %d", folder, i)
+				for _, col := range []string{"chosen_tokens_est", "rejected_tokens_est", "completion_tokens_est"} {
+					if v, ok := r[col]; ok {
+						var n int64
+						require.NoError(t, json.Unmarshal(v, &n))
+						assert.Positive(t, n, "%s row %d %s", folder, i, col)
+					}
+				}
 			}
 		}
 		man, err := os.ReadFile(filepath.Join(base, "manifest.json"))
 		require.NoError(t, err)
 		assert.NotContains(t, string(man), `"path": "/`, "%s: manifest paths are relative", folder)
+		assert.NotContains(t, string(card), dir, "%s: the card holds no absolute path", folder)
 	}
+	assert.GreaterOrEqual(t, sharded, 2, "the small --shard-bytes bounds cut splits into shards")
+}
+
+// parquetFeature is the datasets feature a Parquet column reads as:
+// "string", "bool", "int64", "float64", or a list's element type ("json",
+// "string", ...).
+func parquetFeature(f parquet.Field) string {
+	logical := func(n parquet.Node) string {
+		if lt := n.Type().LogicalType(); lt != nil {
+			return lt.String()
+		}
+		return ""
+	}
+	leaf := func(n parquet.Node) string {
+		t := n.Type()
+		switch {
+		case logical(n) == "JSON":
+			return "json"
+		case logical(n) == "STRING":
+			return "string"
+		case t.Kind() == parquet.Boolean:
+			return "bool"
+		case t.Kind() == parquet.Int64:
+			return "int64"
+		case t.Kind() == parquet.Double:
+			return "float64"
+		}
+		return "unknown " + t.String()
+	}
+	if logical(f) == "LIST" {
+		return leaf(f.Fields()[0].Fields()[0])
+	}
+	return leaf(f)
 }
 
 // TestKTOOrderMixes measures how the KTO file mixes scenarios and labels:
-// in every window of 8 consecutive rows, at least two scenarios; in most,
-// both labels.
+// every window of 8 consecutive rows holds at least two scenarios and both
+// labels (the smaller class has more than an eighth of the rows here).
 func TestKTOOrderMixes(t *testing.T) {
 	dir := t.TempDir()
 	runs := []string{filepath.Join(dir, "base"), filepath.Join(dir, "dpo-2")}
 	runCmd(t, "rollout", "--policy", "sim:base", "--rollouts", "4", "--out", runs[0])
 	runCmd(t, "rollout", "--policy", "sim:dpo-2", "--rollouts", "4", "--out", runs[1])
-	out := filepath.Join(dir, "kto")
-	runCmd(t, append([]string{"export", "--table", "kto", "--out", out, "--format", "jsonl"}, runs...)...)
-	rows := jsonlRows(t, filepath.Join(out, "jsonl", "kto.jsonl"))
-	require.Greater(t, len(rows), 100)
-	type row struct {
-		scenario string
-		label    bool
-	}
-	var rs []row
-	for _, r := range rows {
-		var x row
-		require.NoError(t, json.Unmarshal(r["scenario_id"], &x.scenario))
-		require.NoError(t, json.Unmarshal(r["label"], &x.label))
-		rs = append(rs, x)
-	}
-	windows, mixedLabels := 0, 0
-	for i := 0; i+8 <= len(rs); i++ {
-		scen, labels := map[string]bool{}, map[bool]bool{}
-		for _, x := range rs[i : i+8] {
-			scen[x.scenario], labels[x.label] = true, true
+	for _, framework := range []string{"", "react"} {
+		rs := runs
+		if framework != "" {
+			rs = []string{filepath.Join(dir, framework)}
+			runCmd(t, "rollout", "--policy", "sim:base", "--framework", framework, "--rollouts", "4", "--out", rs[0])
 		}
-		windows++
-		assert.GreaterOrEqual(t, len(scen), 2, "rows %d–%d hold one scenario", i, i+7)
-		if len(labels) == 2 {
-			mixedLabels++
+		out := filepath.Join(dir, "kto"+framework)
+		runCmd(t, append([]string{"export", "--table", "kto", "--out", out, "--format", "jsonl"}, rs...)...)
+		rows := jsonlRows(t, filepath.Join(out, "jsonl", "kto.jsonl"))
+		require.Greater(t, len(rows), 100)
+		type row struct {
+			scenario string
+			label    bool
 		}
+		var xs []row
+		labels := map[bool]int{}
+		for _, r := range rows {
+			var x row
+			require.NoError(t, json.Unmarshal(r["scenario_id"], &x.scenario))
+			require.NoError(t, json.Unmarshal(r["label"], &x.label))
+			xs = append(xs, x)
+			labels[x.label]++
+		}
+		require.Greater(t, 8*min(labels[true], labels[false]), len(xs), "the smaller class has more than an eighth of the rows")
+		windows, minScen := 0, 8
+		for i := 0; i+8 <= len(xs); i++ {
+			scen, ls := map[string]bool{}, map[bool]bool{}
+			for _, x := range xs[i : i+8] {
+				scen[x.scenario], ls[x.label] = true, true
+			}
+			windows++
+			minScen = min(minScen, len(scen))
+			assert.GreaterOrEqual(t, len(scen), 2, "rows %d–%d hold one scenario", i, i+7)
+			assert.Len(t, ls, 2, "rows %d–%d hold one label", i, i+7)
+		}
+		t.Logf("%s: %d rows (%d desirable, %d undesirable): all %d windows of 8 hold both labels, at least %d scenarios", out, len(xs), labels[true], labels[false], windows, minScen)
+		man, err := os.ReadFile(filepath.Join(out, "manifest.json"))
+		require.NoError(t, err)
+		assert.Contains(t, string(man), "shuffled: by SHA-256 of the seed and traj_id, seed 1, each label on its own")
 	}
-	share := float64(mixedLabels) / float64(windows)
-	t.Logf("%d rows: %d windows of 8, %.3f with both labels", len(rs), windows, share)
-	assert.Greater(t, share, 0.9, "windows of 8 with both labels")
-	man, err := os.ReadFile(filepath.Join(out, "manifest.json"))
-	require.NoError(t, err)
-	assert.Contains(t, string(man), "shuffled: by SHA-256 of the seed and traj_id, seed 1")
 }

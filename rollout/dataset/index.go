@@ -160,3 +160,59 @@ func (r *Records) EachShuffled(seed int64, fn func(rec *trajectory.Record) error
 	}
 	return r.ix.EachAt(at, func(_ int, rec *trajectory.Record) error { return fn(rec) })
 }
+
+// EachBalanced calls fn with every record in a seeded order that spreads
+// the two classes of class (for KTO: the label) evenly through the file:
+// each class is shuffled on its own (by SHA-256 of the seed and traj_id,
+// as EachShuffled), and the k-th of a class's n records takes the place
+// (k + 1/2)/n, so that a class with share p recurs every 1/p rows — in a
+// window of 8 rows both classes appear whenever the smaller has at least
+// an eighth of the records — and scenarios stay mixed within each class.
+// The records are read twice: once for their class, once in order.
+func (r *Records) EachBalanced(seed int64, class func(rec *trajectory.Record) bool, fn func(rec *trajectory.Record) error) error {
+	type pos struct {
+		at  float64 // (k + 1/2) / n within the record's class
+		key [32]byte
+		i   int
+	}
+	classes := make([]bool, r.ix.Len())
+	err := r.ix.Each(func(i int, rec *trajectory.Record) error {
+		classes[i] = class(rec)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	var byClass [2][]pos
+	for i, c := range classes {
+		k := 0
+		if c {
+			k = 1
+		}
+		byClass[k] = append(byClass[k], pos{key: sha256.Sum256([]byte(fmt.Sprintf("%d\x00%s", seed, r.ix.Key(i).TrajID))), i: i})
+	}
+	var order []pos
+	for _, ps := range byClass {
+		sort.Slice(ps, func(a, b int) bool { return bytes.Compare(ps[a].key[:], ps[b].key[:]) < 0 })
+		for k := range ps {
+			ps[k].at = (float64(k) + 0.5) / float64(len(ps))
+		}
+		order = append(order, ps...)
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		if order[a].at != order[b].at {
+			return order[a].at < order[b].at
+		}
+		return bytes.Compare(order[a].key[:], order[b].key[:]) < 0
+	})
+	for _, p := range order {
+		rec, err := r.ix.Load(p.i)
+		if err != nil {
+			return err
+		}
+		if err := fn(rec); err != nil {
+			return err
+		}
+	}
+	return nil
+}

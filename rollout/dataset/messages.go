@@ -51,6 +51,13 @@ type RenderOptions struct {
 	// Reasoning adds the model's reasoning as "reasoning_content" (the key
 	// Qwen3 and DeepSeek-R1 chat templates read) on assistant messages.
 	Reasoning bool
+	// Completion is the layout of multi-turn completion columns
+	// (RenderCompletion); "" is the default, CompletionModelTurns.
+	Completion Completion
+	// ToolsInSystem writes the tool schemas into the system message and
+	// leaves the tools column empty (ToolsInSystem), for trainers that pass
+	// no tools to the chat template.
+	ToolsInSystem bool
 }
 
 // MessageJSONWith is MessageJSON with options.

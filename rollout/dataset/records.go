@@ -58,10 +58,14 @@ func TrajectoryRowWith(rec *trajectory.Record, split string, o RenderOptions) Tr
 	for i, s := range rec.DriftSteps {
 		steps[i] = int64(s)
 	}
+	msgs, tools := RenderWith(rec, rec.Messages, o), Tools(rec)
+	if o.ToolsInSystem {
+		msgs, tools = ToolsInSystem(msgs, tools)
+	}
 	return TrajectoryRow{
 		TrajID: rec.TrajID, Run: rec.Run, Checkpoint: rec.Checkpoint, Policy: rec.Policy, Framework: rec.Framework,
 		ScenarioID: rec.ScenarioID, Domain: rec.Domain, Split: split, Rollout: rec.Rollout, Seed: rec.Seed,
-		Messages: RenderWith(rec, rec.Messages, o), Tools: Tools(rec), ToolFormat: FormatOf(rec.Framework).String(),
+		Messages: msgs, Tools: tools, ToolFormat: FormatOf(rec.Framework).String(),
 		Status: string(rec.Status), Success: rec.Success, Drift: rec.Drift, Clean: rec.Clean(),
 		DriftSteps: steps, DriftTypes: types, ViolationKinds: kinds, Provisions: provs,
 		JudgeKind: rec.Judge.Kind, JudgeScore: rec.Judge.Score, JudgeReason: rec.Judge.Reason,
@@ -71,7 +75,9 @@ func TrajectoryRowWith(rec *trajectory.Record, split string, o RenderOptions) Tr
 }
 
 // KTORowOf is the KTO row of a record: prompt and completion as SplitPrompt
-// cuts them, label = clean (success and no drift).
+// cuts them (the completion in the layout of RenderOptions.Completion:
+// the model's turns only by default), label = clean (success and no
+// drift).
 func KTORowOf(rec *trajectory.Record, split string, reward float64) KTORow {
 	return KTORowWith(rec, split, reward, RenderOptions{})
 }
@@ -80,9 +86,12 @@ func KTORowOf(rec *trajectory.Record, split string, reward float64) KTORow {
 func KTORowWith(rec *trajectory.Record, split string, reward float64, o RenderOptions) KTORow {
 	p, c := SplitPrompt(rec.Messages)
 	row := KTORow{
-		Prompt: RenderWith(rec, p, o), Completion: RenderWith(rec, c, o), Label: rec.Clean(), Tools: Tools(rec),
+		Prompt: RenderWith(rec, p, o), Completion: RenderCompletion(rec, c, o), Label: rec.Clean(), Tools: Tools(rec),
 		TrajID: rec.TrajID, ScenarioID: rec.ScenarioID, Domain: rec.Domain, Split: split, Checkpoint: rec.Checkpoint,
 		Framework: rec.Framework, ToolFormat: FormatOf(rec.Framework).String(), Success: rec.Success, Drift: rec.Drift, Reward: reward, SchemaVersion: SchemaVersion,
+	}
+	if o.ToolsInSystem {
+		row.Prompt, row.Tools = ToolsInSystem(row.Prompt, row.Tools)
 	}
 	row.PromptTokensEst, row.CompletionTokensEst = EstimatePromptTokens(row.Prompt, row.Tools), EstimateTokens(row.Completion)
 	return row

@@ -79,6 +79,10 @@ type RewardRow struct {
 	ToolFormat     string            `json:"tool_format"`
 	Success        bool              `json:"success"`
 	Drift          bool              `json:"drift"`
+	// BoundaryTools are the tools the scenario's boundary allows (empty
+	// when the scenarios were not available): what a GRPO reward function
+	// checks a sampled tool call against.
+	BoundaryTools []string `json:"boundary_tools"`
 	// Token-length estimates (EstimatePromptTokens, EstimateTokens).
 	PromptTokensEst     int64  `json:"prompt_tokens_est"`
 	CompletionTokensEst int64  `json:"completion_tokens_est"`
