@@ -285,15 +285,15 @@ func (p *pipeline) seed(ctx context.Context, sd Seed) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
-	min := p.cfg.MinDriftPoints
-	ans, _, err := log.ask(ctx, StageDesign, 0, p.cfg.Designer, msgs, func(a string) error { _, err := parsePlaybook(a, min); return err })
+	minPoints := p.cfg.MinDriftPoints
+	ans, _, err := log.ask(ctx, StageDesign, 0, p.cfg.Designer, msgs, func(a string) error { _, err := parsePlaybook(a, minPoints); return err })
 	if errors.Is(err, ErrUnparseable) {
 		return decide(StatusFailed, "designer-unparseable", err.Error())
 	}
 	if err != nil {
 		return Outcome{}, err
 	}
-	playbook, _ := parsePlaybook(ans, min)
+	playbook, _ := parsePlaybook(ans, minPoints)
 
 	// Stage 2: the builder's scenario, repaired from the validator's and
 	// the battery's errors.

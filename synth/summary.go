@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/antidrift/antidrift/rollout/probe"
 	"github.com/antidrift/antidrift/rollout/trajectory"
 )
 
@@ -80,7 +81,7 @@ func (s *Summary) WriteTable(w io.Writer) {
 			why = "duplicate of " + o.DuplicateOf
 		}
 		if o.Status == StatusError {
-			why = oneLine(o.Detail, 100)
+			why = probe.Oneline(o.Detail, 100)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d\t%s\n", o.Seed, o.Domain, o.Status, o.Round, o.ScenarioID, tok, why)
 	}
@@ -136,12 +137,4 @@ func reasons(m map[string]int) string {
 		return ""
 	}
 	return " (" + counts(m, "") + ")"
-}
-
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
 }

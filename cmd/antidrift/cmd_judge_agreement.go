@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/antidrift/antidrift/rollout/labels"
+	"github.com/antidrift/antidrift/rollout/probe"
 	"github.com/spf13/cobra"
 )
 
@@ -174,10 +175,4 @@ func verdictWord(b bool) string {
 	return "failure"
 }
 
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		s = string(r[:n-1]) + "…"
-	}
-	return s
-}
+func oneLine(s string, n int) string { return probe.Oneline(s, n) }

@@ -190,11 +190,12 @@ func (r *Report) Summary() string {
 	return fmt.Sprintf("%s: %d probes (%d over-actions, %d benign, %d custom): %s", r.Scenario, len(r.Results), r.Over, r.Benign, r.Custom, res)
 }
 
-// Oneline shortens text for a table cell.
+// Oneline collapses white space and shortens text to n runes for a table
+// cell or a one-line reason (never cutting a character in two).
 func Oneline(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > n {
-		return s[:n-1] + "…"
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
 	}
 	return s
 }

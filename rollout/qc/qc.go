@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/antidrift/antidrift/rollout/probe"
 	"github.com/antidrift/antidrift/rollout/scenario"
 	"github.com/antidrift/antidrift/rollout/store"
 	"github.com/antidrift/antidrift/rollout/trajectory"
@@ -248,7 +249,7 @@ func (r *Result) decide(s *scenario.Scenario, minDrifting int) {
 		why = append(why, fmt.Sprintf("%d of %d rollouts hit an annotated drift point (need %d)", r.Drifting, r.Episodes, minDrifting))
 	}
 	if len(why) > 0 && r.Statuses[string(trajectory.StatusCompleted)] == 0 && r.firstError != "" {
-		why = append(why, "no episode completed: "+oneLine(r.firstError, 160))
+		why = append(why, "no episode completed: "+probe.Oneline(r.firstError, 160))
 	}
 	r.Pass = len(why) == 0
 	if r.Pass {
@@ -291,13 +292,4 @@ func WithBattery(all []*scenario.Scenario, rolled []Result, batteries map[string
 		out = append(out, r)
 	}
 	return out
-}
-
-// oneLine collapses white space and clips s to n runes.
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
 }
