@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sort"
@@ -18,7 +17,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/antidrift/antidrift/rollout/policy/sim"
 )
 
 // chatTemplate is one model's real chat template (testdata/chat_templates,
@@ -346,23 +344,7 @@ func checkToolBlock(t *testing.T, where string, raw json.RawMessage, tools jinja
 // templates of Qwen2.5, Qwen3, Llama-3.1 and Phi-3.5.
 func TestChatTemplatesRenderEveryRow(t *testing.T) {
 	loadChatTemplates(t)
-	ss, err := loadScenarios(nil, "")
-	require.NoError(t, err)
-	cap := &captureTools{h: sim.NewServer(ss, 0), lists: map[string]bool{}, tools: map[string]bool{}}
-	srv := httptest.NewServer(cap)
-	defer srv.Close()
-	dir := t.TempDir()
-	var runs []string
-	for _, fw := range []string{"normal", "react", "plan-exec", "gated"} {
-		run := filepath.Join(dir, "runs", fw)
-		runs = append(runs, run)
-		runCmd(t, "rollout", "--policy", "openai:sim:sft", "--base-url", srv.URL+"/v1", "--framework", fw,
-			"--rollouts", "2", "--limit", "12", "--out", run)
-	}
-	runCmd(t, append([]string{"pairs", "--out", filepath.Join(dir, "pairs"), "--format", "jsonl", "--step-pairs"}, runs...)...)
-	runCmd(t, append([]string{"rewards", "--out", filepath.Join(dir, "rewards"), "--format", "jsonl"}, runs...)...)
-	runCmd(t, append([]string{"export", "--table", "kto", "--out", filepath.Join(dir, "kto"), "--format", "jsonl"}, runs...)...)
-	runCmd(t, append([]string{"export", "--table", "trajectories", "--out", filepath.Join(dir, "trajectories"), "--format", "jsonl"}, runs...)...)
+	dir, runs, cap := frameworkTables(t, 2)
 	// the other layouts: whole rests with tool results, and the schemas in the system message
 	runCmd(t, append([]string{"pairs", "--out", filepath.Join(dir, "pairs-rest"), "--format", "jsonl", "--step-pairs", "--step-continuation", "rest", "--completion", "rest"}, runs...)...)
 	runCmd(t, append([]string{"export", "--table", "kto", "--out", filepath.Join(dir, "kto-rest"), "--format", "jsonl", "--completion", "rest"}, runs...)...)

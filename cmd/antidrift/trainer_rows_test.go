@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -84,29 +85,12 @@ func jsonlRows(t *testing.T, path string) []map[string]json.RawMessage {
 // a request's tools list, content a string on every message, arguments
 // objects, no {"_raw": …}, and text-protocol rows marked and tool-less.
 func TestTrainerRowsOverHTTP(t *testing.T) {
-	ss, err := loadScenarios(nil, "")
-	require.NoError(t, err)
-	cap := &captureTools{h: sim.NewServer(ss, 0), lists: map[string]bool{}, tools: map[string]bool{}}
-	srv := httptest.NewServer(cap)
-	defer srv.Close()
-	dir := t.TempDir()
-	var runs []string
-	for _, fw := range []string{"normal", "react", "plan-exec", "gated"} {
-		run := filepath.Join(dir, "runs", fw)
-		runs = append(runs, run)
-		runCmd(t, "rollout", "--policy", "openai:sim:sft", "--base-url", srv.URL+"/v1", "--framework", fw,
-			"--rollouts", "3", "--limit", "12", "--out", run)
-	}
-	runCmd(t, append([]string{"pairs", "--out", filepath.Join(dir, "pairs"), "--format", "jsonl", "--step-pairs"}, runs...)...)
-	runCmd(t, append([]string{"rewards", "--out", filepath.Join(dir, "rewards"), "--format", "jsonl"}, runs...)...)
-	runCmd(t, append([]string{"export", "--table", "kto", "--out", filepath.Join(dir, "kto"), "--format", "jsonl"}, runs...)...)
-	runCmd(t, append([]string{"export", "--table", "trajectories", "--out", filepath.Join(dir, "traj"), "--format", "jsonl"}, runs...)...)
-
+	dir, _, cap := frameworkTables(t, 3)
 	tables := map[string][]string{
-		"pairs/jsonl/dpo.jsonl":         {"prompt", "chosen", "rejected"},
-		"rewards/jsonl/rewards.jsonl":   {"prompt", "completion"},
-		"kto/jsonl/kto.jsonl":           {"prompt", "completion"},
-		"traj/jsonl/trajectories.jsonl": {"messages"},
+		"pairs/jsonl/dpo.jsonl":                 {"prompt", "chosen", "rejected"},
+		"rewards/jsonl/rewards.jsonl":           {"prompt", "completion"},
+		"kto/jsonl/kto.jsonl":                   {"prompt", "completion"},
+		"trajectories/jsonl/trajectories.jsonl": {"messages"},
 	}
 	for file, cols := range tables {
 		rows := jsonlRows(t, filepath.Join(dir, file))
@@ -382,4 +366,31 @@ func TestKTOOrderMixes(t *testing.T) {
 		require.NoError(t, err)
 		assert.Contains(t, string(man), "shuffled: by SHA-256 of the seed and traj_id, seed 1, each label on its own")
 	}
+}
+
+// frameworkTables rolls the simulated sft checkpoint out over HTTP (12
+// scenarios × rollouts, through a server that records every tools list it
+// is sent) under each of the normal, react, plan-exec and gated frameworks,
+// and writes the default pairs, rewards, kto and trajectories tables as
+// JSONL under dir/<table>. It returns dir, the run folders and the capture.
+func frameworkTables(t *testing.T, rollouts int) (string, []string, *captureTools) {
+	t.Helper()
+	ss, err := loadScenarios(nil, "")
+	require.NoError(t, err)
+	cap := &captureTools{h: sim.NewServer(ss, 0), lists: map[string]bool{}, tools: map[string]bool{}}
+	srv := httptest.NewServer(cap)
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	var runs []string
+	for _, fw := range []string{"normal", "react", "plan-exec", "gated"} {
+		run := filepath.Join(dir, "runs", fw)
+		runs = append(runs, run)
+		runCmd(t, "rollout", "--policy", "openai:sim:sft", "--base-url", srv.URL+"/v1", "--framework", fw,
+			"--rollouts", strconv.Itoa(rollouts), "--limit", "12", "--out", run)
+	}
+	runCmd(t, append([]string{"pairs", "--out", filepath.Join(dir, "pairs"), "--format", "jsonl", "--step-pairs"}, runs...)...)
+	runCmd(t, append([]string{"rewards", "--out", filepath.Join(dir, "rewards"), "--format", "jsonl"}, runs...)...)
+	runCmd(t, append([]string{"export", "--table", "kto", "--out", filepath.Join(dir, "kto"), "--format", "jsonl"}, runs...)...)
+	runCmd(t, append([]string{"export", "--table", "trajectories", "--out", filepath.Join(dir, "trajectories"), "--format", "jsonl"}, runs...)...)
+	return dir, runs, cap
 }
