@@ -54,7 +54,9 @@ func run(args []string) int {
 	root.SetArgs(args)
 	stdout := newCheckedWriter(os.Stdout)
 	root.SetOut(stdout)
+	stopProfile := startProfile()
 	err := root.Execute()
+	stopProfile()
 	if err == nil {
 		err = stdout.Err() // text output to a full disk is a failure, not exit 0
 	}

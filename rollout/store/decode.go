@@ -60,20 +60,28 @@ func resetValue(v any) {
 	}
 }
 
-// longDigits reports whether data holds a run of 19 or more digits (an
-// integer that may not fit an int64, where segmentio's overflow check
-// misses some 20-digit values; inside strings too, which only costs the
-// slower path).
+// longDigits reports whether data holds a run of digits that may not fit
+// an int64: 20 digits or more, or 19 above 9223372036854775807 (segmentio
+// lets some integers past 2⁶⁴ wrap; inside strings too, which only costs
+// the slower path). Seeds are 19-digit int64s, so the bound is exact
+// rather than a digit count.
 func longDigits(data []byte) bool {
 	run := 0
-	for _, c := range data {
+	for i, c := range data {
 		if c-'0' < 10 {
-			if run++; run >= 19 {
-				return true
-			}
-		} else {
-			run = 0
+			run++
+			continue
 		}
+		if run >= 19 && tooLong(data[i-run:i]) {
+			return true
+		}
+		run = 0
 	}
-	return false
+	return run >= 19 && tooLong(data[len(data)-run:])
 }
+
+func tooLong(digits []byte) bool {
+	return len(digits) > len(maxInt64Digits) || string(digits) > maxInt64Digits
+}
+
+const maxInt64Digits = "9223372036854775807"

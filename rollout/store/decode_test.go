@@ -142,6 +142,7 @@ func TestRecordDecoderMatchesEncodingJSON(t *testing.T) {
 		`"messages":[{"content":"a\u12"}]`, `"messages":[{"content":"\q"}]`,
 		// numbers out of their field's range or kind
 		`"seed":27201533826105415372`, `"seed":9223372036854775807`, `"seed":9223372036854775808`, `"seed":-9223372036854775809`,
+		`"seed":9999999999999999999`, `"seed":-9223372036854775808`, `"seed":6106071772379842383`, `"rollout":9223372036854775808`,
 		`"rollout":1.5`, `"rollout":1e2`, `"rollout":1.0`, `"rollout":-0`, `"rollout":99999999999999999999`,
 		`"rollout":2147483648`, `"judge":{"score":1e400}`, `"judge":{"score":-1e309}`, `"judge":{"score":1e308}`,
 		`"usage":{"prompt_tokens":-1}`, `"usage":{"prompt_tokens":1e3}`, `"format_errors":18446744073709551616`,
