@@ -3,6 +3,7 @@ package dataset
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"sync"
 
 	"github.com/antidrift/antidrift/rollout/trajectory"
@@ -200,9 +201,38 @@ func Tools(rec *trajectory.Record) []json.RawMessage {
 		return out
 	}
 	for _, t := range rec.Tools {
-		out = append(out, wireOrder(t))
+		out = append(out, wireOrderCached(t))
 	}
 	return out
+}
+
+// wireOrders memoises wireOrder by the recorded bytes: every record of a
+// scenario carries the same tools, so a run of thousands of records has
+// only as many distinct tools as its scenarios. Bounded, so that a run of
+// endlessly varied tools costs only the uncached work.
+var wireOrders = struct {
+	sync.RWMutex
+	m map[string]json.RawMessage
+}{m: map[string]json.RawMessage{}}
+
+const wireOrdersMax = 8192
+
+// wireOrderCached is wireOrder through wireOrders. The result may be shared
+// between rows: it is capped at its length, so an append copies it.
+func wireOrderCached(t json.RawMessage) json.RawMessage {
+	wireOrders.RLock()
+	w, ok := wireOrders.m[string(t)]
+	wireOrders.RUnlock()
+	if ok {
+		return w
+	}
+	w = slices.Clip(bytes.Clone(wireOrder(t))) // not the record's own bytes, which a reader may reuse
+	wireOrders.Lock()
+	if len(wireOrders.m) < wireOrdersMax {
+		wireOrders.m[string(t)] = w
+	}
+	wireOrders.Unlock()
+	return w
 }
 
 var emptyParameters = json.RawMessage(`{"type":"object","properties":{}}`)
