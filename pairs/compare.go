@@ -3,8 +3,6 @@ package pairs
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
-	"io"
 
 	"github.com/antidrift/antidrift/rollout/trajectory"
 )
@@ -43,33 +41,4 @@ func sameArgs(x, y *trajectory.FunctionCall) bool {
 	ca, _ := json.Marshal(a) // maps marshal with sorted keys: canonical
 	cb, _ := json.Marshal(b)
 	return bytes.Equal(ca, cb)
-}
-
-// commonPrefix returns the number of leading messages two trajectories
-// share (by sameMessage).
-func commonPrefix(a, b []trajectory.Message) int {
-	n := min(len(a), len(b))
-	for i := 0; i < n; i++ {
-		if !sameMessage(&a[i], &b[i]) {
-			return i
-		}
-	}
-	return n
-}
-
-// writeCanonical writes a message as the dedup key sees it: like
-// sameMessage, without tool-call ids.
-func writeCanonical(h io.Writer, m *trajectory.Message) {
-	fmt.Fprintf(h, "%q %q %q %d\n", m.Role, m.Content, m.Name, len(m.ToolCalls))
-	for i := range m.ToolCalls {
-		f := &m.ToolCalls[i].Function
-		args := []byte(f.Arguments)
-		if len(f.Parsed) > 0 {
-			var v any
-			if json.Unmarshal(f.Parsed, &v) == nil {
-				args, _ = json.Marshal(v)
-			}
-		}
-		fmt.Fprintf(h, "%q %q %t %q\n", m.ToolCalls[i].Type, f.Name, len(f.Parsed) > 0, args)
-	}
 }

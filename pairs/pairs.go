@@ -2,6 +2,7 @@ package pairs
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -100,6 +101,14 @@ type item struct {
 	class     int
 	key       [32]byte
 	promptEnd int
+	native    bool  // the framework's tools went in the request (dataset.ToolsNative)
+	m         *msgs // message keys, computed on first use
+
+	// selection state within one pool and pair type (reset by pool)
+	uses     int
+	lastFail string
+	ci       int      // index among the pool's chosen
+	tried    []uint64 // rejected: the chosen (by ci) tried with it in earlier rounds
 }
 
 type builder struct {
@@ -107,6 +116,29 @@ type builder struct {
 	stats *Stats
 	seen  map[[32]byte]bool
 	emit  func(*dataset.DPORow) error
+	keys  keyer
+	kbuf  []byte // scratch for dedup keys
+}
+
+// msgs returns the item's message keys.
+func (b *builder) msgs(it *item) *msgs {
+	if it.m == nil {
+		it.m = b.keys.messages(it.rec.Messages)
+	}
+	return it.m
+}
+
+// sizes returns the bytes of each of the item's messages' exported JSON
+// (native frameworks: a message renders on its own).
+func (b *builder) sizes(it *item) []int {
+	m := b.msgs(it)
+	if m.sizes == nil {
+		m.sizes = make([]int, len(it.rec.Messages))
+		for i := range it.rec.Messages {
+			m.sizes[i] = len(dataset.MessageJSONWith(it.rec.Messages[i], b.opt.Render))
+		}
+	}
+	return m.sizes
 }
 
 // Build pairs the trajectories of the index and emits the rows, scenario by
@@ -126,6 +158,7 @@ func Build(ix *dataset.Index, opt Options, emit func(*dataset.DPORow) error) (*S
 	}
 	b := &builder{opt: opt, stats: newStats(opt), seen: map[[32]byte]bool{}, emit: emit}
 	for _, sid := range ix.Scenarios() {
+		b.keys.reset()
 		recs, err := ix.Load(sid)
 		if err != nil {
 			return nil, err
@@ -145,7 +178,7 @@ func (b *builder) scenario(ix *dataset.Index, sid string, recs []*trajectory.Rec
 		if !r.Status.Scored() {
 			continue // trajectory.Status.Scored: not the policy's behaviour
 		}
-		it := &item{rec: r, promptEnd: promptEnd(r.Messages)}
+		it := &item{rec: r, promptEnd: promptEnd(r.Messages), native: dataset.FormatOf(r.Framework) == dataset.ToolsNative}
 		switch {
 		case r.Clean():
 			it.class = classClean
@@ -269,39 +302,49 @@ func (b *builder) pool(pool []*item, typ, split string) error {
 	if M <= 0 {
 		M = len(chosen) + len(rejected)
 	}
-	uses := map[*item]int{}
-	tried := map[[2]*item]bool{}
-	lastFail := map[*item]string{}
+	for _, it := range pool {
+		it.uses, it.lastFail, it.tried = 0, "", nil
+	}
+	for i, c := range chosen {
+		c.ci = i
+	}
+	// A rejected trajectory is visited again in a later round only when it
+	// was paired in this one, so what it was tried with is kept only then.
+	var tried []int // the chosen tried with the rejected of this visit
 	count, ptr, capped := 0, 0, false
 	for round := 0; round < M && !capped; round++ {
 		for _, r := range rejected {
-			if uses[r] != round {
+			if r.uses != round {
 				continue
 			}
 			if count >= K {
 				capped = true
 				break
 			}
+			tried = tried[:0]
 			for j := 0; j < len(chosen); j++ {
 				c := chosen[(ptr+j)%len(chosen)]
-				if uses[c] >= M || tried[[2]*item{c, r}] {
+				if c.uses >= M || r.wasTried(c.ci) {
 					continue
 				}
-				tried[[2]*item{c, r}] = true
+				tried = append(tried, c.ci)
 				row, reason := b.candidate(c, r, typ, split)
 				if reason != "" {
 					ts.Dropped[reason]++
-					lastFail[c], lastFail[r] = reason, reason
+					c.lastFail, r.lastFail = reason, reason
 					continue
 				}
 				if err := b.emit(row); err != nil {
 					return err
 				}
-				uses[c]++
-				uses[r]++
+				c.uses++
+				r.uses++
 				count++
 				ptr = (ptr + j + 1) % len(chosen)
 				ts.pair(row, r.class == classShortcut)
+				if r.uses < M { // visited again next round
+					r.setTried(tried, len(chosen))
+				}
 				break
 			}
 		}
@@ -313,9 +356,9 @@ func (b *builder) pool(pool []*item, typ, split string) error {
 	}
 	unused := func(it *item, m map[string]int) {
 		switch {
-		case uses[it] > 0:
-		case lastFail[it] != "":
-			m[lastFail[it]]++
+		case it.uses > 0:
+		case it.lastFail != "":
+			m[it.lastFail]++
 		case capped:
 			m[ReasonCap]++
 		default:
@@ -323,13 +366,13 @@ func (b *builder) pool(pool []*item, typ, split string) error {
 		}
 	}
 	for _, c := range chosen {
-		if uses[c] > 0 {
+		if c.uses > 0 {
 			ts.ChosenUsed++
 		}
 		unused(c, ts.UnusedChosen)
 	}
 	for _, r := range rejected {
-		if uses[r] > 0 {
+		if r.uses > 0 {
 			ts.RejectedUsed++
 		}
 		unused(r, ts.UnusedRejected)
@@ -337,8 +380,22 @@ func (b *builder) pool(pool []*item, typ, split string) error {
 	return nil
 }
 
+func (it *item) wasTried(ci int) bool {
+	return it.tried != nil && it.tried[ci/64]&(1<<(ci%64)) != 0
+}
+
+func (it *item) setTried(cis []int, n int) {
+	if it.tried == nil {
+		it.tried = make([]uint64, (n+63)/64)
+	}
+	for _, ci := range cis {
+		it.tried[ci/64] |= 1 << (ci % 64)
+	}
+}
+
 // candidate builds the pair (c chosen, r rejected) of the type, or says why
-// it is not a valid pair.
+// it is not a valid pair. Every check, the dedup key included, comes
+// before rendering: only pairs that are emitted are rendered.
 func (b *builder) candidate(c, r *item, typ, split string) (*dataset.DPORow, string) {
 	cm, rm := c.rec.Messages, r.rec.Messages
 	if b.opt.CrossCheckpoint && c.rec.Checkpoint == r.rec.Checkpoint {
@@ -351,15 +408,15 @@ func (b *builder) candidate(c, r *item, typ, split string) (*dataset.DPORow, str
 		if p >= len(cm) || r.promptEnd >= len(rm) {
 			return nil, ReasonEmpty
 		}
-		if p == 0 || p != r.promptEnd || commonPrefix(cm[:p], rm[:p]) < p || !userOrTool(cm[p-1]) {
+		if p == 0 || p != r.promptEnd || prefixLen(b.msgs(c), b.msgs(r), cm, rm, p) < p || !userOrTool(cm[p-1]) {
 			return nil, ReasonPrompt
 		}
 		start, cEnd, rEnd = p, len(cm), len(rm)
 	case TypeStep:
-		if c.promptEnd == 0 || c.promptEnd != r.promptEnd || commonPrefix(cm[:c.promptEnd], rm[:c.promptEnd]) < c.promptEnd {
+		if c.promptEnd == 0 || c.promptEnd != r.promptEnd || prefixLen(b.msgs(c), b.msgs(r), cm, rm, c.promptEnd) < c.promptEnd {
 			return nil, ReasonPrompt
 		}
-		i := commonPrefix(cm, rm)
+		i := prefixLen(b.msgs(c), b.msgs(r), cm, rm, len(cm))
 		if i >= len(cm) || i >= len(rm) || cm[i].Role != trajectory.RoleAssistant || rm[i].Role != trajectory.RoleAssistant || !userOrTool(cm[i-1]) {
 			return nil, ReasonOffAssistant
 		}
@@ -382,32 +439,34 @@ func (b *builder) candidate(c, r *item, typ, split string) (*dataset.DPORow, str
 	if b.opt.MinGap != nil && gap < *b.opt.MinGap {
 		return nil, ReasonGap
 	}
-	if dataset.FormatOf(c.rec.Framework) == dataset.ToolsNative && (dataset.RawArguments(cm[:cEnd]) || dataset.RawArguments(rm[start:rEnd])) {
+	if c.native && (b.msgs(c).rawIn(0, cEnd) || b.msgs(r).rawIn(start, rEnd)) {
 		return nil, ReasonRawArguments
 	}
-	prompt := dataset.RenderWith(c.rec, cm[:start], b.opt.Render)
-	ch := dataset.RenderCompletion(c.rec, cm[start:cEnd], b.opt.Render)
-	rj := dataset.RenderCompletion(r.rec, rm[start:rEnd], b.opt.Render)
+	var prompt, ch, rj []json.RawMessage // rendered once, when needed
 	if b.opt.MaxChars > 0 {
-		p := size(prompt)
-		if p+size(ch) > b.opt.MaxChars || p+size(rj) > b.opt.MaxChars {
+		var p, pc, pr int
+		if c.native {
+			p, pc, pr = b.promptSize(c, start), b.completionSize(c, start, cEnd), b.completionSize(r, start, rEnd)
+		} else { // a text view renders the conversation as a whole
+			prompt = dataset.RenderWith(c.rec, cm[:start], b.opt.Render)
+			ch = dataset.RenderCompletion(c.rec, cm[start:cEnd], b.opt.Render)
+			rj = dataset.RenderCompletion(r.rec, rm[start:rEnd], b.opt.Render)
+			p, pc, pr = size(prompt), size(ch), size(rj)
+		}
+		if p+pc > b.opt.MaxChars || p+pr > b.opt.MaxChars {
 			return nil, ReasonLength
 		}
 	}
-	h := sha256.New()
-	// what the row holds: with model-turns completions, the assistant turns
-	for _, part := range [][]trajectory.Message{cm[:start], b.completion(cm[start:cEnd]), b.completion(rm[start:rEnd])} {
-		fmt.Fprintf(h, "part %d\n", len(part))
-		for i := range part {
-			writeCanonical(h, &part[i])
-		}
-	}
-	var key [32]byte
-	copy(key[:], h.Sum(nil))
+	key := b.dedupKey(c, r, start, cEnd, rEnd)
 	if b.seen[key] {
 		return nil, ReasonDedup
 	}
 	b.seen[key] = true
+	if prompt == nil {
+		prompt = dataset.RenderWith(c.rec, cm[:start], b.opt.Render)
+		ch = dataset.RenderCompletion(c.rec, cm[start:cEnd], b.opt.Render)
+		rj = dataset.RenderCompletion(r.rec, rm[start:rEnd], b.opt.Render)
+	}
 
 	types, kinds, provs := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for _, m := range r.rec.CountedMatches() { // each drifting call once by type
@@ -445,19 +504,67 @@ func (b *builder) candidate(c, r *item, typ, split string) (*dataset.DPORow, str
 	return row, ""
 }
 
-// completion is the part of a continuation a row keeps (the assistant
-// turns for the model-turns layout), for duplicate detection.
-func (b *builder) completion(ms []trajectory.Message) []trajectory.Message {
-	if b.opt.Render.Completion == dataset.CompletionRest {
-		return ms
-	}
-	var out []trajectory.Message
-	for _, m := range ms {
-		if m.Role == trajectory.RoleAssistant {
-			out = append(out, m)
+// dedupKey identifies what a row of (c, r) holds, tool-call ids aside:
+// the prompt c's messages [0, start), the continuations c's [start, cEnd)
+// and r's [start, rEnd) (with model-turns completions, their assistant
+// turns). Two candidates get the same key exactly when those three
+// sequences are the same messages (by sameMessage's canonical form).
+func (b *builder) dedupKey(c, r *item, start, cEnd, rEnd int) [32]byte {
+	k := b.kbuf[:0]
+	k = binary.AppendUvarint(k, uint64(start))
+	k = append(k, b.msgs(c).prefix[start][:]...)
+	k = b.appendCompletion(k, c, start, cEnd)
+	k = b.appendCompletion(k, r, start, rEnd)
+	b.kbuf = k
+	return sha256.Sum256(k)
+}
+
+// appendCompletion appends the keys of the messages [from, to) of it that a
+// row keeps (the assistant turns for the model-turns layout), counted.
+func (b *builder) appendCompletion(k []byte, it *item, from, to int) []byte {
+	ms, keys := it.rec.Messages, b.msgs(it).keys
+	n := 0
+	for i := from; i < to; i++ {
+		if b.keeps(&ms[i]) {
+			n++
 		}
 	}
-	return out
+	k = binary.AppendUvarint(k, uint64(n))
+	for i := from; i < to; i++ {
+		if b.keeps(&ms[i]) {
+			k = append(k, keys[i].d[:]...)
+		}
+	}
+	return k
+}
+
+// keeps reports whether a completion keeps a message: every message with
+// CompletionRest, the assistant turns otherwise.
+func (b *builder) keeps(m *trajectory.Message) bool {
+	return b.opt.Render.Completion == dataset.CompletionRest || m.Role == trajectory.RoleAssistant
+}
+
+// promptSize is size(dataset.RenderWith(c.rec, messages[:start])) for a
+// native framework.
+func (b *builder) promptSize(it *item, start int) int {
+	n := 0
+	for _, s := range b.sizes(it)[:start] {
+		n += s
+	}
+	return n
+}
+
+// completionSize is size(dataset.RenderCompletion(it.rec, messages[from:to]))
+// for a native framework.
+func (b *builder) completionSize(it *item, from, to int) int {
+	ms, sizes := it.rec.Messages, b.sizes(it)
+	n := 0
+	for i := from; i < to; i++ {
+		if b.keeps(&ms[i]) {
+			n += sizes[i]
+		}
+	}
+	return n
 }
 
 func (b *builder) contTag(typ string) string {
