@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"github.com/antidrift/antidrift/rollout/dataset"
 	"sort"
+	"sync"
 
 	"github.com/antidrift/antidrift/rollout/trajectory"
 )
@@ -157,18 +158,52 @@ func Build(ix *dataset.Index, opt Options, emit func(*dataset.DPORow) error) (*S
 		return nil, fmt.Errorf("pairs: no pair type selected")
 	}
 	b := &builder{opt: opt, stats: newStats(opt), seen: map[[32]byte]bool{}, emit: emit}
-	for _, sid := range ix.Scenarios() {
-		b.keys.reset()
-		recs, err := ix.Load(sid)
-		if err != nil {
-			return nil, err
+	loads, stop := prefetch(ix)
+	defer stop()
+	for l := range loads {
+		if l.err != nil {
+			return nil, l.err
 		}
-		if err := b.scenario(ix, sid, recs); err != nil {
+		b.keys.reset()
+		if err := b.scenario(ix, l.sid, l.recs); err != nil {
 			return nil, err
 		}
 	}
 	b.stats.finish(ix.LessCheckpoint)
 	return b.stats, nil
+}
+
+type loaded struct {
+	sid  string
+	recs []*trajectory.Record
+	err  error
+}
+
+// prefetch loads the scenarios in order, each while the one before is
+// being paired: at most three scenarios' records are held (the one being
+// paired, the next, and the one before until it is collected). stop ends
+// the loading and waits for it, so that the index may be closed.
+func prefetch(ix *dataset.Index) (<-chan loaded, func()) {
+	out := make(chan loaded)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(out)
+		for _, sid := range ix.Scenarios() {
+			recs, err := ix.Load(sid)
+			select {
+			case out <- loaded{sid, recs, err}:
+			case <-done:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return out, func() { close(done); wg.Wait() }
 }
 
 func (b *builder) scenario(ix *dataset.Index, sid string, recs []*trajectory.Record) error {

@@ -25,8 +25,10 @@ var simRoot string
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if simRoot != "" {
-		os.RemoveAll(simRoot)
+	for _, d := range []string{simRoot, benchRoot} {
+		if d != "" {
+			os.RemoveAll(d)
+		}
 	}
 	os.Exit(code)
 }
