@@ -20,19 +20,46 @@ type msgKey struct {
 	exact bool
 }
 
+// Domain bytes of the SHA-256 inputs: a message, a prompt chain link, a
+// completion chain link; no input of one kind is an input of another.
+const (
+	domMessage = iota
+	domPrompt
+	domCompletion
+)
+
 // msgs is what an item's candidates read of its messages, computed once
 // per item (lazily: only items that reach a structural check need it).
 type msgs struct {
 	keys []msgKey
-	// prefix[i] digests keys[:i] (a chain: prefix[i+1] = SHA-256(prefix[i],
-	// keys[i].d)), so that a prompt's part of the dedup key costs one copy.
+	// prefix[i] digests the messages [0, i) (a chain: prefix[i+1] =
+	// SHA-256(domPrompt, prefix[i], keys[i].d)), so that a prompt's part of
+	// the dedup key costs one copy.
 	prefix [][32]byte
+	// rest[i] is the completion digest (completionDigest) of the messages
+	// [i, len) that a completion keeps, and kept[i] their number.
+	rest [][32]byte
+	kept []int
 	// raw lists the messages with a tool call whose arguments never parsed
 	// as an object (dataset.RawArguments), ascending.
 	raw []int
-	// sizes are the bytes of each message's exported JSON (with the
-	// render options), for MaxChars; nil until needed.
-	sizes []int
+	// sizes[i] is the number of bytes of the exported JSON (with the render
+	// options) of the messages [0, i), and keptSizes[i] that of the
+	// messages [i, len) a completion keeps, for MaxChars; nil until needed.
+	sizes, keptSizes []int
+}
+
+// A completion's digest identifies the sequence of its messages' digests:
+// none, zero; one, its digest; more, SHA-256(domCompletion, the first's
+// digest, the rest's digest). Different sequences get different digests
+// (short of a SHA-256 collision: a message digest and a link hash
+// different inputs).
+func link(dom byte, a, b *[32]byte) [32]byte {
+	var in [65]byte
+	in[0] = dom
+	copy(in[1:33], a[:])
+	copy(in[33:], b[:])
+	return sha256.Sum256(in[:])
 }
 
 // keyer computes message keys: a scratch buffer and the canonical form of
@@ -109,22 +136,52 @@ func appendString(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
-// messages computes an item's message keys.
-func (k *keyer) messages(ms []trajectory.Message) *msgs {
-	out := &msgs{keys: make([]msgKey, len(ms)), prefix: make([][32]byte, len(ms)+1)}
-	var chain [64]byte
+// messages computes an item's message keys; keeps says which messages a
+// completion keeps.
+func (k *keyer) messages(ms []trajectory.Message, keeps func(*trajectory.Message) bool) *msgs {
+	n := len(ms)
+	out := &msgs{keys: make([]msgKey, n), prefix: make([][32]byte, n+1), rest: make([][32]byte, n+1), kept: make([]int, n+1)}
 	for i := range ms {
 		var exact bool
-		k.buf, exact = k.appendCanonical(k.buf[:0], &ms[i])
+		k.buf, exact = k.appendCanonical(append(k.buf[:0], domMessage), &ms[i])
 		out.keys[i] = msgKey{d: sha256.Sum256(k.buf), exact: exact}
-		copy(chain[:32], out.prefix[i][:])
-		copy(chain[32:], out.keys[i].d[:])
-		out.prefix[i+1] = sha256.Sum256(chain[:])
+		out.prefix[i+1] = link(domPrompt, &out.prefix[i], &out.keys[i].d)
 		if dataset.RawArguments(ms[i : i+1]) {
 			out.raw = append(out.raw, i)
 		}
 	}
+	for i := n - 1; i >= 0; i-- {
+		out.rest[i], out.kept[i] = out.rest[i+1], out.kept[i+1]
+		if keeps(&ms[i]) {
+			out.kept[i]++
+			if out.kept[i+1] == 0 {
+				out.rest[i] = out.keys[i].d
+			} else {
+				out.rest[i] = link(domCompletion, &out.keys[i].d, &out.rest[i+1])
+			}
+		}
+	}
 	return out
+}
+
+// completion is the digest of the kept messages [from, to) (see link).
+func (m *msgs) completion(from, to int, ms []trajectory.Message, keeps func(*trajectory.Message) bool) [32]byte {
+	if to == len(m.keys) {
+		return m.rest[from]
+	}
+	var d [32]byte // the kept messages [i, to): none yet
+	found := false
+	for i := to - 1; i >= from; i-- {
+		if !keeps(&ms[i]) {
+			continue
+		}
+		if found {
+			d = link(domCompletion, &m.keys[i].d, &d)
+		} else {
+			d, found = m.keys[i].d, true
+		}
+	}
+	return d
 }
 
 // rawIn reports whether a message of [from, to) has raw arguments.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/antidrift/antidrift/rollout/trajectory"
@@ -92,7 +93,7 @@ func keyMessages() []trajectory.Message {
 func TestMessageKeysKeepTheEqualityRelation(t *testing.T) {
 	ms := keyMessages()
 	var k keyer
-	keys := k.messages(ms)
+	keys := k.messages(ms, keepAll)
 	old := make([][32]byte, len(ms))
 	for i := range ms {
 		old[i] = fmtDigest(&ms[i])
@@ -104,7 +105,7 @@ func TestMessageKeysKeepTheEqualityRelation(t *testing.T) {
 				t.Errorf("messages %d and %d: equal before %v, with message keys %v", i, j, old[i] == old[j], keys.keys[i].d == keys.keys[j].d)
 			}
 			one := func(n int) []trajectory.Message { return ms[n : n+1] }
-			xi, xj := k.messages(one(i)), k.messages(one(j))
+			xi, xj := k.messages(one(i), keepAll), k.messages(one(j), keepAll)
 			if got, want := same(xi, xj, one(i), one(j), 0), sameMessage(&ms[i], &ms[j]); got != want {
 				t.Errorf("messages %d and %d: same %v, sameMessage %v", i, j, got, want)
 			}
@@ -122,8 +123,8 @@ func TestMessageKeysKeepTheEqualityRelation(t *testing.T) {
 func TestPrefixChain(t *testing.T) {
 	ms := keyMessages()
 	var k keyer
-	a := k.messages(ms)
-	b := k.messages(append([]trajectory.Message{ms[1]}, ms[1:]...)) // ms[0] and ms[1] are equal
+	a := k.messages(ms, keepAll)
+	b := k.messages(append([]trajectory.Message{ms[1]}, ms[1:]...), keepAll) // ms[0] and ms[1] are equal
 	for i := range a.prefix {
 		if a.prefix[i] != b.prefix[i] {
 			t.Fatalf("prefix %d differs for equal messages", i)
@@ -136,5 +137,61 @@ func TestPrefixChain(t *testing.T) {
 	}
 	if len(a.raw) == 0 || !a.rawIn(0, len(ms)) || a.rawIn(0, 1) {
 		t.Fatalf("raw arguments at %v", a.raw)
+	}
+}
+
+func keepAll(*trajectory.Message) bool { return true }
+
+// Completion digests are equal exactly when the kept messages of the two
+// ranges are the same sequence (by the fmt form), for every range of
+// conversations drawn from messages some of which are equal.
+func TestCompletionDigests(t *testing.T) {
+	all := keyMessages()
+	pool := []trajectory.Message{all[0], all[1], all[2], all[12], all[13], all[14], all[15], all[18], all[34]} // 0≡1, 12≡13 (tool), 14≡15 (assistant)
+	rng := rand.New(rand.NewPCG(1, 2))
+	convs := make([][]trajectory.Message, 40)
+	for i := range convs {
+		convs[i] = make([]trajectory.Message, 1+rng.IntN(5))
+		for j := range convs[i] {
+			convs[i][j] = pool[rng.IntN(len(pool))]
+		}
+	}
+	for _, keeps := range []func(*trajectory.Message) bool{keepAll, func(m *trajectory.Message) bool { return m.Role == trajectory.RoleAssistant }} {
+		var k keyer
+		type span struct {
+			conv, from, to int
+			d              [32]byte
+			old            string
+		}
+		var rs []span
+		for ci, ms := range convs {
+			m := k.messages(ms, keeps)
+			for from := 0; from <= len(ms); from++ {
+				for to := from; to <= len(ms); to++ {
+					old := ""
+					for i := from; i < to; i++ {
+						if keeps(&ms[i]) {
+							d := fmtDigest(&ms[i])
+							old += string(d[:])
+						}
+					}
+					rs = append(rs, span{ci, from, to, m.completion(from, to, ms, keeps), old})
+				}
+			}
+		}
+		equal := 0
+		for _, a := range rs {
+			for _, b := range rs {
+				if (a.d == b.d) != (a.old == b.old) {
+					t.Fatalf("conversation %d [%d, %d) and %d [%d, %d): digests equal %v, messages equal %v", a.conv, a.from, a.to, b.conv, b.from, b.to, a.d == b.d, a.old == b.old)
+				}
+				if a.old == b.old && a.old != "" && (a.conv != b.conv || a.from != b.from) {
+					equal++
+				}
+			}
+		}
+		if equal == 0 {
+			t.Fatal("no two ranges hold the same messages: the test tests nothing")
+		}
 	}
 }

@@ -2,7 +2,6 @@ package pairs
 
 import (
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -115,31 +114,37 @@ type item struct {
 type builder struct {
 	opt   Options
 	stats *Stats
-	seen  map[[32]byte]bool
+	seen  map[dedupKey]bool
 	emit  func(*dataset.DPORow) error
 	keys  keyer
-	kbuf  []byte // scratch for dedup keys
 }
 
 // msgs returns the item's message keys.
 func (b *builder) msgs(it *item) *msgs {
 	if it.m == nil {
-		it.m = b.keys.messages(it.rec.Messages)
+		it.m = b.keys.messages(it.rec.Messages, b.keeps)
 	}
 	return it.m
 }
 
-// sizes returns the bytes of each of the item's messages' exported JSON
-// (native frameworks: a message renders on its own).
-func (b *builder) sizes(it *item) []int {
+// sizes fills the item's message sizes: the bytes of each message's
+// exported JSON (native frameworks: a message renders on its own).
+func (b *builder) sizes(it *item) *msgs {
 	m := b.msgs(it)
 	if m.sizes == nil {
-		m.sizes = make([]int, len(it.rec.Messages))
-		for i := range it.rec.Messages {
-			m.sizes[i] = len(dataset.MessageJSONWith(it.rec.Messages[i], b.opt.Render))
+		ms := it.rec.Messages
+		m.sizes, m.keptSizes = make([]int, len(ms)+1), make([]int, len(ms)+1)
+		for i := range ms {
+			m.sizes[i+1] = m.sizes[i] + len(dataset.MessageJSONWith(ms[i], b.opt.Render))
+		}
+		for i := len(ms) - 1; i >= 0; i-- {
+			m.keptSizes[i] = m.keptSizes[i+1]
+			if b.keeps(&ms[i]) {
+				m.keptSizes[i] += m.sizes[i+1] - m.sizes[i]
+			}
 		}
 	}
-	return m.sizes
+	return m
 }
 
 // Build pairs the trajectories of the index and emits the rows, scenario by
@@ -157,7 +162,7 @@ func Build(ix *dataset.Index, opt Options, emit func(*dataset.DPORow) error) (*S
 	if !opt.TrajectoryPairs && !opt.StepPairs {
 		return nil, fmt.Errorf("pairs: no pair type selected")
 	}
-	b := &builder{opt: opt, stats: newStats(opt), seen: map[[32]byte]bool{}, emit: emit}
+	b := &builder{opt: opt, stats: newStats(opt), seen: map[dedupKey]bool{}, emit: emit}
 	loads, stop := prefetch(ix)
 	defer stop()
 	for l := range loads {
@@ -544,33 +549,16 @@ func (b *builder) candidate(c, r *item, typ, split string) (*dataset.DPORow, str
 // and r's [start, rEnd) (with model-turns completions, their assistant
 // turns). Two candidates get the same key exactly when those three
 // sequences are the same messages (by sameMessage's canonical form).
-func (b *builder) dedupKey(c, r *item, start, cEnd, rEnd int) [32]byte {
-	k := b.kbuf[:0]
-	k = binary.AppendUvarint(k, uint64(start))
-	k = append(k, b.msgs(c).prefix[start][:]...)
-	k = b.appendCompletion(k, c, start, cEnd)
-	k = b.appendCompletion(k, r, start, rEnd)
-	b.kbuf = k
-	return sha256.Sum256(k)
+type dedupKey struct {
+	start            int
+	prompt, cho, rej [32]byte
 }
 
-// appendCompletion appends the keys of the messages [from, to) of it that a
-// row keeps (the assistant turns for the model-turns layout), counted.
-func (b *builder) appendCompletion(k []byte, it *item, from, to int) []byte {
-	ms, keys := it.rec.Messages, b.msgs(it).keys
-	n := 0
-	for i := from; i < to; i++ {
-		if b.keeps(&ms[i]) {
-			n++
-		}
-	}
-	k = binary.AppendUvarint(k, uint64(n))
-	for i := from; i < to; i++ {
-		if b.keeps(&ms[i]) {
-			k = append(k, keys[i].d[:]...)
-		}
-	}
-	return k
+func (b *builder) dedupKey(c, r *item, start, cEnd, rEnd int) dedupKey {
+	mc, mr := b.msgs(c), b.msgs(r)
+	return dedupKey{start: start, prompt: mc.prefix[start],
+		cho: mc.completion(start, cEnd, c.rec.Messages, b.keeps),
+		rej: mr.completion(start, rEnd, r.rec.Messages, b.keeps)}
 }
 
 // keeps reports whether a completion keeps a message: every message with
@@ -579,27 +567,17 @@ func (b *builder) keeps(m *trajectory.Message) bool {
 	return b.opt.Render.Completion == dataset.CompletionRest || m.Role == trajectory.RoleAssistant
 }
 
-// promptSize is size(dataset.RenderWith(c.rec, messages[:start])) for a
+// promptSize is size(dataset.RenderWith(it.rec, messages[:start])) for a
 // native framework.
 func (b *builder) promptSize(it *item, start int) int {
-	n := 0
-	for _, s := range b.sizes(it)[:start] {
-		n += s
-	}
-	return n
+	return b.sizes(it).sizes[start]
 }
 
 // completionSize is size(dataset.RenderCompletion(it.rec, messages[from:to]))
 // for a native framework.
 func (b *builder) completionSize(it *item, from, to int) int {
-	ms, sizes := it.rec.Messages, b.sizes(it)
-	n := 0
-	for i := from; i < to; i++ {
-		if b.keeps(&ms[i]) {
-			n += sizes[i]
-		}
-	}
-	return n
+	m := b.sizes(it)
+	return m.keptSizes[from] - m.keptSizes[to]
 }
 
 func (b *builder) contTag(typ string) string {
