@@ -47,6 +47,14 @@ type msgs struct {
 	// options) of the messages [0, i), and keptSizes[i] that of the
 	// messages [i, len) a completion keeps, for MaxChars; nil until needed.
 	sizes, keptSizes []int
+	// textSizes are the sizes of parts rendered through a text view
+	// (builder.textSize).
+	textSizes map[textPart]int
+}
+
+type textPart struct {
+	prompt   bool
+	from, to int
 }
 
 // A completion's digest identifies the sequence of its messages' digests:

@@ -482,16 +482,12 @@ func (b *builder) candidate(c, r *item, typ, split string) (*dataset.DPORow, str
 	if c.native && (b.msgs(c).rawIn(0, cEnd) || b.msgs(r).rawIn(start, rEnd)) {
 		return nil, ReasonRawArguments
 	}
-	var prompt, ch, rj []json.RawMessage // rendered once, when needed
 	if b.opt.MaxChars > 0 {
 		var p, pc, pr int
 		if c.native {
 			p, pc, pr = b.promptSize(c, start), b.completionSize(c, start, cEnd), b.completionSize(r, start, rEnd)
-		} else { // a text view renders the conversation as a whole
-			prompt = dataset.RenderWith(c.rec, cm[:start], b.opt.Render)
-			ch = dataset.RenderCompletion(c.rec, cm[start:cEnd], b.opt.Render)
-			rj = dataset.RenderCompletion(r.rec, rm[start:rEnd], b.opt.Render)
-			p, pc, pr = size(prompt), size(ch), size(rj)
+		} else { // a text view renders a part of the conversation as a whole
+			p, pc, pr = b.textSize(c, true, 0, start), b.textSize(c, false, start, cEnd), b.textSize(r, false, start, rEnd)
 		}
 		if p+pc > b.opt.MaxChars || p+pr > b.opt.MaxChars {
 			return nil, ReasonLength
@@ -502,11 +498,9 @@ func (b *builder) candidate(c, r *item, typ, split string) (*dataset.DPORow, str
 		return nil, ReasonDedup
 	}
 	b.seen[key] = true
-	if prompt == nil {
-		prompt = dataset.RenderWith(c.rec, cm[:start], b.opt.Render)
-		ch = dataset.RenderCompletion(c.rec, cm[start:cEnd], b.opt.Render)
-		rj = dataset.RenderCompletion(r.rec, rm[start:rEnd], b.opt.Render)
-	}
+	prompt := dataset.RenderWith(c.rec, cm[:start], b.opt.Render)
+	ch := dataset.RenderCompletion(c.rec, cm[start:cEnd], b.opt.Render)
+	rj := dataset.RenderCompletion(r.rec, rm[start:rEnd], b.opt.Render)
 
 	types, kinds, provs := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for _, m := range r.rec.CountedMatches() { // each drifting call once by type
@@ -542,6 +536,29 @@ func (b *builder) candidate(c, r *item, typ, split string) (*dataset.DPORow, str
 		row.Margin = &g
 	}
 	return row, ""
+}
+
+// textSize is, for a text-protocol framework, size(dataset.RenderWith(...))
+// of the item's messages [from, to) as a prompt, or size(dataset.
+// RenderCompletion(...)) as a completion, remembered per part: an item
+// meets many partners at the same few parts.
+func (b *builder) textSize(it *item, prompt bool, from, to int) int {
+	m := b.msgs(it)
+	k := textPart{prompt, from, to}
+	if n, ok := m.textSizes[k]; ok {
+		return n
+	}
+	var n int
+	if prompt {
+		n = size(dataset.RenderWith(it.rec, it.rec.Messages[from:to], b.opt.Render))
+	} else {
+		n = size(dataset.RenderCompletion(it.rec, it.rec.Messages[from:to], b.opt.Render))
+	}
+	if m.textSizes == nil {
+		m.textSizes = map[textPart]int{}
+	}
+	m.textSizes[k] = n
+	return n
 }
 
 // dedupKey identifies what a row of (c, r) holds, tool-call ids aside:
