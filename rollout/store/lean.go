@@ -65,8 +65,8 @@ func (l *sharedList) UnmarshalJSON(b []byte) error {
 // strings (or null) and not kept.
 type leanMessage struct {
 	trajectory.Message
-	Content   skipString     `json:"content,omitempty"`
-	Reasoning skipString     `json:"reasoning,omitempty"`
+	Content   skipString    `json:"content,omitempty"`
+	Reasoning skipString    `json:"reasoning,omitempty"`
 	ToolCalls leanToolCalls `json:"tool_calls,omitempty"`
 }
 
