@@ -65,8 +65,39 @@ func (l *sharedList) UnmarshalJSON(b []byte) error {
 // strings (or null) and not kept.
 type leanMessage struct {
 	trajectory.Message
-	Content   skipString `json:"content,omitempty"`
-	Reasoning skipString `json:"reasoning,omitempty"`
+	Content   skipString    `json:"content,omitempty"`
+	Reasoning skipString    `json:"reasoning,omitempty"`
+	ToolCalls leanToolCalls `json:"tool_calls,omitempty"`
+}
+
+// leanToolCalls decodes a message's tool calls into a slice sized for
+// the usual one or two calls (the decoder's own first allocation holds
+// ten).
+type leanToolCalls []leanToolCall
+
+func (l *leanToolCalls) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*l = nil
+		return nil
+	}
+	s := make([]leanToolCall, 0, 2)
+	if err := recordJSON.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	*l = s
+	return nil
+}
+
+// leanToolCall is a tool call without the text of its arguments (their
+// parsed form is kept).
+type leanToolCall struct {
+	trajectory.ToolCall
+	Function leanFunction `json:"function"`
+}
+
+type leanFunction struct {
+	trajectory.FunctionCall
+	Arguments skipString `json:"arguments"`
 }
 
 // skipString accepts what a string field accepts (a JSON string or null)
@@ -87,9 +118,10 @@ type skipAny struct{}
 func (*skipAny) UnmarshalJSON([]byte) error { return nil }
 
 // DecodeRecordLean is DecodeRecord without message text: the content and
-// reasoning of every message are checked but left empty, as are the
-// tools (their number is kept); roles, tool calls with their arguments, and
-// every other field are decoded. Steps listing the same visible tools
+// reasoning of every message, and the text of every tool call's arguments,
+// are checked but left empty, as are the tools (their number is kept);
+// roles, tool calls with their parsed arguments, and every other field are
+// decoded. Steps listing the same visible tools
 // share one slice: a lean record is for reading. A line is accepted exactly when DecodeRecord accepts it, with
 // DecodeRecord's error when not.
 func DecodeRecordLean(b []byte, r *trajectory.Record) error {
@@ -102,7 +134,17 @@ func DecodeRecordLean(b []byte, r *trajectory.Record) error {
 	if lr.Messages != nil {
 		r.Messages = make([]trajectory.Message, len(lr.Messages))
 		for i := range lr.Messages {
-			r.Messages[i] = lr.Messages[i].Message
+			m := &lr.Messages[i]
+			r.Messages[i] = m.Message
+			r.Messages[i].ToolCalls = nil
+			if m.ToolCalls != nil {
+				tcs := make([]trajectory.ToolCall, len(m.ToolCalls))
+				for j := range m.ToolCalls {
+					tcs[j] = m.ToolCalls[j].ToolCall
+					tcs[j].Function = m.ToolCalls[j].Function.FunctionCall
+				}
+				r.Messages[i].ToolCalls = tcs
+			}
 		}
 	}
 	r.Steps = nil
