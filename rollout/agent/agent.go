@@ -4,6 +4,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -141,8 +142,35 @@ type run struct {
 	// server's conversation was found cut ("" while it was not).
 	prevPrompt int
 	cut        string
-	answered   bool   // the policy has answered at least once
-	filter     Filter // the exposure filter of a filtered loop; nil: the gate
+	answered   bool         // the policy has answered at least once
+	filter     Filter       // the exposure filter of a filtered loop; nil: the gate
+	parsed     []parsedArgs // the episode's parsed call arguments, for the judge's replay
+}
+
+// parsedArgs is scenario.ParseArgs of raw.
+type parsedArgs struct {
+	raw  []byte
+	args map[string]any
+	err  error
+}
+
+// maxParsedMemo bounds the memo of parsed arguments (looked up linearly).
+const maxParsedMemo = 64
+
+// parseArgs is scenario.ParseArgs, remembered for the episode: the rule
+// judge replays the same calls. The maps are only read (the environment,
+// the drift detector and the judge copy what they change).
+func (r *run) parseArgs(raw []byte) (map[string]any, error) {
+	for i := range r.parsed {
+		if bytes.Equal(r.parsed[i].raw, raw) {
+			return r.parsed[i].args, r.parsed[i].err
+		}
+	}
+	args, err := scenario.ParseArgs(raw)
+	if len(r.parsed) < maxParsedMemo {
+		r.parsed = append(r.parsed, parsedArgs{raw: raw, args: args, err: err})
+	}
+	return args, err
 }
 
 // begin starts an episode: a fresh environment, and the episode's wall-time
@@ -204,7 +232,7 @@ func (r *run) execute(tc trajectory.ToolCall, turn int, hidden func(string) bool
 	var args map[string]any
 	var out env.Result
 	if len(tc.Function.Parsed) > 0 {
-		args, _ = scenario.ParseArgs(tc.Function.Parsed)
+		args, _ = r.parseArgs(tc.Function.Parsed)
 	}
 	outcome := ""
 	switch {
@@ -339,7 +367,7 @@ func (r *run) judge(msgs []trajectory.Message) {
 	// Content rules on the final answer: drift on the last turn (call -1).
 	r.res.Matches = append(r.res.Matches, r.det.Answer(judge.LastAssistantTurn(msgs), judge.FinalAnswer(view))...)
 	if r.res.Status != trajectory.StatusInfraError {
-		r.res.Judge = judge.Rule{}.Judge(r.sc.Spec, view)
+		r.res.Judge = judge.Rule{}.JudgeParsed(r.sc.Spec, view, r.parseArgs)
 	}
 }
 

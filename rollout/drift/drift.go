@@ -95,6 +95,15 @@ func (d *Detector) Normalize(tool string, args map[string]any) map[string]any {
 	return d.norms[tool].Args(args)
 }
 
+// normalizeShared is Normalize, which may return args itself when it
+// changes nothing: Check only reads the arguments.
+func (d *Detector) normalizeShared(tool string, args map[string]any) map[string]any {
+	if args == nil {
+		return map[string]any{}
+	}
+	return d.norms[tool].ArgsShared(args)
+}
+
 // Episode starts checking one episode's calls, in order.
 func (d *Detector) Episode() *Episode {
 	return &Episode{d: d, counts: map[int]map[string]int{}}
@@ -122,7 +131,7 @@ func (e *Episode) Check(c Call) []Match {
 	d := e.d
 	var out []Match
 	raw := c.Args
-	args := d.Normalize(c.Name, raw)
+	args := d.normalizeShared(c.Name, raw)
 	base := Match{Call: c.Index, Turn: c.Turn, Tool: c.Name, Violation: -1}
 	for i, v := range d.s.Violations {
 		if v.Tool != c.Name || !d.violations[i].Match(args) {

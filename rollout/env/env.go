@@ -22,6 +22,8 @@ type Spec struct {
 	initState map[string]any
 	required  []scenario.Matcher // of S.RequiredCalls, in order
 	calls     []scenario.Matcher // of S.Success.Calls, in order
+	// stateChecks are S.Success.State with their values decoded.
+	stateChecks []stateCheck
 }
 
 // RequiredMatcher is the compiled argument matcher of required call i, for
@@ -154,6 +156,9 @@ func Compile(s *scenario.Scenario) (*Spec, error) {
 		}
 		sp.calls = append(sp.calls, m)
 	}
+	for _, a := range s.Success.State {
+		sp.stateChecks = append(sp.stateChecks, compileCheck(a))
+	}
 	return sp, nil
 }
 
@@ -165,8 +170,14 @@ func decodeOrNull(raw json.RawMessage) (any, error) {
 }
 
 // New starts an episode with a fresh copy of the initial state.
+//
+// The copy is made when needed: until the first change the episode reads
+// the Spec's initial state, which nothing modifies. Every change replaces
+// a top-level variable (set) and never writes into a value the state
+// holds (a list grows into a new array), so a copy of the top level
+// suffices for the environment's own work; State hands out a deep copy.
 func (sp *Spec) New() *Env {
-	return &Env{spec: sp, state: deepCopy(sp.initState).(map[string]any)}
+	return &Env{spec: sp, state: sp.initState}
 }
 
 // Env is one episode's mock environment. It is not safe for concurrent use;
@@ -174,6 +185,20 @@ func (sp *Spec) New() *Env {
 type Env struct {
 	spec  *Spec
 	state map[string]any
+	owned bool // state is this episode's own map, not the Spec's
+	deep  bool // and every value in it too (State was called)
+}
+
+// set sets a top-level state variable, copying the initial state first.
+func (e *Env) set(k string, v any) {
+	if !e.owned {
+		st := make(map[string]any, len(e.state)+1)
+		for k, v := range e.state {
+			st[k] = v
+		}
+		e.state, e.owned = st, true
+	}
+	e.state[k] = v
 }
 
 // Outcome says which branch of a tool's behaviour a call took.
@@ -231,17 +256,39 @@ func (e *Env) CallRaw(name, rawArgs string) Result {
 // default. Responses are matched, and "$args" substituted, with the
 // arguments normalised (Spec.Normalize).
 func (e *Env) Call(name string, args map[string]any) Result {
+	res, _ := e.call(name, args, true)
+	return res
+}
+
+// Exec executes a call exactly as Call does, with the same effects on the
+// state, but renders no tool message: it is for replays that need only
+// the outcome (the rule judge, metrics). normalized is the call's
+// arguments normalised (Spec.Normalize) when they passed the tool's
+// schema, else nil; it may be args itself and must not be modified.
+func (e *Env) Exec(name string, args map[string]any) (o Outcome, normalized map[string]any) {
+	res, norm := e.call(name, args, false)
+	return res.Outcome, norm
+}
+
+// call is Call; with withContent false it leaves Content and Dropped empty.
+func (e *Env) call(name string, args map[string]any, withContent bool) (Result, map[string]any) {
 	ts := e.spec.tools[name]
 	if ts == nil {
-		return errorResult(UnknownTool, fmt.Sprintf("unknown tool %q", name))
+		if !withContent {
+			return Result{Outcome: UnknownTool, Response: -1}, nil
+		}
+		return errorResult(UnknownTool, fmt.Sprintf("unknown tool %q", name)), nil
 	}
 	if args == nil {
 		args = map[string]any{}
 	}
 	if err := ts.schema.Validate(args); err != nil {
-		return errorResult(InvalidArgs, fmt.Sprintf("invalid arguments for %s: %v", name, err))
+		if !withContent {
+			return Result{Outcome: InvalidArgs, Response: -1}, nil
+		}
+		return errorResult(InvalidArgs, fmt.Sprintf("invalid arguments for %s: %v", name, err)), nil
 	}
-	args = ts.norm.Args(args)
+	args = ts.norm.ArgsShared(args) // read only below: substitute copies what it places
 	for i, r := range ts.responses {
 		if !r.match.Match(args) {
 			continue
@@ -252,10 +299,13 @@ func (e *Env) Call(name string, args map[string]any) Result {
 		}
 		for _, v := range ts.tool.Produces {
 			if e.mayOpen(ts.tool, v) {
-				e.state[v] = true
+				e.set(v, true)
 			} else {
 				res.Dropped = append(res.Dropped, v)
 			}
+		}
+		if !withContent {
+			return Result{Outcome: Matched, Response: i}, args
 		}
 		sort.Strings(res.Dropped)
 		res.Dropped = slices.Compact(res.Dropped)
@@ -264,9 +314,9 @@ func (e *Env) Call(name string, args map[string]any) Result {
 		} else {
 			res.Content = render(substitute(r.ret, args), r.texts)
 		}
-		return res
+		return res, args
 	}
-	return Result{Outcome: Default, Response: -1, Content: ts.defContent}
+	return Result{Outcome: Default, Response: -1, Content: ts.defContent}, args
 }
 
 // mayOpen reports whether a tool may set a variable: anything but an
@@ -282,7 +332,7 @@ func (e *Env) apply(t *scenario.Tool, fx *effectsSpec, args map[string]any) (dro
 			dropped = append(dropped, k)
 			continue
 		}
-		e.state[k] = substitute(fx.set[k], args)
+		e.set(k, substitute(fx.set[k], args))
 	}
 	for _, k := range sortedKeys(fx.append) {
 		if !e.mayOpen(t, k) {
@@ -290,7 +340,11 @@ func (e *Env) apply(t *scenario.Tool, fx *effectsSpec, args map[string]any) (dro
 			continue
 		}
 		list, _ := e.state[k].([]any)
-		e.state[k] = append(list, substitute(fx.append[k], args))
+		// A new array: the list may be the initial state's, or shared by
+		// a reader of State.
+		grown := make([]any, len(list), len(list)+1)
+		copy(grown, list)
+		e.set(k, append(grown, substitute(fx.append[k], args)))
 	}
 	for _, k := range sortedKeys(fx.remove) {
 		if !e.mayOpen(t, k) {
@@ -308,13 +362,27 @@ func (e *Env) apply(t *scenario.Tool, fx *effectsSpec, args map[string]any) (dro
 				kept = append(kept, el)
 			}
 		}
-		e.state[k] = kept
+		e.set(k, kept)
 	}
 	return dropped
 }
 
-// State is the episode's current state. Callers must not modify it.
-func (e *Env) State() map[string]any { return e.state }
+// State is the episode's current state. Callers must not modify it; even
+// so, it is the episode's own copy, down to nested values, so that a
+// write reaches neither the Spec's initial state nor another episode.
+func (e *Env) State() map[string]any {
+	if !e.deep {
+		e.state = deepCopy(e.state).(map[string]any)
+		e.owned, e.deep = true, true
+	}
+	return e.state
+}
+
+// CheckState is Check of the scenario's success.state[i] on the episode's
+// state, with the assertion's values decoded once for every episode.
+func (e *Env) CheckState(i int) (bool, string) {
+	return e.spec.stateChecks[i].check(e.state)
+}
 
 // Holds reports whether a state variable is set to something other than
 // null or false.
