@@ -47,6 +47,7 @@ type Scenario struct {
 	gate     *Gate
 	filters  filterCache // exposure filters built on demand (filters.go)
 	tools    []policy.Tool
+	names    []string                   // the tools' names, in order (every step's Visible when all are)
 	wire     map[string]json.RawMessage // tool name -> OpenAI function schema
 }
 
@@ -73,6 +74,7 @@ func Prepare(s *scenario.Scenario) (*Scenario, error) {
 		}
 		pt := policy.Tool{Name: t.Name, Description: t.Description, Parameters: params}
 		p.tools = append(p.tools, pt)
+		p.names = append(p.names, t.Name)
 		b, err := json.Marshal(map[string]any{"type": "function", "function": pt})
 		if err != nil {
 			return nil, err
@@ -265,16 +267,24 @@ func (r *run) execute(tc trajectory.ToolCall, turn int, hidden func(string) bool
 func (r *run) native(system string, gated bool) (Result, error) {
 	sc := r.sc
 	res := &r.res
+	if res.Messages == nil {
+		// Room for the usual episode: the prompts, then a call and its
+		// answer per required call, then the answer.
+		res.Messages = make([]trajectory.Message, 0, 2*len(sc.S.RequiredCalls)+4)
+	}
 	if system != "" {
 		res.Messages = append(res.Messages, trajectory.Message{Role: trajectory.RoleSystem, Content: system})
 	}
 	res.Messages = append(res.Messages, trajectory.Message{Role: trajectory.RoleUser, Content: sc.S.UserPrompt()})
-	all := make([]string, len(sc.tools))
-	for i, t := range sc.tools {
-		all[i] = t.Name
+	all := sc.names
+	if all == nil {
+		all = make([]string, 0) // as make([]string, len(sc.tools)) gave for no tools
 	}
-	var prevVisible []string               // filtered: the tools offered at the previous step
-	offered := make([]bool, len(sc.tools)) // gated: offered at some step
+	var prevVisible []string // filtered: the tools offered at the previous step
+	var offered []bool       // gated: offered at some step
+	if gated {
+		offered = make([]bool, len(sc.tools))
+	}
 	if !gated {
 		if res.Tools == nil && len(sc.tools) > 0 {
 			res.Tools = make([]json.RawMessage, 0, len(sc.tools))
@@ -332,6 +342,9 @@ func (r *run) native(system string, gated bool) (Result, error) {
 			res.Messages = append(res.Messages, answer)
 		}
 		res.ToolTime += time.Since(t1)
+		if res.Steps == nil {
+			res.Steps = make([]trajectory.Step, 0, len(sc.S.RequiredCalls)+2)
+		}
 		res.Steps = append(res.Steps, st)
 		if end == "" && len(msg.ToolCalls) == 0 {
 			end, res.Error = finalStatus(msg, resp.FinishReason)

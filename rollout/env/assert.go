@@ -270,7 +270,7 @@ func CheckTexts(texts []string, r textRules) []string {
 	}
 	for _, n := range r.notContains {
 		for _, t := range folded {
-			if strings.Contains(t, scenario.Normalize(scenario.NormCasefold, n)) {
+			if strings.Contains(t, foldNeedle(n)) {
 				out = append(out, fmt.Sprintf("contains %q", n))
 				break
 			}
@@ -291,14 +291,14 @@ func CheckTexts(texts []string, r textRules) []string {
 func positive(t string, r textRules) []string {
 	var out []string
 	for _, c := range r.contains {
-		if !strings.Contains(t, scenario.Normalize(scenario.NormCasefold, c)) {
+		if !strings.Contains(t, foldNeedle(c)) {
 			out = append(out, fmt.Sprintf("lacks %q", c))
 		}
 	}
 	for _, group := range r.anyOf {
 		hit := false
 		for _, alt := range group {
-			hit = hit || strings.Contains(t, scenario.Normalize(scenario.NormCasefold, alt))
+			hit = hit || strings.Contains(t, foldNeedle(alt))
 		}
 		if !hit {
 			out = append(out, fmt.Sprintf("lacks any of %q", group))
@@ -311,6 +311,20 @@ func positive(t string, r textRules) []string {
 		}
 	}
 	return out
+}
+
+var foldedNeedles sync.Map // needle → its casefold form
+
+// foldNeedle is the casefold form of a scenario's text needle, computed
+// once (needles come from scenarios; the texts they are looked for in are
+// folded per check).
+func foldNeedle(n string) string {
+	if f, ok := foldedNeedles.Load(n); ok {
+		return f.(string)
+	}
+	f := scenario.Normalize(scenario.NormCasefold, n)
+	foldedNeedles.Store(n, f)
+	return f
 }
 
 var textRegexps sync.Map // pattern → *regexp.Regexp

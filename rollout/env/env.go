@@ -69,6 +69,8 @@ type effectsSpec struct {
 	set    map[string]any
 	append map[string]any
 	remove map[string]any
+	// The keys of each, sorted: the order effects apply in.
+	setKeys, appendKeys, removeKeys []string
 }
 
 // Compile prepares a scenario for execution. Loaded scenarios always
@@ -131,6 +133,10 @@ func Compile(s *scenario.Scenario) (*Spec, error) {
 						(*part.out)[k] = v
 					}
 				}
+			}
+			if rs.effects != nil {
+				fx := rs.effects
+				fx.setKeys, fx.appendKeys, fx.removeKeys = sortedKeys(fx.set), sortedKeys(fx.append), sortedKeys(fx.remove)
 			}
 			ts.responses = append(ts.responses, rs)
 		}
@@ -288,7 +294,7 @@ func (e *Env) call(name string, args map[string]any, withContent bool) (Result, 
 		}
 		return errorResult(InvalidArgs, fmt.Sprintf("invalid arguments for %s: %v", name, err)), nil
 	}
-	args = ts.norm.ArgsShared(args) // read only below: substitute copies what it places
+	args = ts.norm.ArgsShared(args) // only read below (see substituteShared)
 	for i, r := range ts.responses {
 		if !r.match.Match(args) {
 			continue
@@ -312,7 +318,7 @@ func (e *Env) call(name string, args map[string]any, withContent bool) (Result, 
 		if r.static {
 			res.Content = r.content
 		} else {
-			res.Content = render(substitute(r.ret, args), r.texts)
+			res.Content = render(substituteShared(r.ret, args), r.texts)
 		}
 		return res, args
 	}
@@ -327,14 +333,14 @@ func (e *Env) mayOpen(t *scenario.Tool, v string) bool {
 }
 
 func (e *Env) apply(t *scenario.Tool, fx *effectsSpec, args map[string]any) (dropped []string) {
-	for _, k := range sortedKeys(fx.set) {
+	for _, k := range fx.setKeys {
 		if !e.mayOpen(t, k) {
 			dropped = append(dropped, k)
 			continue
 		}
-		e.set(k, substitute(fx.set[k], args))
+		e.set(k, substituteShared(fx.set[k], args))
 	}
-	for _, k := range sortedKeys(fx.append) {
+	for _, k := range fx.appendKeys {
 		if !e.mayOpen(t, k) {
 			dropped = append(dropped, k)
 			continue
@@ -344,9 +350,9 @@ func (e *Env) apply(t *scenario.Tool, fx *effectsSpec, args map[string]any) (dro
 		// a reader of State.
 		grown := make([]any, len(list), len(list)+1)
 		copy(grown, list)
-		e.set(k, append(grown, substitute(fx.append[k], args)))
+		e.set(k, append(grown, substituteShared(fx.append[k], args)))
 	}
-	for _, k := range sortedKeys(fx.remove) {
+	for _, k := range fx.removeKeys {
 		if !e.mayOpen(t, k) {
 			dropped = append(dropped, k)
 			continue
@@ -355,7 +361,7 @@ func (e *Env) apply(t *scenario.Tool, fx *effectsSpec, args map[string]any) (dro
 		if !ok {
 			continue
 		}
-		pattern := substitute(fx.remove[k], args)
+		pattern := substituteShared(fx.remove[k], args)
 		kept := list[:0:0]
 		for _, el := range list {
 			if !Subset(pattern, el) {
@@ -430,9 +436,11 @@ func carriedTexts(r scenario.Response) []carried {
 // that only for the default "trigger" key).
 func render(ret any, texts []carried) string {
 	if len(texts) > 0 {
+		// place writes into obj: a copy, since ret may share values with
+		// the Spec or the state (substituteShared).
 		obj, ok := ret.(map[string]any)
 		if !ok {
-			obj = map[string]any{"result": ret}
+			obj = map[string]any{"result": deepCopy(ret)}
 		} else {
 			obj = deepCopy(obj).(map[string]any)
 		}
@@ -491,9 +499,14 @@ func place(obj map[string]any, c carried) {
 	}
 }
 
-// substitute replaces "$args" with the call's arguments and "$args.NAME"
-// with one argument, anywhere in a value; it returns a fresh copy.
-func substitute(v any, args map[string]any) any {
+// substituteShared replaces "$args" with a copy of the call's arguments
+// and "$args.NAME" with a copy of one argument, anywhere in a value: the
+// caller may change its arguments afterwards. What refers to no argument
+// is not copied but is v's own value (the Spec's, which nothing modifies):
+// only the objects and lists on the way to a substitution are new. The
+// state holds the result, and nothing writes into a value the state holds
+// (State hands out a copy); render copies before it writes.
+func substituteShared(v any, args map[string]any) any {
 	switch x := v.(type) {
 	case string:
 		if x == "$args" {
@@ -504,22 +517,28 @@ func substitute(v any, args map[string]any) any {
 		}
 		return x
 	case map[string]any:
+		if !refersToArgs(x) {
+			return x
+		}
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			out[k] = substitute(e, args)
+			out[k] = substituteShared(e, args)
 		}
 		return out
 	case []any:
+		if !refersToArgs(x) {
+			return x
+		}
 		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = substitute(e, args)
+			out[i] = substituteShared(e, args)
 		}
 		return out
 	}
 	return v
 }
 
-// refersToArgs reports whether substitute would replace anything in v, that
+// refersToArgs reports whether substituteShared would replace anything in v, that
 // is whether v holds a "$args" or "$args.NAME" string.
 func refersToArgs(v any) bool {
 	switch x := v.(type) {

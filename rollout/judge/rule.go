@@ -15,7 +15,12 @@ import (
 // from a conversation. An assistant message left with neither content nor
 // tool calls is dropped too. drifting holds tool-call ids.
 func Strip(msgs []trajectory.Message, drifting map[string]bool) []trajectory.Message {
-	out := make([]trajectory.Message, 0, len(msgs))
+	return stripInto(make([]trajectory.Message, 0, len(msgs)), msgs, drifting)
+}
+
+// stripInto is Strip appending to out, which may be msgs[:0] (each message
+// is read before its place is written).
+func stripInto(out, msgs []trajectory.Message, drifting map[string]bool) []trajectory.Message {
 	for _, m := range msgs {
 		switch m.Role {
 		case trajectory.RoleTool:
@@ -23,7 +28,7 @@ func Strip(msgs []trajectory.Message, drifting map[string]bool) []trajectory.Mes
 				continue
 			}
 		case trajectory.RoleAssistant:
-			if len(m.ToolCalls) > 0 {
+			if len(m.ToolCalls) > 0 && anyDrifting(m.ToolCalls, drifting) {
 				kept := make([]trajectory.ToolCall, 0, len(m.ToolCalls))
 				for _, tc := range m.ToolCalls {
 					if !drifting[tc.ID] {
@@ -39,6 +44,16 @@ func Strip(msgs []trajectory.Message, drifting map[string]bool) []trajectory.Mes
 		out = append(out, m)
 	}
 	return out
+}
+
+// anyDrifting reports whether Strip removes one of the calls.
+func anyDrifting(calls []trajectory.ToolCall, drifting map[string]bool) bool {
+	for i := range calls {
+		if drifting[calls[i].ID] {
+			return true
+		}
+	}
+	return false
 }
 
 // Rule is the deterministic judge: on the judges' view (View), every

@@ -135,6 +135,25 @@ func instantShaped(s string) bool {
 	return (s[10] == 'T' || s[10] == 't' || s[10] == ' ') && (s[12] == ':' || s[13] == ':')
 }
 
+// dateShaped reports whether s is "YYYY-MM-DD" in form: ten characters,
+// digits with dashes at 4 and 7.
+func dateShaped(s string) bool {
+	if len(s) != 10 {
+		return false
+	}
+	for i := 0; i < 10; i++ {
+		c := s[i]
+		if i == 4 || i == 7 {
+			if c != '-' {
+				return false
+			}
+		} else if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
 func parseDate(s string) (string, bool) {
 	for _, l := range []string{"2006-01-02", "2006/01/02", "2006.01.02"} {
 		if t, err := time.Parse(l, s); err == nil {
@@ -301,6 +320,12 @@ func normalizeSame(name, s string) bool {
 	switch name {
 	case "", NormTrim, NormEmail, NormCard:
 		return Normalize(name, s) == s // trimming, ToLower and Map return s itself when unchanged
+	case NormDate:
+		if dateShaped(s) {
+			// time.Parse("2006-01-02") reads it back as written, or fails
+			// on every layout (and it is no instant): either way, s.
+			return true
+		}
 	case NormInstant, "date-time":
 		t, ok := ParseInstant(s)
 		if !ok {

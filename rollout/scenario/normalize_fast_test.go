@@ -45,6 +45,11 @@ func TestParseInstantGuardKeepsResults(t *testing.T) {
 }
 
 func TestArgsSharedMatchesArgs(t *testing.T) {
+	for _, d := range []string{"2024-03-01", "2024-02-30", "2024-13-01", "0000-00-00", "9999-12-31", "2024-3-01", "2024/03/01"} {
+		if got, want := normalizeSame(NormDate, d), Normalize(NormDate, d) == d; got != want {
+			t.Errorf("normalizeSame(date, %q) = %v, want %v", d, got, want)
+		}
+	}
 	n := Normalizers{byPath: map[string]string{"when": NormInstant, "to": NormEmail, "ph": NormPhone, "m.day": NormDate, "tags": NormCasefold}}
 	cases := []map[string]any{
 		{},
@@ -58,6 +63,9 @@ func TestArgsSharedMatchesArgs(t *testing.T) {
 		{"ph": "+442079460958"},
 		{"m": map[string]any{"day": "2024-03-01", "other": " x"}},
 		{"m": map[string]any{"day": "2024/03/01"}},
+		{"m": map[string]any{"day": "2024-02-30"}},
+		{"m": map[string]any{"day": "0000-01-01"}},
+		{"m": map[string]any{"day": "2024-03-01T10:00:00Z"}},
 		{"tags": []any{"a b", "C"}},
 		{"tags": []any{"a  b"}},
 		{"n": json.Number("3"), "b": true, "z": nil, "l": []any{"a", map[string]any{"k": "v"}}},

@@ -20,6 +20,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/antidrift/antidrift/rollout/agent/protocol"
 	"github.com/antidrift/antidrift/rollout/policy"
@@ -186,19 +187,25 @@ func New(p Profile, scenarios []*scenario.Scenario) *Policy {
 // Name is the policy's label, always marked as a simulation.
 func (p *Policy) Name() string { return "sim:" + p.profile.Name }
 
+// actionBufs are the buffers of plan's actions, which live for one
+// Complete call.
+var actionBufs = sync.Pool{New: func() any { b := make([]action, 0, 16); return &b }}
+
 // action is one planned step. args are shared with the policy's plan and
 // never modified; raw is their JSON (json.Marshal), computed once.
 type action struct {
-	tool   string
-	args   map[string]any
-	raw    []byte
-	rawErr error
+	tool    string
+	args    map[string]any
+	raw     []byte
+	rawText string // string(raw)
+	rawErr  error
 }
 
 // marshalArgs computes raw once.
 func (a *action) marshalArgs() {
 	a.raw, a.rawErr = json.Marshal(a.args)
 	a.raw = a.raw[:len(a.raw):len(a.raw)] // an append never writes into the shared bytes
+	a.rawText = string(a.raw)
 }
 
 // argsJSON is the action's arguments as JSON text.
@@ -246,7 +253,9 @@ func (p *Policy) scenarioDrift(scenarioID string) float64 {
 }
 
 // plan decides the episode's actions from the seed.
-func (p *Policy) plan(s *scenario.Scenario, seed int64) (episodePlan, error) {
+//
+// The actions are appended to buf[:0] (Complete passes a pooled buffer).
+func (p *Policy) plan(s *scenario.Scenario, seed int64, buf []action) (episodePlan, error) {
 	var ep episodePlan
 	cc := p.calls[s.ID]
 	if cc == nil {
@@ -285,7 +294,7 @@ func (p *Policy) plan(s *scenario.Scenario, seed int64) (episodePlan, error) {
 	// Place each taken violation right after the call that shows its
 	// trigger; a trigger outside the compliant path is followed at the end.
 	planned := stopAt
-	ep.actions = make([]action, 0, stopAt+len(taken))
+	ep.actions = buf[:0]
 	addViolation := func(vi int) {
 		ep.actions = append(ep.actions, cc.violRaw[vi])
 		ep.drifted = true
@@ -356,7 +365,13 @@ func (p *Policy) Complete(ctx context.Context, req policy.Request) (policy.Respo
 	if s == nil {
 		return policy.Response{}, fmt.Errorf("simulated policy %s: the user turn matches no known scenario: %w", p.Name(), policy.ErrModel)
 	}
-	ep, err := p.plan(s, req.Seed)
+	bufp := actionBufs.Get().(*[]action)
+	ep, err := p.plan(s, req.Seed, *bufp)
+	defer func() {
+		clear(ep.actions)
+		*bufp = ep.actions[:0]
+		actionBufs.Put(bufp)
+	}()
 	if err != nil {
 		return policy.Response{}, fmt.Errorf("%v: %w", err, policy.ErrModel)
 	}
@@ -411,12 +426,16 @@ func (p *Policy) Complete(ctx context.Context, req policy.Request) (policy.Respo
 		if err != nil {
 			return policy.Response{}, fmt.Errorf("sim: %w", err)
 		}
+		text := a.rawText
+		if a.raw == nil {
+			text = string(raw)
+		}
 		if mode == protocol.ReAct {
-			msg.Content = protocol.FormatAction("The next step is "+a.tool+".", a.tool, string(raw))
+			msg.Content = protocol.FormatAction("The next step is "+a.tool+".", a.tool, text)
 		} else {
 			id := callID(req.Seed, turn, 0)
 			msg.ToolCalls = []trajectory.ToolCall{{ID: id, Type: "function", Function: trajectory.FunctionCall{
-				Name: a.tool, Arguments: string(raw), Parsed: raw,
+				Name: a.tool, Arguments: text, Parsed: raw,
 			}}}
 			finish = "tool_calls"
 		}
