@@ -48,6 +48,7 @@ type Scenario struct {
 	filters  filterCache // exposure filters built on demand (filters.go)
 	tools    []policy.Tool
 	names    []string                   // the tools' names, in order (every step's Visible when all are)
+	prompt   string                     // S.UserPrompt()
 	wire     map[string]json.RawMessage // tool name -> OpenAI function schema
 }
 
@@ -61,7 +62,7 @@ func Prepare(s *scenario.Scenario) (*Scenario, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Scenario{S: s, Spec: spec, Detector: det, gate: NewGate(s), wire: map[string]json.RawMessage{}}
+	p := &Scenario{S: s, Spec: spec, Detector: det, gate: NewGate(s), wire: map[string]json.RawMessage{}, prompt: s.UserPrompt()}
 	for _, t := range s.Tools {
 		// Parameters as they go on the wire (compact JSON, as encoding/json
 		// writes it), so that an in-process policy sees the bytes an HTTP
@@ -82,6 +83,14 @@ func Prepare(s *scenario.Scenario) (*Scenario, error) {
 		p.wire[t.Name] = b
 	}
 	return p, nil
+}
+
+// userPrompt is S.UserPrompt(), built once.
+func (p *Scenario) userPrompt() string {
+	if p.prompt == "" {
+		return p.S.UserPrompt() // a Scenario made without Prepare
+	}
+	return p.prompt
 }
 
 // Gate is the scenario's risk-aware causal gate (used by the gated framework).
@@ -275,10 +284,13 @@ func (r *run) native(system string, gated bool) (Result, error) {
 	if system != "" {
 		res.Messages = append(res.Messages, trajectory.Message{Role: trajectory.RoleSystem, Content: system})
 	}
-	res.Messages = append(res.Messages, trajectory.Message{Role: trajectory.RoleUser, Content: sc.S.UserPrompt()})
+	res.Messages = append(res.Messages, trajectory.Message{Role: trajectory.RoleUser, Content: sc.userPrompt()})
 	all := sc.names
-	if all == nil {
-		all = make([]string, 0) // as make([]string, len(sc.tools)) gave for no tools
+	if len(all) != len(sc.tools) || all == nil { // a Scenario made without Prepare, or no tools
+		all = make([]string, len(sc.tools))
+		for i, t := range sc.tools {
+			all[i] = t.Name
+		}
 	}
 	var prevVisible []string // filtered: the tools offered at the previous step
 	var offered []bool       // gated: offered at some step

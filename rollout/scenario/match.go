@@ -32,7 +32,13 @@ func DecodeJSON(data []byte) (any, error) {
 // with U+FFFD) and for text that might nest too deep, which decodeJSONStd then decides and words exactly
 // as before (TestDecodeJSONMatchesEncodingJSON).
 func decodeJSONFast(data []byte) (any, bool) {
-	if !utf8.Valid(data) || !shallow(data) {
+	if !utf8.Valid(data) {
+		return nil, false
+	}
+	if v, ok := decodeJSONSimple(data); ok {
+		return v, true
+	}
+	if !shallow(data) {
 		return nil, false
 	}
 	var v any

@@ -77,9 +77,57 @@ func Normalize(name, s string) string {
 			return r
 		}, s)
 	case NormCasefold:
+		if f, ok := casefoldASCII(s); ok {
+			return f
+		}
 		return strings.ToLower(strings.Join(strings.Fields(s), " "))
 	}
 	return s
+}
+
+// casefoldASCII is strings.ToLower(strings.Join(strings.Fields(s), " "))
+// for ASCII text (ok false for any other), in one pass: s itself when it
+// is already folded.
+func casefoldASCII(s string) (string, bool) {
+	same := true // the output so far equals s's prefix
+	var buf [256]byte
+	out := buf[:0]
+	space := false // a space is due before the next word
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x80 {
+			return "", false
+		}
+		if c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r' {
+			if len(out) > 0 {
+				space = true
+			}
+			if c != ' ' || len(out) == 0 || (i > 0 && isASCIISpace(s[i-1])) {
+				same = false // not a single space between words
+			}
+			continue
+		}
+		if space {
+			out = append(out, ' ')
+			space = false
+		}
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+			same = false
+		}
+		out = append(out, c)
+	}
+	if space {
+		same = false // trailing white space
+	}
+	if same {
+		return s, true
+	}
+	return string(out), true
+}
+
+func isASCIISpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
 }
 
 var instantLayouts = []string{

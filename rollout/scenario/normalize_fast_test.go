@@ -89,3 +89,17 @@ func (n Normalizers) changes(args map[string]any) bool {
 	}
 	return false
 }
+
+func TestCasefoldASCIIMatchesFields(t *testing.T) {
+	for _, c := range []string{"", " ", "a", "A", "Hello World", "hello world", "hello  world", " hello", "hello ",
+		"a\tb", "a\nb", "a \n b", "\v\fX\rY ", "ALL CAPS", "mixed Case  and\ttabs\n", "already folded text",
+		"x y z", "1 2 3 !@# {}", "a\x00b", "trailing\t", "  lead  ", "ab  ", "é", "Straße", "a\u00a0b", "a\u0085b"} {
+		want := strings.ToLower(strings.Join(strings.Fields(c), " "))
+		if got := Normalize(NormCasefold, c); got != want {
+			t.Errorf("casefold(%q) = %q, want %q", c, got, want)
+		}
+		if f, ok := casefoldASCII(c); ok && f != want {
+			t.Errorf("casefoldASCII(%q) = %q, want %q", c, f, want)
+		}
+	}
+}
