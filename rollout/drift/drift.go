@@ -106,7 +106,7 @@ func (d *Detector) normalizeShared(tool string, args map[string]any) map[string]
 
 // Episode starts checking one episode's calls, in order.
 func (d *Detector) Episode() *Episode {
-	return &Episode{d: d, counts: map[int]map[string]int{}}
+	return &Episode{d: d} // counts is made at the first counted call
 }
 
 // Episode checks the calls of one episode in order: call-count limits
@@ -185,16 +185,22 @@ func constraintMatch(base Match, cc *scenario.CompiledConstraint, details []stri
 	return m
 }
 
+// totalKey is the one key of a count without "per" (only read).
+var totalKey = []string{""}
+
 // count records a call under a count constraint and reports a breach when
 // it goes past the limit (per resource when the constraint says so).
 func (e *Episode) count(cc *scenario.CompiledConstraint, args map[string]any) []string {
-	keys := []string{""}
+	keys := totalKey
 	if cc.C.Per != "" {
 		keys = scenario.RenderResources(cc.C.Per, args)
 	}
 	byKey := e.counts[cc.Index]
 	if byKey == nil {
 		byKey = map[string]int{}
+		if e.counts == nil {
+			e.counts = map[int]map[string]int{}
+		}
 		e.counts[cc.Index] = byKey
 	}
 	var out []string

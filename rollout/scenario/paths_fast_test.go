@@ -144,6 +144,15 @@ func TestValuesAtMatchesPlain(t *testing.T) {
 			t.Errorf("LookupPath(%q) = %v %v, want %v %v", p, g, gok, w, wok)
 		}
 	}
+	for _, p := range [][2]string{{"0", "-0"}, {"1", "1.0"}, {"10", "1e1"}, {"7", "8"}, {"-3", "3"}, {"00", "0"}, {"12", "012"}, {"5", "5"}, {"-0", "0.0"}} {
+		a, b := json.Number(p[0]), json.Number(p[1])
+		x, ok1 := exactNumber(a)
+		y, ok2 := exactNumber(b)
+		want := a == b || ok1 && ok2 && x.Cmp(y) == 0
+		if got := numbersEqual(a, b); got != want {
+			t.Errorf("numbersEqual(%s, %s) = %v, want %v", a, b, got, want)
+		}
+	}
 	for _, s := range []string{"", "+", "-", "0", "-0", "+7", "12", "1a", "٣", "99999999999999999999", " 1", "1_000"} {
 		n, ok := atoi(s)
 		w, err := strconv.Atoi(s)
@@ -175,6 +184,11 @@ func TestRenderResourcesMatchesPlain(t *testing.T) {
 		{Resources: []string{"{cc}-{cc}", "contact:{cc}"}},
 		{Resource: "n:{l}", Resources: []string{"m:{l}", "n:{l}"}},
 		{},
+		{Resource: "contact:{cc}"},
+		{Resources: []string{"n:{l}"}},
+		{Resource: "to"},
+		{Resource: "{cc}-{cc}"},
+		{Resources: []string{"e"}},
 	}
 	for i, tl := range tools {
 		for _, a := range []map[string]any{args, many, {}} {

@@ -172,6 +172,36 @@ func (t *Tool) CallResources(args map[string]any) []string {
 	if t.Resource == "" && len(t.Resources) == 0 {
 		return nil
 	}
+	if t.Resource == "" && len(t.Resources) == 1 || t.Resource != "" && len(t.Resources) == 0 {
+		// One template: its resources, repeats dropped in place (the
+		// slice is RenderResources' own).
+		tmpl := t.Resource
+		if tmpl == "" {
+			tmpl = t.Resources[0]
+		}
+		rs := RenderResources(tmpl, args)
+		if len(rs) > 8 {
+			seen := make(map[string]bool, len(rs))
+			out := rs[:0]
+			for _, r := range rs {
+				if !seen[r] {
+					seen[r] = true
+					out = append(out, r)
+				}
+			}
+			return out
+		}
+		out := rs[:0]
+		for _, r := range rs {
+			if !slices.Contains(out, r) {
+				out = append(out, r)
+			}
+		}
+		if len(out) == 0 {
+			return nil // as appending nothing gave
+		}
+		return out
+	}
 	var out []string
 	var seen map[string]bool // past a few resources; a linear scan before
 	add := func(tmpl string) {
