@@ -35,9 +35,7 @@ var recordJSON jsonDecoder = fastThenStd{}
 type fastThenStd struct{}
 
 func (fastThenStd) Unmarshal(data []byte, v any) error {
-	if !utf8.Valid(data) || bytes.Count(data, []byte{'['})+bytes.Count(data, []byte{'{'}) > 10000 || longDigits(data) {
-		// encoding/json limits nesting to 10,000 levels; segmentio does
-		// not, and lets some integers past 2⁶⁴ wrap into an int64.
+	if needsStd(data) {
 		return json.Unmarshal(data, v)
 	}
 	if err := segjson.Unmarshal(data, v); err == nil {
@@ -45,6 +43,15 @@ func (fastThenStd) Unmarshal(data []byte, v any) error {
 	}
 	resetValue(v)
 	return json.Unmarshal(data, v)
+}
+
+// needsStd reports whether a line must go to encoding/json at once: it is
+// not valid UTF-8 (its strings get encoding/json's U+FFFD replacements),
+// it may nest past encoding/json's limit of 10,000 levels (segmentio has
+// none), or it holds an integer that may not fit an int64 (segmentio lets
+// some past 2⁶⁴ wrap).
+func needsStd(data []byte) bool {
+	return !utf8.Valid(data) || bytes.Count(data, []byte{'['})+bytes.Count(data, []byte{'{'}) > 10000 || longDigits(data)
 }
 
 // stdJSON is encoding/json, the reference.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/antidrift/antidrift/rollout/trajectory"
+	segjson "github.com/segmentio/encoding/json"
 )
 
 // A valid record, for every command that reads trajectories (rollout's
@@ -44,11 +45,87 @@ func DecodeRecord(b []byte, r *trajectory.Record) error {
 	if len(b) == 0 || b[0] != '{' {
 		return errors.New("not a JSON object")
 	}
+	if _, fast := recordJSON.(fastThenStd); fast {
+		if decodeSized(b, r) == nil {
+			return CheckRecord(r)
+		}
+		*r = trajectory.Record{} // the reference decides, and words the error
+	}
 	if err := recordJSON.Unmarshal(b, r); err != nil {
 		return err
 	}
 	return CheckRecord(r)
 }
+
+// sizedRecord is a record whose per-message tool calls and per-step call
+// notes are decoded into slices sized for the usual one or two (the fast
+// decoder's first allocation for a slice holds ten elements: most of a
+// record's allocated bytes would be empty capacity).
+type sizedRecord struct {
+	trajectory.Record
+	Messages []sizedMessage `json:"messages"`
+	Steps    []sizedStep    `json:"steps"`
+}
+
+type sizedMessage struct {
+	trajectory.Message
+	ToolCalls smallSlice[trajectory.ToolCall] `json:"tool_calls,omitempty"`
+}
+
+type sizedStep struct {
+	trajectory.Step
+	Calls smallSlice[trajectory.CallNote] `json:"calls,omitempty"`
+}
+
+// smallSlice decodes a JSON array (or null) as []T does, into a slice
+// that starts with room for two.
+type smallSlice[T any] []T
+
+func (s *smallSlice[T]) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*s = nil
+		return nil
+	}
+	v := make([]T, 0, 2)
+	if err := segjson.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*s = v
+	return nil
+}
+
+// decodeSized decodes a line the fast way through sizedRecord; any error
+// (or a line the fast decoder must not see) leaves the decision to the
+// reference path.
+func decodeSized(b []byte, r *trajectory.Record) error {
+	if needsStd(b) {
+		return errSlowPath
+	}
+	var sr sizedRecord
+	if err := segjson.Unmarshal(b, &sr); err != nil {
+		return err
+	}
+	*r = sr.Record
+	r.Messages = nil
+	if sr.Messages != nil {
+		r.Messages = make([]trajectory.Message, len(sr.Messages))
+		for i := range sr.Messages {
+			r.Messages[i] = sr.Messages[i].Message
+			r.Messages[i].ToolCalls = sr.Messages[i].ToolCalls
+		}
+	}
+	r.Steps = nil
+	if sr.Steps != nil {
+		r.Steps = make([]trajectory.Step, len(sr.Steps))
+		for i := range sr.Steps {
+			r.Steps[i] = sr.Steps[i].Step
+			r.Steps[i].Calls = sr.Steps[i].Calls
+		}
+	}
+	return nil
+}
+
+var errSlowPath = errors.New("store: a line for encoding/json")
 
 // CheckRecord checks the fields every record must have.
 func CheckRecord(r *trajectory.Record) error {
