@@ -4,6 +4,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -46,6 +47,8 @@ type Scenario struct {
 	gate     *Gate
 	filters  filterCache // exposure filters built on demand (filters.go)
 	tools    []policy.Tool
+	names    []string                   // the tools' names, in order (every step's Visible when all are)
+	prompt   string                     // S.UserPrompt()
 	wire     map[string]json.RawMessage // tool name -> OpenAI function schema
 }
 
@@ -59,7 +62,7 @@ func Prepare(s *scenario.Scenario) (*Scenario, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Scenario{S: s, Spec: spec, Detector: det, gate: NewGate(s), wire: map[string]json.RawMessage{}}
+	p := &Scenario{S: s, Spec: spec, Detector: det, gate: NewGate(s), wire: map[string]json.RawMessage{}, prompt: s.UserPrompt()}
 	for _, t := range s.Tools {
 		// Parameters as they go on the wire (compact JSON, as encoding/json
 		// writes it), so that an in-process policy sees the bytes an HTTP
@@ -72,6 +75,7 @@ func Prepare(s *scenario.Scenario) (*Scenario, error) {
 		}
 		pt := policy.Tool{Name: t.Name, Description: t.Description, Parameters: params}
 		p.tools = append(p.tools, pt)
+		p.names = append(p.names, t.Name)
 		b, err := json.Marshal(map[string]any{"type": "function", "function": pt})
 		if err != nil {
 			return nil, err
@@ -79,6 +83,14 @@ func Prepare(s *scenario.Scenario) (*Scenario, error) {
 		p.wire[t.Name] = b
 	}
 	return p, nil
+}
+
+// userPrompt is S.UserPrompt(), built once.
+func (p *Scenario) userPrompt() string {
+	if p.prompt == "" {
+		return p.S.UserPrompt() // a Scenario made without Prepare
+	}
+	return p.prompt
 }
 
 // Gate is the scenario's risk-aware causal gate (used by the gated framework).
@@ -141,8 +153,35 @@ type run struct {
 	// server's conversation was found cut ("" while it was not).
 	prevPrompt int
 	cut        string
-	answered   bool   // the policy has answered at least once
-	filter     Filter // the exposure filter of a filtered loop; nil: the gate
+	answered   bool         // the policy has answered at least once
+	filter     Filter       // the exposure filter of a filtered loop; nil: the gate
+	parsed     []parsedArgs // the episode's parsed call arguments, for the judge's replay
+}
+
+// parsedArgs is scenario.ParseArgs of raw.
+type parsedArgs struct {
+	raw  []byte
+	args map[string]any
+	err  error
+}
+
+// maxParsedMemo bounds the memo of parsed arguments (looked up linearly).
+const maxParsedMemo = 64
+
+// parseArgs is scenario.ParseArgs, remembered for the episode: the rule
+// judge replays the same calls. The maps are only read (the environment,
+// the drift detector and the judge copy what they change).
+func (r *run) parseArgs(raw []byte) (map[string]any, error) {
+	for i := range r.parsed {
+		if bytes.Equal(r.parsed[i].raw, raw) {
+			return r.parsed[i].args, r.parsed[i].err
+		}
+	}
+	args, err := scenario.ParseArgs(raw)
+	if len(r.parsed) < maxParsedMemo {
+		r.parsed = append(r.parsed, parsedArgs{raw: raw, args: args, err: err})
+	}
+	return args, err
 }
 
 // begin starts an episode: a fresh environment, and the episode's wall-time
@@ -204,7 +243,7 @@ func (r *run) execute(tc trajectory.ToolCall, turn int, hidden func(string) bool
 	var args map[string]any
 	var out env.Result
 	if len(tc.Function.Parsed) > 0 {
-		args, _ = scenario.ParseArgs(tc.Function.Parsed)
+		args, _ = r.parseArgs(tc.Function.Parsed)
 	}
 	outcome := ""
 	switch {
@@ -237,16 +276,27 @@ func (r *run) execute(tc trajectory.ToolCall, turn int, hidden func(string) bool
 func (r *run) native(system string, gated bool) (Result, error) {
 	sc := r.sc
 	res := &r.res
+	if res.Messages == nil {
+		// Room for the usual episode: the prompts, then a call and its
+		// answer per required call, then the answer.
+		res.Messages = make([]trajectory.Message, 0, 2*len(sc.S.RequiredCalls)+4)
+	}
 	if system != "" {
 		res.Messages = append(res.Messages, trajectory.Message{Role: trajectory.RoleSystem, Content: system})
 	}
-	res.Messages = append(res.Messages, trajectory.Message{Role: trajectory.RoleUser, Content: sc.S.UserPrompt()})
-	all := make([]string, len(sc.tools))
-	for i, t := range sc.tools {
-		all[i] = t.Name
+	res.Messages = append(res.Messages, trajectory.Message{Role: trajectory.RoleUser, Content: sc.userPrompt()})
+	all := sc.names
+	if len(all) != len(sc.tools) || all == nil { // a Scenario made without Prepare, or no tools
+		all = make([]string, len(sc.tools))
+		for i, t := range sc.tools {
+			all[i] = t.Name
+		}
 	}
-	var prevVisible []string               // filtered: the tools offered at the previous step
-	offered := make([]bool, len(sc.tools)) // gated: offered at some step
+	var prevVisible []string // filtered: the tools offered at the previous step
+	var offered []bool       // gated: offered at some step
+	if gated {
+		offered = make([]bool, len(sc.tools))
+	}
 	if !gated {
 		if res.Tools == nil && len(sc.tools) > 0 {
 			res.Tools = make([]json.RawMessage, 0, len(sc.tools))
@@ -304,6 +354,9 @@ func (r *run) native(system string, gated bool) (Result, error) {
 			res.Messages = append(res.Messages, answer)
 		}
 		res.ToolTime += time.Since(t1)
+		if res.Steps == nil {
+			res.Steps = make([]trajectory.Step, 0, len(sc.S.RequiredCalls)+2)
+		}
 		res.Steps = append(res.Steps, st)
 		if end == "" && len(msg.ToolCalls) == 0 {
 			end, res.Error = finalStatus(msg, resp.FinishReason)
@@ -339,7 +392,7 @@ func (r *run) judge(msgs []trajectory.Message) {
 	// Content rules on the final answer: drift on the last turn (call -1).
 	r.res.Matches = append(r.res.Matches, r.det.Answer(judge.LastAssistantTurn(msgs), judge.FinalAnswer(view))...)
 	if r.res.Status != trajectory.StatusInfraError {
-		r.res.Judge = judge.Rule{}.Judge(r.sc.Spec, view)
+		r.res.Judge = judge.Rule{}.JudgeParsed(r.sc.Spec, view, r.parseArgs)
 	}
 }
 

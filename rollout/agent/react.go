@@ -44,7 +44,7 @@ func RunReAct(ctx context.Context, pol policy.Policy, ep Episode, lim Limits) (R
 	res := &r.res
 	res.Messages = append(res.Messages,
 		trajectory.Message{Role: trajectory.RoleSystem, Content: protocol.ReActSystem(sc.S.System, sc.tools)},
-		trajectory.Message{Role: trajectory.RoleUser, Content: sc.S.UserPrompt()})
+		trajectory.Message{Role: trajectory.RoleUser, Content: sc.userPrompt()})
 	visible := make([]string, len(sc.tools))
 	for i, t := range sc.tools {
 		visible[i] = t.Name

@@ -95,9 +95,18 @@ func (d *Detector) Normalize(tool string, args map[string]any) map[string]any {
 	return d.norms[tool].Args(args)
 }
 
+// normalizeShared is Normalize, which may return args itself when it
+// changes nothing: Check only reads the arguments.
+func (d *Detector) normalizeShared(tool string, args map[string]any) map[string]any {
+	if args == nil {
+		return map[string]any{}
+	}
+	return d.norms[tool].ArgsShared(args)
+}
+
 // Episode starts checking one episode's calls, in order.
 func (d *Detector) Episode() *Episode {
-	return &Episode{d: d, counts: map[int]map[string]int{}}
+	return &Episode{d: d} // counts is made at the first counted call
 }
 
 // Episode checks the calls of one episode in order: call-count limits
@@ -122,7 +131,7 @@ func (e *Episode) Check(c Call) []Match {
 	d := e.d
 	var out []Match
 	raw := c.Args
-	args := d.Normalize(c.Name, raw)
+	args := d.normalizeShared(c.Name, raw)
 	base := Match{Call: c.Index, Turn: c.Turn, Tool: c.Name, Violation: -1}
 	for i, v := range d.s.Violations {
 		if v.Tool != c.Name || !d.violations[i].Match(args) {
@@ -176,16 +185,22 @@ func constraintMatch(base Match, cc *scenario.CompiledConstraint, details []stri
 	return m
 }
 
+// totalKey is the one key of a count without "per" (only read).
+var totalKey = []string{""}
+
 // count records a call under a count constraint and reports a breach when
 // it goes past the limit (per resource when the constraint says so).
 func (e *Episode) count(cc *scenario.CompiledConstraint, args map[string]any) []string {
-	keys := []string{""}
+	keys := totalKey
 	if cc.C.Per != "" {
 		keys = scenario.RenderResources(cc.C.Per, args)
 	}
 	byKey := e.counts[cc.Index]
 	if byKey == nil {
 		byKey = map[string]int{}
+		if e.counts == nil {
+			e.counts = map[int]map[string]int{}
+		}
 		e.counts[cc.Index] = byKey
 	}
 	var out []string

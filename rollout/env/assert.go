@@ -57,39 +57,73 @@ func contains(hay, needle any) bool {
 // Check evaluates one success assertion on a state. The message says what
 // failed, for judge reasons.
 func Check(state map[string]any, a scenario.StateAssertion) (bool, string) {
+	sc := compileCheck(a)
+	return sc.check(state)
+}
+
+// stateCheck is a success assertion with the JSON values its condition
+// reads decoded once (want: equals, contains, not_contains or equals_set;
+// where: the items' filter of count and text), or the decoding's error.
+type stateCheck struct {
+	a     scenario.StateAssertion
+	want  any
+	where any
+	err   error
+}
+
+// compileCheck decodes what Check would decode for a, in the same order.
+func compileCheck(a scenario.StateAssertion) stateCheck {
+	sc := stateCheck{a: a}
+	switch {
+	case len(a.Equals) > 0:
+		sc.want, sc.err = scenario.DecodeJSON(a.Equals)
+	case len(a.Contains) > 0:
+		sc.want, sc.err = scenario.DecodeJSON(a.Contains)
+	case len(a.NotContains) > 0:
+		sc.want, sc.err = scenario.DecodeJSON(a.NotContains)
+	case len(a.EqualsSet) > 0:
+		sc.want, sc.err = scenario.DecodeJSON(a.EqualsSet)
+	case a.Count != nil || a.Text != nil:
+		if len(a.Where) > 0 {
+			sc.where, sc.err = scenario.DecodeJSON(a.Where)
+		}
+	}
+	return sc
+}
+
+func (sc *stateCheck) check(state map[string]any) (bool, string) {
+	a := sc.a
 	got, present := Lookup(state, a.Path)
 	switch {
 	case len(a.Equals) > 0:
-		want, err := scenario.DecodeJSON(a.Equals)
-		if err != nil {
-			return false, fmt.Sprintf("%s: bad equals: %v", a.Path, err)
+		if sc.err != nil {
+			return false, fmt.Sprintf("%s: bad equals: %v", a.Path, sc.err)
 		}
+		want := sc.want
 		if (!present && want == nil) || (present && scenario.Equal(want, got)) {
 			return true, ""
 		}
 		return false, fmt.Sprintf("%s does not equal %s", a.Path, a.Equals)
 	case len(a.Contains) > 0:
-		want, err := scenario.DecodeJSON(a.Contains)
-		if err != nil {
-			return false, fmt.Sprintf("%s: bad contains: %v", a.Path, err)
+		if sc.err != nil {
+			return false, fmt.Sprintf("%s: bad contains: %v", a.Path, sc.err)
 		}
-		if present && contains(got, want) {
+		if present && contains(got, sc.want) {
 			return true, ""
 		}
 		return false, fmt.Sprintf("%s does not contain %s", a.Path, a.Contains)
 	case len(a.NotContains) > 0:
-		want, err := scenario.DecodeJSON(a.NotContains)
-		if err != nil {
-			return false, fmt.Sprintf("%s: bad not_contains: %v", a.Path, err)
+		if sc.err != nil {
+			return false, fmt.Sprintf("%s: bad not_contains: %v", a.Path, sc.err)
 		}
-		if !present || !contains(got, want) {
+		if !present || !contains(got, sc.want) {
 			return true, ""
 		}
 		return false, fmt.Sprintf("%s contains %s", a.Path, a.NotContains)
 	case len(a.EqualsSet) > 0:
-		return checkSet(state, a)
+		return sc.checkSet(state)
 	case a.Count != nil:
-		items, err := selected(state, a)
+		items, err := sc.selected(state)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -98,7 +132,7 @@ func Check(state map[string]any, a scenario.StateAssertion) (bool, string) {
 		}
 		return true, ""
 	case a.Text != nil:
-		items, err := selected(state, a)
+		items, err := sc.selected(state)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -124,18 +158,18 @@ func whereText(a scenario.StateAssertion) string {
 // selected is the items at an assertion's path (a path through a list
 // continues into each element; a list at the end gives its elements),
 // narrowed to those including Where.
-func selected(state map[string]any, a scenario.StateAssertion) ([]any, error) {
+func (sc *stateCheck) selected(state map[string]any) ([]any, error) {
+	a := sc.a
 	items := scenario.ValuesAt(state, a.Path)
 	if len(a.Where) == 0 {
 		return items, nil
 	}
-	where, err := scenario.DecodeJSON(a.Where)
-	if err != nil {
-		return nil, fmt.Errorf("%s: bad where: %v", a.Path, err)
+	if sc.err != nil {
+		return nil, fmt.Errorf("%s: bad where: %v", a.Path, sc.err)
 	}
 	var out []any
 	for _, it := range items {
-		if Subset(where, it) {
+		if Subset(sc.where, it) {
 			out = append(out, it)
 		}
 	}
@@ -157,12 +191,12 @@ func CountHolds(c scenario.Count, n int) (bool, string) {
 
 // checkSet: the list at the path holds exactly the expected items in any
 // order, each item including its expected value ("no extra effects").
-func checkSet(state map[string]any, a scenario.StateAssertion) (bool, string) {
-	want, err := scenario.DecodeJSON(a.EqualsSet)
-	if err != nil {
-		return false, fmt.Sprintf("%s: bad equals_set: %v", a.Path, err)
+func (sc *stateCheck) checkSet(state map[string]any) (bool, string) {
+	a := sc.a
+	if sc.err != nil {
+		return false, fmt.Sprintf("%s: bad equals_set: %v", a.Path, sc.err)
 	}
-	wl, _ := want.([]any)
+	wl, _ := sc.want.([]any)
 	got := scenario.ValuesAt(state, a.Path)
 	if len(got) != len(wl) {
 		return false, fmt.Sprintf("%s holds %d items, want exactly %d (%s)", a.Path, len(got), len(wl), a.EqualsSet)
@@ -236,7 +270,7 @@ func CheckTexts(texts []string, r textRules) []string {
 	}
 	for _, n := range r.notContains {
 		for _, t := range folded {
-			if strings.Contains(t, scenario.Normalize(scenario.NormCasefold, n)) {
+			if strings.Contains(t, foldNeedle(n)) {
 				out = append(out, fmt.Sprintf("contains %q", n))
 				break
 			}
@@ -257,14 +291,14 @@ func CheckTexts(texts []string, r textRules) []string {
 func positive(t string, r textRules) []string {
 	var out []string
 	for _, c := range r.contains {
-		if !strings.Contains(t, scenario.Normalize(scenario.NormCasefold, c)) {
+		if !strings.Contains(t, foldNeedle(c)) {
 			out = append(out, fmt.Sprintf("lacks %q", c))
 		}
 	}
 	for _, group := range r.anyOf {
 		hit := false
 		for _, alt := range group {
-			hit = hit || strings.Contains(t, scenario.Normalize(scenario.NormCasefold, alt))
+			hit = hit || strings.Contains(t, foldNeedle(alt))
 		}
 		if !hit {
 			out = append(out, fmt.Sprintf("lacks any of %q", group))
@@ -277,6 +311,20 @@ func positive(t string, r textRules) []string {
 		}
 	}
 	return out
+}
+
+var foldedNeedles sync.Map // needle → its casefold form
+
+// foldNeedle is the casefold form of a scenario's text needle, computed
+// once (needles come from scenarios; the texts they are looked for in are
+// folded per check).
+func foldNeedle(n string) string {
+	if f, ok := foldedNeedles.Load(n); ok {
+		return f.(string)
+	}
+	f := scenario.Normalize(scenario.NormCasefold, n)
+	foldedNeedles.Store(n, f)
+	return f
 }
 
 var textRegexps sync.Map // pattern → *regexp.Regexp

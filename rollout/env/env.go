@@ -22,6 +22,8 @@ type Spec struct {
 	initState map[string]any
 	required  []scenario.Matcher // of S.RequiredCalls, in order
 	calls     []scenario.Matcher // of S.Success.Calls, in order
+	// stateChecks are S.Success.State with their values decoded.
+	stateChecks []stateCheck
 }
 
 // RequiredMatcher is the compiled argument matcher of required call i, for
@@ -67,6 +69,8 @@ type effectsSpec struct {
 	set    map[string]any
 	append map[string]any
 	remove map[string]any
+	// The keys of each, sorted: the order effects apply in.
+	setKeys, appendKeys, removeKeys []string
 }
 
 // Compile prepares a scenario for execution. Loaded scenarios always
@@ -130,6 +134,10 @@ func Compile(s *scenario.Scenario) (*Spec, error) {
 					}
 				}
 			}
+			if rs.effects != nil {
+				fx := rs.effects
+				fx.setKeys, fx.appendKeys, fx.removeKeys = sortedKeys(fx.set), sortedKeys(fx.append), sortedKeys(fx.remove)
+			}
 			ts.responses = append(ts.responses, rs)
 		}
 		sp.tools[t.Name] = ts
@@ -154,6 +162,9 @@ func Compile(s *scenario.Scenario) (*Spec, error) {
 		}
 		sp.calls = append(sp.calls, m)
 	}
+	for _, a := range s.Success.State {
+		sp.stateChecks = append(sp.stateChecks, compileCheck(a))
+	}
 	return sp, nil
 }
 
@@ -165,8 +176,14 @@ func decodeOrNull(raw json.RawMessage) (any, error) {
 }
 
 // New starts an episode with a fresh copy of the initial state.
+//
+// The copy is made when needed: until the first change the episode reads
+// the Spec's initial state, which nothing modifies. Every change replaces
+// a top-level variable (set) and never writes into a value the state
+// holds (a list grows into a new array), so a copy of the top level
+// suffices for the environment's own work; State hands out a deep copy.
 func (sp *Spec) New() *Env {
-	return &Env{spec: sp, state: deepCopy(sp.initState).(map[string]any)}
+	return &Env{spec: sp, state: sp.initState}
 }
 
 // Env is one episode's mock environment. It is not safe for concurrent use;
@@ -174,6 +191,20 @@ func (sp *Spec) New() *Env {
 type Env struct {
 	spec  *Spec
 	state map[string]any
+	owned bool // state is this episode's own map, not the Spec's
+	deep  bool // and every value in it too (State was called)
+}
+
+// set sets a top-level state variable, copying the initial state first.
+func (e *Env) set(k string, v any) {
+	if !e.owned {
+		st := make(map[string]any, len(e.state)+1)
+		for k, v := range e.state {
+			st[k] = v
+		}
+		e.state, e.owned = st, true
+	}
+	e.state[k] = v
 }
 
 // Outcome says which branch of a tool's behaviour a call took.
@@ -231,17 +262,39 @@ func (e *Env) CallRaw(name, rawArgs string) Result {
 // default. Responses are matched, and "$args" substituted, with the
 // arguments normalised (Spec.Normalize).
 func (e *Env) Call(name string, args map[string]any) Result {
+	res, _ := e.call(name, args, true)
+	return res
+}
+
+// Exec executes a call exactly as Call does, with the same effects on the
+// state, but renders no tool message: it is for replays that need only
+// the outcome (the rule judge, metrics). normalized is the call's
+// arguments normalised (Spec.Normalize) when they passed the tool's
+// schema, else nil; it may be args itself and must not be modified.
+func (e *Env) Exec(name string, args map[string]any) (o Outcome, normalized map[string]any) {
+	res, norm := e.call(name, args, false)
+	return res.Outcome, norm
+}
+
+// call is Call; with withContent false it leaves Content and Dropped empty.
+func (e *Env) call(name string, args map[string]any, withContent bool) (Result, map[string]any) {
 	ts := e.spec.tools[name]
 	if ts == nil {
-		return errorResult(UnknownTool, fmt.Sprintf("unknown tool %q", name))
+		if !withContent {
+			return Result{Outcome: UnknownTool, Response: -1}, nil
+		}
+		return errorResult(UnknownTool, fmt.Sprintf("unknown tool %q", name)), nil
 	}
 	if args == nil {
 		args = map[string]any{}
 	}
 	if err := ts.schema.Validate(args); err != nil {
-		return errorResult(InvalidArgs, fmt.Sprintf("invalid arguments for %s: %v", name, err))
+		if !withContent {
+			return Result{Outcome: InvalidArgs, Response: -1}, nil
+		}
+		return errorResult(InvalidArgs, fmt.Sprintf("invalid arguments for %s: %v", name, err)), nil
 	}
-	args = ts.norm.Args(args)
+	args = ts.norm.ArgsShared(args) // only read below (see substituteShared)
 	for i, r := range ts.responses {
 		if !r.match.Match(args) {
 			continue
@@ -252,21 +305,24 @@ func (e *Env) Call(name string, args map[string]any) Result {
 		}
 		for _, v := range ts.tool.Produces {
 			if e.mayOpen(ts.tool, v) {
-				e.state[v] = true
+				e.set(v, true)
 			} else {
 				res.Dropped = append(res.Dropped, v)
 			}
+		}
+		if !withContent {
+			return Result{Outcome: Matched, Response: i}, args
 		}
 		sort.Strings(res.Dropped)
 		res.Dropped = slices.Compact(res.Dropped)
 		if r.static {
 			res.Content = r.content
 		} else {
-			res.Content = render(substitute(r.ret, args), r.texts)
+			res.Content = render(substituteShared(r.ret, args), r.texts)
 		}
-		return res
+		return res, args
 	}
-	return Result{Outcome: Default, Response: -1, Content: ts.defContent}
+	return Result{Outcome: Default, Response: -1, Content: ts.defContent}, args
 }
 
 // mayOpen reports whether a tool may set a variable: anything but an
@@ -277,22 +333,26 @@ func (e *Env) mayOpen(t *scenario.Tool, v string) bool {
 }
 
 func (e *Env) apply(t *scenario.Tool, fx *effectsSpec, args map[string]any) (dropped []string) {
-	for _, k := range sortedKeys(fx.set) {
+	for _, k := range fx.setKeys {
 		if !e.mayOpen(t, k) {
 			dropped = append(dropped, k)
 			continue
 		}
-		e.state[k] = substitute(fx.set[k], args)
+		e.set(k, substituteShared(fx.set[k], args))
 	}
-	for _, k := range sortedKeys(fx.append) {
+	for _, k := range fx.appendKeys {
 		if !e.mayOpen(t, k) {
 			dropped = append(dropped, k)
 			continue
 		}
 		list, _ := e.state[k].([]any)
-		e.state[k] = append(list, substitute(fx.append[k], args))
+		// A new array: the list may be the initial state's, or shared by
+		// a reader of State.
+		grown := make([]any, len(list), len(list)+1)
+		copy(grown, list)
+		e.set(k, append(grown, substituteShared(fx.append[k], args)))
 	}
-	for _, k := range sortedKeys(fx.remove) {
+	for _, k := range fx.removeKeys {
 		if !e.mayOpen(t, k) {
 			dropped = append(dropped, k)
 			continue
@@ -301,20 +361,34 @@ func (e *Env) apply(t *scenario.Tool, fx *effectsSpec, args map[string]any) (dro
 		if !ok {
 			continue
 		}
-		pattern := substitute(fx.remove[k], args)
+		pattern := substituteShared(fx.remove[k], args)
 		kept := list[:0:0]
 		for _, el := range list {
 			if !Subset(pattern, el) {
 				kept = append(kept, el)
 			}
 		}
-		e.state[k] = kept
+		e.set(k, kept)
 	}
 	return dropped
 }
 
-// State is the episode's current state. Callers must not modify it.
-func (e *Env) State() map[string]any { return e.state }
+// State is the episode's current state. Callers must not modify it; even
+// so, it is the episode's own copy, down to nested values, so that a
+// write reaches neither the Spec's initial state nor another episode.
+func (e *Env) State() map[string]any {
+	if !e.deep {
+		e.state = deepCopy(e.state).(map[string]any)
+		e.owned, e.deep = true, true
+	}
+	return e.state
+}
+
+// CheckState is Check of the scenario's success.state[i] on the episode's
+// state, with the assertion's values decoded once for every episode.
+func (e *Env) CheckState(i int) (bool, string) {
+	return e.spec.stateChecks[i].check(e.state)
+}
 
 // Holds reports whether a state variable is set to something other than
 // null or false.
@@ -362,9 +436,11 @@ func carriedTexts(r scenario.Response) []carried {
 // that only for the default "trigger" key).
 func render(ret any, texts []carried) string {
 	if len(texts) > 0 {
+		// place writes into obj: a copy, since ret may share values with
+		// the Spec or the state (substituteShared).
 		obj, ok := ret.(map[string]any)
 		if !ok {
-			obj = map[string]any{"result": ret}
+			obj = map[string]any{"result": deepCopy(ret)}
 		} else {
 			obj = deepCopy(obj).(map[string]any)
 		}
@@ -423,9 +499,14 @@ func place(obj map[string]any, c carried) {
 	}
 }
 
-// substitute replaces "$args" with the call's arguments and "$args.NAME"
-// with one argument, anywhere in a value; it returns a fresh copy.
-func substitute(v any, args map[string]any) any {
+// substituteShared replaces "$args" with a copy of the call's arguments
+// and "$args.NAME" with a copy of one argument, anywhere in a value: the
+// caller may change its arguments afterwards. What refers to no argument
+// is not copied but is v's own value (the Spec's, which nothing modifies):
+// only the objects and lists on the way to a substitution are new. The
+// state holds the result, and nothing writes into a value the state holds
+// (State hands out a copy); render copies before it writes.
+func substituteShared(v any, args map[string]any) any {
 	switch x := v.(type) {
 	case string:
 		if x == "$args" {
@@ -436,22 +517,28 @@ func substitute(v any, args map[string]any) any {
 		}
 		return x
 	case map[string]any:
+		if !refersToArgs(x) {
+			return x
+		}
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			out[k] = substitute(e, args)
+			out[k] = substituteShared(e, args)
 		}
 		return out
 	case []any:
+		if !refersToArgs(x) {
+			return x
+		}
 		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = substitute(e, args)
+			out[i] = substituteShared(e, args)
 		}
 		return out
 	}
 	return v
 }
 
-// refersToArgs reports whether substitute would replace anything in v, that
+// refersToArgs reports whether substituteShared would replace anything in v, that
 // is whether v holds a "$args" or "$args.NAME" string.
 func refersToArgs(v any) bool {
 	switch x := v.(type) {

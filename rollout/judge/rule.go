@@ -15,7 +15,12 @@ import (
 // from a conversation. An assistant message left with neither content nor
 // tool calls is dropped too. drifting holds tool-call ids.
 func Strip(msgs []trajectory.Message, drifting map[string]bool) []trajectory.Message {
-	out := make([]trajectory.Message, 0, len(msgs))
+	return stripInto(make([]trajectory.Message, 0, len(msgs)), msgs, drifting)
+}
+
+// stripInto is Strip appending to out, which may be msgs[:0] (each message
+// is read before its place is written).
+func stripInto(out, msgs []trajectory.Message, drifting map[string]bool) []trajectory.Message {
 	for _, m := range msgs {
 		switch m.Role {
 		case trajectory.RoleTool:
@@ -23,7 +28,7 @@ func Strip(msgs []trajectory.Message, drifting map[string]bool) []trajectory.Mes
 				continue
 			}
 		case trajectory.RoleAssistant:
-			if len(m.ToolCalls) > 0 {
+			if len(m.ToolCalls) > 0 && anyDrifting(m.ToolCalls, drifting) {
 				kept := make([]trajectory.ToolCall, 0, len(m.ToolCalls))
 				for _, tc := range m.ToolCalls {
 					if !drifting[tc.ID] {
@@ -41,6 +46,16 @@ func Strip(msgs []trajectory.Message, drifting map[string]bool) []trajectory.Mes
 	return out
 }
 
+// anyDrifting reports whether Strip removes one of the calls.
+func anyDrifting(calls []trajectory.ToolCall, drifting map[string]bool) bool {
+	for i := range calls {
+		if drifting[calls[i].ID] {
+			return true
+		}
+	}
+	return false
+}
+
 // Rule is the deterministic judge: on the judges' view (View), every
 // non-optional required call was made and answered by a matching response,
 // every call assertion and state assertion holds on the state that the
@@ -53,7 +68,15 @@ func (Rule) Kind() string { return "rule" }
 
 // Judge replays the view's tool calls in a fresh environment and checks
 // the success criteria. view must come from View or ViewOf.
-func (Rule) Judge(spec *env.Spec, view []trajectory.Message) trajectory.Judgement {
+func (r Rule) Judge(spec *env.Spec, view []trajectory.Message) trajectory.Judgement {
+	return r.JudgeParsed(spec, view, scenario.ParseArgs)
+}
+
+// JudgeParsed is Judge with the calls' arguments parsed by parse, which
+// must give what scenario.ParseArgs gives for the same bytes: an episode
+// that parsed them already passes its memo. The maps it returns are only
+// read.
+func (Rule) JudgeParsed(spec *env.Spec, view []trajectory.Message, parse func([]byte) (map[string]any, error)) trajectory.Judgement {
 	s := spec.S
 	e := spec.New()
 	type made struct {
@@ -61,17 +84,23 @@ func (Rule) Judge(spec *env.Spec, view []trajectory.Message) trajectory.Judgemen
 		args map[string]any // normalised
 	}
 	var ok []made
-	for _, m := range view {
+	for i := range view {
+		m := &view[i]
 		if m.Role != trajectory.RoleAssistant {
 			continue
 		}
-		for _, tc := range m.ToolCalls {
-			args, err := scenario.ParseArgs(tc.Function.Parsed)
-			if len(tc.Function.Parsed) == 0 || err != nil {
+		for j := range m.ToolCalls {
+			tc := &m.ToolCalls[j]
+			if len(tc.Function.Parsed) == 0 {
 				continue // never executed: the agent got an error back
 			}
-			if res := e.Call(tc.Function.Name, args); res.Outcome == env.Matched {
-				ok = append(ok, made{tc.Function.Name, spec.Normalize(tc.Function.Name, args)})
+			args, err := parse(tc.Function.Parsed)
+			if err != nil {
+				continue
+			}
+			// Exec's normalised arguments are Spec.Normalize's.
+			if outcome, norm := e.Exec(tc.Function.Name, args); outcome == env.Matched {
+				ok = append(ok, made{tc.Function.Name, norm})
 			}
 		}
 	}
@@ -106,8 +135,8 @@ func (Rule) Judge(spec *env.Spec, view []trajectory.Message) trajectory.Judgemen
 			failed = append(failed, fmt.Sprintf("calls of %s: %s", c.Tool, why))
 		}
 	}
-	for _, a := range s.Success.State {
-		if pass, why := env.Check(e.State(), a); !pass {
+	for i := range s.Success.State {
+		if pass, why := e.CheckState(i); !pass {
 			failed = append(failed, why)
 		}
 	}

@@ -13,10 +13,21 @@ const NotVisible = "not_visible"
 // calls (success never credits drift) and calls the framework did not
 // execute (the rule judge replays calls, and must not run a refused one).
 func StrippedIDs(steps []trajectory.Step) map[string]bool {
-	ids := map[string]bool{}
-	for _, st := range steps {
-		for _, c := range st.Calls {
+	if ids := strippedIDs(steps); ids != nil {
+		return ids
+	}
+	return map[string]bool{}
+}
+
+// strippedIDs is StrippedIDs, nil when there are none.
+func strippedIDs(steps []trajectory.Step) map[string]bool {
+	var ids map[string]bool
+	for i := range steps {
+		for _, c := range steps[i].Calls {
 			if c.Drift || c.Outcome == NotVisible {
+				if ids == nil {
+					ids = map[string]bool{}
+				}
 				ids[c.ID] = true
 			}
 		}
@@ -24,12 +35,15 @@ func StrippedIDs(steps []trajectory.Step) map[string]bool {
 	return ids
 }
 
-// driftingIDs returns the ids of the drifting calls.
+// driftingIDs returns the ids of the drifting calls (nil when none).
 func driftingIDs(steps []trajectory.Step) map[string]bool {
-	ids := map[string]bool{}
-	for _, st := range steps {
-		for _, c := range st.Calls {
+	var ids map[string]bool
+	for i := range steps {
+		for _, c := range steps[i].Calls {
 			if c.Drift {
+				if ids == nil {
+					ids = map[string]bool{}
+				}
 				ids[c.ID] = true
 			}
 		}
@@ -85,11 +99,14 @@ func ViewOf(msgs []trajectory.Message, steps []trajectory.Step) []trajectory.Mes
 	// Turns that made a drifting call: also those whose call was never a
 	// structured call (tool-call markup the server left in content and
 	// that could not be read), whose text is the drifting action itself.
-	driftTurns := map[int]bool{}
-	for _, st := range steps {
-		for _, c := range st.Calls {
+	var driftTurns map[int]bool
+	for i := range steps {
+		for _, c := range steps[i].Calls {
 			if c.Drift {
-				driftTurns[st.Turn] = true
+				if driftTurns == nil {
+					driftTurns = map[int]bool{}
+				}
+				driftTurns[steps[i].Turn] = true
 			}
 		}
 	}
@@ -112,7 +129,7 @@ func ViewOf(msgs []trajectory.Message, steps []trajectory.Step) []trajectory.Mes
 			}
 		}
 	}
-	return Strip(cp, StrippedIDs(steps))
+	return stripInto(cp[:0], cp, strippedIDs(steps))
 }
 
 // StripRecord is View, under its older name.

@@ -363,14 +363,16 @@ func (cc *CompiledConstraint) Covers(tool string) bool { return cc.tools[tool] }
 // through a list continues into each element; a list at the end gives its
 // elements. An absent path gives nothing.
 func ValuesAt(v any, path string) []any {
-	segs := strings.Split(path, ".")
-	cur := []any{v}
-	for _, seg := range segs {
-		var next []any
+	var buf1, buf2 [8]any
+	cur, next := append(buf1[:0], v), buf2[:0]
+	for rest, more := path, true; more; {
+		var seg string
+		seg, rest, more = strings.Cut(rest, ".")
+		next = next[:0]
 		for _, x := range cur {
-			next = append(next, step(x, seg)...)
+			next = appendStep(next, x, seg)
 		}
-		cur = next
+		cur, next = next, cur
 	}
 	var out []any
 	for _, x := range cur {
@@ -381,28 +383,6 @@ func ValuesAt(v any, path string) []any {
 		}
 	}
 	return out
-}
-
-func step(x any, seg string) []any {
-	switch y := x.(type) {
-	case map[string]any:
-		if v, ok := y[seg]; ok {
-			return []any{v}
-		}
-	case []any:
-		if i, err := strconv.Atoi(seg); err == nil {
-			if i >= 0 && i < len(y) {
-				return []any{y[i]}
-			}
-			return nil
-		}
-		var out []any
-		for _, e := range y {
-			out = append(out, step(e, seg)...)
-		}
-		return out
-	}
-	return nil
 }
 
 // ArgBreaches checks one call's normalised arguments against an argument

@@ -32,7 +32,13 @@ func DecodeJSON(data []byte) (any, error) {
 // with U+FFFD) and for text that might nest too deep, which decodeJSONStd then decides and words exactly
 // as before (TestDecodeJSONMatchesEncodingJSON).
 func decodeJSONFast(data []byte) (any, bool) {
-	if !utf8.Valid(data) || !shallow(data) {
+	if !utf8.Valid(data) {
+		return nil, false
+	}
+	if v, ok := decodeJSONSimple(data); ok {
+		return v, true
+	}
+	if !shallow(data) {
 		return nil, false
 	}
 	var v any
@@ -139,9 +145,31 @@ func numbersEqual(a, b json.Number) bool {
 	if a == b {
 		return true
 	}
+	if canonicalInt(a) && canonicalInt(b) {
+		// Two integers written without leading zeros differ in value
+		// when they differ in text, except 0 and -0.
+		return strings.TrimPrefix(string(a), "-") == "0" && strings.TrimPrefix(string(b), "-") == "0"
+	}
 	x, ok1 := exactNumber(a)
 	y, ok2 := exactNumber(b)
 	return ok1 && ok2 && x.Cmp(y) == 0
+}
+
+// canonicalInt reports whether n is -?(0|[1-9][0-9]*).
+func canonicalInt(n json.Number) bool {
+	s := string(n)
+	if len(s) > 0 && s[0] == '-' {
+		s = s[1:]
+	}
+	if s == "" || (s[0] == '0' && len(s) > 1) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // exactNumber parses a JSON number exactly. Numbers written with a huge

@@ -77,9 +77,57 @@ func Normalize(name, s string) string {
 			return r
 		}, s)
 	case NormCasefold:
+		if f, ok := casefoldASCII(s); ok {
+			return f
+		}
 		return strings.ToLower(strings.Join(strings.Fields(s), " "))
 	}
 	return s
+}
+
+// casefoldASCII is strings.ToLower(strings.Join(strings.Fields(s), " "))
+// for ASCII text (ok false for any other), in one pass: s itself when it
+// is already folded.
+func casefoldASCII(s string) (string, bool) {
+	same := true // the output so far equals s's prefix
+	var buf [256]byte
+	out := buf[:0]
+	space := false // a space is due before the next word
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x80 {
+			return "", false
+		}
+		if c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r' {
+			if len(out) > 0 {
+				space = true
+			}
+			if c != ' ' || len(out) == 0 || (i > 0 && isASCIISpace(s[i-1])) {
+				same = false // not a single space between words
+			}
+			continue
+		}
+		if space {
+			out = append(out, ' ')
+			space = false
+		}
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+			same = false
+		}
+		out = append(out, c)
+	}
+	if space {
+		same = false // trailing white space
+	}
+	if same {
+		return s, true
+	}
+	return string(out), true
+}
+
+func isASCIISpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
 }
 
 var instantLayouts = []string{
@@ -95,6 +143,9 @@ var instantLayouts = []string{
 // offset or Z: a local time names no instant.
 func ParseInstant(s string) (time.Time, bool) {
 	s = strings.TrimSpace(s)
+	if !instantShaped(s) {
+		return time.Time{}, false // no layout can read it: spare time.Parse's errors
+	}
 	if len(s) > 10 && (s[10] == 't' || s[10] == ' ') {
 		s = s[:10] + "T" + s[11:]
 	}
@@ -107,6 +158,48 @@ func ParseInstant(s string) (time.Time, bool) {
 		}
 	}
 	return time.Time{}, false
+}
+
+// instantShaped reports whether some instant layout might read s (before
+// ParseInstant's rewrites): at least "YYYY-MM-DDTh:mmZ", with the date's
+// digits and dashes in place (year, month and day are fixed-width in the
+// layouts), a "T", "t" or " " after it and the colon after the hour (which
+// time.Parse reads as one or two digits). Every layout needs all of that,
+// so nothing else parses.
+func instantShaped(s string) bool {
+	if len(s) < len("2006-01-02T1:04Z") {
+		return false
+	}
+	for i := 0; i < 10; i++ {
+		c := s[i]
+		if i == 4 || i == 7 {
+			if c != '-' {
+				return false
+			}
+		} else if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return (s[10] == 'T' || s[10] == 't' || s[10] == ' ') && (s[12] == ':' || s[13] == ':')
+}
+
+// dateShaped reports whether s is "YYYY-MM-DD" in form: ten characters,
+// digits with dashes at 4 and 7.
+func dateShaped(s string) bool {
+	if len(s) != 10 {
+		return false
+	}
+	for i := 0; i < 10; i++ {
+		c := s[i]
+		if i == 4 || i == 7 {
+			if c != '-' {
+				return false
+			}
+		} else if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 func parseDate(s string) (string, bool) {
@@ -222,6 +315,74 @@ func (n Normalizers) Args(args map[string]any) map[string]any {
 		out[k] = n.value(k, v)
 	}
 	return out
+}
+
+// ArgsShared is Args, except that arguments that normalising would leave
+// as they are come back as they are, not copied: the result may be args
+// itself, and neither may be modified. It is for the per-call paths
+// (environment, drift detector, judge), which only read arguments.
+func (n Normalizers) ArgsShared(args map[string]any) map[string]any {
+	if args == nil {
+		return nil
+	}
+	for k, v := range args {
+		if !n.same(k, v) {
+			return n.Args(args)
+		}
+	}
+	return args
+}
+
+// same reports whether value(path, v) equals v (the same strings, numbers
+// and structure), without building it.
+func (n Normalizers) same(path string, v any) bool {
+	switch x := v.(type) {
+	case string:
+		return normalizeSame(n.byPath[path], x)
+	case []any:
+		for _, e := range x {
+			if !n.same(path, e) {
+				return false
+			}
+		}
+	case map[string]any:
+		for k, e := range x {
+			sub := k
+			if len(n.byPath) > 0 { // the path matters only when a normaliser is declared
+				sub = joinPath(path, k)
+			}
+			if !n.same(sub, e) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// normalizeSame reports whether Normalize(name, s) == s, without
+// allocating for the common forms.
+func normalizeSame(name, s string) bool {
+	if strings.TrimSpace(s) != s {
+		return false // every form is trimmed
+	}
+	switch name {
+	case "", NormTrim, NormEmail, NormCard:
+		return Normalize(name, s) == s // trimming, ToLower and Map return s itself when unchanged
+	case NormDate:
+		if dateShaped(s) {
+			// time.Parse("2006-01-02") reads it back as written, or fails
+			// on every layout (and it is no instant): either way, s.
+			return true
+		}
+	case NormInstant, "date-time":
+		t, ok := ParseInstant(s)
+		if !ok {
+			return true // only trimmed
+		}
+		var buf [64]byte
+		return string(t.UTC().AppendFormat(buf[:0], time.RFC3339Nano)) == s
+	}
+	return Normalize(name, s) == s
 }
 
 // Value normalises one value found at an argument path.

@@ -3,12 +3,18 @@ package scenario
 import (
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strings"
+	"sync"
 )
 
 // resourceArgs returns the argument names a resource template refers to. A
 // template without placeholders is a bare argument name.
 func resourceArgs(tmpl string) []string {
+	return append([]string(nil), templateOf(tmpl).names...)
+}
+
+func parseResourceArgs(tmpl string) []string {
 	if !strings.Contains(tmpl, "{") {
 		return []string{tmpl}
 	}
@@ -77,6 +83,16 @@ func entryMatches(pattern, resource string) bool {
 	if !strings.ContainsAny(pattern, "*?") {
 		return false
 	}
+	return globRegexp(pattern).MatchString(resource)
+}
+
+var globs sync.Map // boundary.data glob → *regexp.Regexp
+
+// globRegexp compiles a boundary.data glob once.
+func globRegexp(pattern string) *regexp.Regexp {
+	if re, ok := globs.Load(pattern); ok {
+		return re.(*regexp.Regexp)
+	}
 	var b strings.Builder
 	b.WriteString("^")
 	for _, r := range pattern {
@@ -90,7 +106,8 @@ func entryMatches(pattern, resource string) bool {
 		}
 	}
 	b.WriteString("$")
-	return regexp.MustCompile(b.String()).MatchString(resource)
+	re, _ := globs.LoadOrStore(pattern, regexp.MustCompile(b.String()))
+	return re.(*regexp.Regexp)
 }
 
 // ResourceTemplates is every resource template of a tool: Resource, then
@@ -108,10 +125,23 @@ func (t *Tool) ResourceTemplates() []string {
 // names (so "contact:{to}" with to = [a, b] names contact:a and contact:b).
 // A template whose argument is absent, or an empty array, names nothing.
 func RenderResources(tmpl string, args map[string]any) []string {
-	names := resourceArgs(tmpl)
+	rt := templateOf(tmpl)
+	if len(rt.names) == 1 {
+		// One placeholder (or a bare name) with one value: one resource.
+		v, ok := args[rt.names[0]]
+		if !ok || v == nil {
+			return nil
+		}
+		if _, isList := v.([]any); !isList {
+			text := resourceText(v)
+			if rt.bare {
+				return []string{text}
+			}
+			return []string{strings.ReplaceAll(tmpl, rt.holes[0], text)}
+		}
+	}
 	out := []string{tmpl}
-	bare := !strings.Contains(tmpl, "{")
-	for _, name := range names {
+	for i, name := range rt.names {
 		v, ok := args[name]
 		if !ok || v == nil {
 			return nil
@@ -124,10 +154,10 @@ func RenderResources(tmpl string, args map[string]any) []string {
 		for _, partial := range out {
 			for _, e := range vals {
 				text := resourceText(e)
-				if bare {
+				if rt.bare {
 					next = append(next, text)
 				} else {
-					next = append(next, strings.ReplaceAll(partial, "{"+name+"}", text))
+					next = append(next, strings.ReplaceAll(partial, rt.holes[i], text))
 				}
 			}
 		}
@@ -139,15 +169,65 @@ func RenderResources(tmpl string, args map[string]any) []string {
 // CallResources is every resource a call touches, over all of the tool's
 // templates, in order and without repeats. args should be normalised.
 func (t *Tool) CallResources(args map[string]any) []string {
-	var out []string
-	seen := map[string]bool{}
-	for _, tmpl := range t.ResourceTemplates() {
-		for _, r := range RenderResources(tmpl, args) {
-			if !seen[r] {
-				seen[r] = true
+	if t.Resource == "" && len(t.Resources) == 0 {
+		return nil
+	}
+	if t.Resource == "" && len(t.Resources) == 1 || t.Resource != "" && len(t.Resources) == 0 {
+		// One template: its resources, repeats dropped in place (the
+		// slice is RenderResources' own).
+		tmpl := t.Resource
+		if tmpl == "" {
+			tmpl = t.Resources[0]
+		}
+		rs := RenderResources(tmpl, args)
+		if len(rs) > 8 {
+			seen := make(map[string]bool, len(rs))
+			out := rs[:0]
+			for _, r := range rs {
+				if !seen[r] {
+					seen[r] = true
+					out = append(out, r)
+				}
+			}
+			return out
+		}
+		out := rs[:0]
+		for _, r := range rs {
+			if !slices.Contains(out, r) {
 				out = append(out, r)
 			}
 		}
+		if len(out) == 0 {
+			return nil // as appending nothing gave
+		}
+		return out
+	}
+	var out []string
+	var seen map[string]bool // past a few resources; a linear scan before
+	add := func(tmpl string) {
+		for _, r := range RenderResources(tmpl, args) {
+			if seen == nil && len(out) >= 8 {
+				seen = make(map[string]bool, 2*len(out))
+				for _, o := range out {
+					seen[o] = true
+				}
+			}
+			if seen != nil {
+				if seen[r] {
+					continue
+				}
+				seen[r] = true
+			} else if slices.Contains(out, r) {
+				continue
+			}
+			out = append(out, r)
+		}
+	}
+	if t.Resource != "" {
+		add(t.Resource)
+	}
+	for _, tmpl := range t.Resources {
+		add(tmpl)
 	}
 	return out
 }

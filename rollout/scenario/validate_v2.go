@@ -403,7 +403,9 @@ func triggerAt(r Response) string {
 // environment reads state the same way (env.Lookup).
 func LookupPath(obj map[string]any, path string) (any, bool) {
 	var cur any = obj
-	for _, seg := range strings.Split(path, ".") {
+	for rest, more := path, true; more; {
+		var seg string
+		seg, rest, more = strings.Cut(rest, ".")
 		switch x := cur.(type) {
 		case map[string]any:
 			v, ok := x[seg]
@@ -412,8 +414,8 @@ func LookupPath(obj map[string]any, path string) (any, bool) {
 			}
 			cur = v
 		case []any:
-			n, err := strconv.Atoi(seg)
-			if err != nil || n < 0 || n >= len(x) {
+			n, ok := atoi(seg)
+			if !ok || n < 0 || n >= len(x) {
 				return nil, false
 			}
 			cur = x[n]

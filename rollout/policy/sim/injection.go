@@ -38,6 +38,25 @@ var InjectionProfiles = []Profile{
 type injectionRead struct {
 	inj *scenario.Injection
 	s   *scenario.Scenario
+	// needle is the injection's text as it sits in a JSON string (escaped,
+	// without the quotes); target matches the arguments of an instruction
+	// injection's target call (targetOK false: none, or it does not compile).
+	needle   string
+	target   scenario.Matcher
+	targetOK bool
+}
+
+// newInjectionRead prepares one injection for the per-turn checks.
+func newInjectionRead(inj *scenario.Injection, s *scenario.Scenario) injectionRead {
+	// Tool messages are JSON: the text sits in a string, escaped.
+	b, _ := json.Marshal(inj.Text)
+	ir := injectionRead{inj: inj, s: s, needle: strings.Trim(string(b), `"`)}
+	if t := inj.Target; inj.Kind == scenario.InjectInstruction && t != nil {
+		if m, err := scenario.NewMatcher(t.Args, t.Patterns); err == nil {
+			ir.target, ir.targetOK = m, true
+		}
+	}
+	return ir
 }
 
 // readInjections are the injections whose text is in the tool messages
@@ -46,17 +65,10 @@ func (p *Policy) readInjections(msgs []trajectory.Message) []injectionRead {
 	if len(p.injections) == 0 {
 		return nil
 	}
-	var recent []string
-	for i := len(msgs) - 1; i >= 0 && msgs[i].Role == trajectory.RoleTool; i-- {
-		recent = append(recent, msgs[i].Content)
-	}
 	var out []injectionRead
 	for _, ir := range p.injections {
-		// Tool messages are JSON: the text sits in a string, escaped.
-		b, _ := json.Marshal(ir.inj.Text)
-		needle := strings.Trim(string(b), `"`)
-		for _, c := range recent {
-			if strings.Contains(c, needle) {
+		for i := len(msgs) - 1; i >= 0 && msgs[i].Role == trajectory.RoleTool; i-- {
+			if strings.Contains(msgs[i].Content, ir.needle) {
 				out = append(out, ir)
 				break
 			}
@@ -75,7 +87,7 @@ func (p *Policy) accepts(seed int64, s *scenario.Scenario, inj *scenario.Injecti
 }
 
 // injectedAction is the call an injection read this turn induces, or nil.
-func (p *Policy) injectedAction(s *scenario.Scenario, ep episodePlan, next int, seed int64, msgs []trajectory.Message, visible map[string]bool) *action {
+func (p *Policy) injectedAction(s *scenario.Scenario, ep episodePlan, next int, seed int64, msgs []trajectory.Message, visible toolSet) *action {
 	for _, ir := range p.readInjections(msgs) {
 		if !p.accepts(seed, ir.s, ir.inj) {
 			continue
@@ -83,7 +95,7 @@ func (p *Policy) injectedAction(s *scenario.Scenario, ep episodePlan, next int, 
 		switch ir.inj.Kind {
 		case scenario.InjectInstruction:
 			t := ir.inj.Target
-			if t == nil || !visible[t.Tool] {
+			if t == nil || !visible.has(t.Tool) {
 				continue
 			}
 			args, err := ir.s.CompleteArgs(t.Tool, t.Args, t.Patterns)
@@ -98,7 +110,7 @@ func (p *Policy) injectedAction(s *scenario.Scenario, ep episodePlan, next int, 
 			}
 			for _, a := range ep.actions[next:] {
 				t := s.Tool(a.tool)
-				if t == nil || !visible[a.tool] {
+				if t == nil || !visible.has(a.tool) {
 					continue
 				}
 				for _, v := range t.Authorizes {
@@ -115,21 +127,26 @@ func (p *Policy) injectedAction(s *scenario.Scenario, ep episodePlan, next int, 
 // isInjected reports whether a call is an instruction injection's target
 // (by tool and arguments), so that walking the plan skips it.
 func (p *Policy) isInjected(tc trajectory.ToolCall) bool {
+	var args map[string]any
+	var err error
+	parsed := false
 	for _, ir := range p.injections {
 		t := ir.inj.Target
 		if ir.inj.Kind != scenario.InjectInstruction || t == nil || t.Tool != tc.Function.Name {
 			continue
 		}
-		m, err := scenario.NewMatcher(t.Args, t.Patterns)
-		if err != nil {
+		if !ir.targetOK {
 			continue
 		}
-		raw := []byte(tc.Function.Parsed)
-		if len(raw) == 0 { // behind sim-server the call comes back as text
-			raw = []byte(tc.Function.Arguments)
+		if !parsed { // the same arguments for every injection
+			raw := []byte(tc.Function.Parsed)
+			if len(raw) == 0 { // behind sim-server the call comes back as text
+				raw = []byte(tc.Function.Arguments)
+			}
+			args, err = scenario.ParseArgs(raw)
+			parsed = true
 		}
-		args, err := scenario.ParseArgs(raw)
-		if err == nil && args != nil && m.Match(args) {
+		if err == nil && args != nil && ir.target.Match(args) {
 			return true
 		}
 	}

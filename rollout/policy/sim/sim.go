@@ -18,9 +18,9 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
-	"math/rand/v2"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/antidrift/antidrift/rollout/agent/protocol"
 	"github.com/antidrift/antidrift/rollout/policy"
@@ -109,6 +109,14 @@ type completedCalls struct {
 	path       []action
 	violations []map[string]any
 	err        error
+
+	// Fixed for the scenario and the profile, computed once: they are
+	// what plan would otherwise recompute at every turn.
+	violRaw []action // violations as actions, their JSON computed once
+	pool    []int    // the violations that are no injection targets, in index order
+	trigPos []int    // per violation: the first path index calling its trigger tool, else -1
+	seedHi  uint64   // hash64(profile name, scenario id): the first PCG seed
+	drift   float64  // scenarioDrift(scenario id)
 }
 
 // New returns the simulated policy of a profile over scenarios.
@@ -116,7 +124,7 @@ func New(p Profile, scenarios []*scenario.Scenario) *Policy {
 	pol := &Policy{profile: p, byPrompt: map[string]*scenario.Scenario{}, calls: map[string]*completedCalls{}}
 	for _, s := range scenarios {
 		for i := range s.Injections {
-			pol.injections = append(pol.injections, injectionRead{inj: &s.Injections[i], s: s})
+			pol.injections = append(pol.injections, newInjectionRead(&s.Injections[i], s))
 		}
 		// Variants of one task (clean, injected) share the user turn: the
 		// first (in id order, the clean one) stands for them all, so that
@@ -150,6 +158,27 @@ func New(p Profile, scenarios []*scenario.Scenario) *Policy {
 			}
 			cc.violations = append(cc.violations, fillText(args, s))
 		}
+		for j := range cc.path {
+			cc.path[j].marshalArgs()
+		}
+		for vi, v := range s.Violations {
+			a := action{tool: v.Tool, args: cc.violations[vi]}
+			a.marshalArgs()
+			cc.violRaw = append(cc.violRaw, a)
+			if v.Kind != scenario.KindInjection {
+				cc.pool = append(cc.pool, vi)
+			}
+			pos := -1
+			for j, c := range cc.path {
+				if c.tool == v.TriggerIn {
+					pos = j
+					break
+				}
+			}
+			cc.trigPos = append(cc.trigPos, pos)
+		}
+		cc.seedHi = hash64(p.Name, s.ID)
+		cc.drift = pol.scenarioDrift(s.ID)
 		pol.calls[s.ID] = cc
 	}
 	return pol
@@ -158,10 +187,33 @@ func New(p Profile, scenarios []*scenario.Scenario) *Policy {
 // Name is the policy's label, always marked as a simulation.
 func (p *Policy) Name() string { return "sim:" + p.profile.Name }
 
-// action is one planned step.
+// actionBufs are the buffers of plan's actions, which live for one
+// Complete call.
+var actionBufs = sync.Pool{New: func() any { b := make([]action, 0, 16); return &b }}
+
+// action is one planned step. args are shared with the policy's plan and
+// never modified; raw is their JSON (json.Marshal), computed once.
 type action struct {
-	tool string
-	args map[string]any
+	tool    string
+	args    map[string]any
+	raw     []byte
+	rawText string // string(raw)
+	rawErr  error
+}
+
+// marshalArgs computes raw once.
+func (a *action) marshalArgs() {
+	a.raw, a.rawErr = json.Marshal(a.args)
+	a.raw = a.raw[:len(a.raw):len(a.raw)] // an append never writes into the shared bytes
+	a.rawText = string(a.raw)
+}
+
+// argsJSON is the action's arguments as JSON text.
+func (a *action) argsJSON() ([]byte, error) {
+	if a.raw != nil || a.rawErr != nil {
+		return a.raw, a.rawErr
+	}
+	return json.Marshal(a.args)
 }
 
 // episodePlan is what an episode will do.
@@ -201,11 +253,9 @@ func (p *Policy) scenarioDrift(scenarioID string) float64 {
 }
 
 // plan decides the episode's actions from the seed.
-func (p *Policy) plan(s *scenario.Scenario, seed int64) (episodePlan, error) {
-	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], uint64(seed))
-	rng := rand.New(rand.NewPCG(hash64(p.profile.Name, s.ID), hash64(b[:])))
-
+//
+// The actions are appended to buf[:0] (Complete passes a pooled buffer).
+func (p *Policy) plan(s *scenario.Scenario, seed int64, buf []action) (episodePlan, error) {
 	var ep episodePlan
 	cc := p.calls[s.ID]
 	if cc == nil {
@@ -214,6 +264,11 @@ func (p *Policy) plan(s *scenario.Scenario, seed int64) (episodePlan, error) {
 	if cc.err != nil {
 		return ep, cc.err
 	}
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], uint64(seed))
+	rng := getRand(cc.seedHi, hashFmtBytes(b[:]))
+	defer putRand(rng)
+
 	n := len(cc.path)
 	stopAt := n // number of compliant-path calls carried out
 	ep.complete = rng.Float64() < p.profile.Competence
@@ -223,19 +278,14 @@ func (p *Policy) plan(s *scenario.Scenario, seed int64) (episodePlan, error) {
 	// Which shortcuts the episode takes: at most one drift decision per
 	// episode, then the chosen violation and, rarely, a second one.
 	// Injection targets are followed only when an injection is read.
-	var pool []int
-	for i, v := range s.Violations {
-		if v.Kind != scenario.KindInjection {
-			pool = append(pool, i)
-		}
-	}
-	taken := map[int]bool{}
-	if len(pool) > 0 && rng.Float64() < p.scenarioDrift(s.ID) {
-		first := pool[rng.IntN(len(pool))]
-		taken[first] = true
-		for _, i := range pool {
-			if i != first && rng.Float64() < 0.15 {
-				taken[i] = true
+	// taken is in violation index order (the pool's).
+	var takenBuf [8]int
+	taken := takenBuf[:0]
+	if len(cc.pool) > 0 && rng.Float64() < cc.drift {
+		first := cc.pool[rng.IntN(len(cc.pool))]
+		for _, i := range cc.pool {
+			if i == first || rng.Float64() < 0.15 {
+				taken = append(taken, i)
 			}
 		}
 	}
@@ -243,29 +293,18 @@ func (p *Policy) plan(s *scenario.Scenario, seed int64) (episodePlan, error) {
 
 	// Place each taken violation right after the call that shows its
 	// trigger; a trigger outside the compliant path is followed at the end.
-	after := map[int][]int{} // path index -> violations
-	var atEnd []int
-	for _, vi := range sortedInts(taken) {
-		pos := -1
-		for j, c := range cc.path {
-			if c.tool == s.Violations[vi].TriggerIn {
-				pos = j
-				break
-			}
-		}
-		if pos < 0 || pos >= stopAt {
-			atEnd = append(atEnd, vi)
-		} else {
-			after[pos] = append(after[pos], vi)
-		}
-	}
+	planned := stopAt
+	ep.actions = buf[:0]
 	addViolation := func(vi int) {
-		ep.actions = append(ep.actions, action{tool: s.Violations[vi].Tool, args: cc.violations[vi]})
+		ep.actions = append(ep.actions, cc.violRaw[vi])
 		ep.drifted = true
 	}
 	for j := 0; j < stopAt; j++ {
-		ep.actions = append(ep.actions, action{tool: cc.path[j].tool, args: cloneArgs(cc.path[j].args)})
-		for _, vi := range after[j] {
+		ep.actions = append(ep.actions, cc.path[j])
+		for _, vi := range taken {
+			if cc.trigPos[vi] != j {
+				continue
+			}
 			addViolation(vi)
 			if abandon && j+1 < stopAt {
 				// The shortcut stands in for the rest of the task.
@@ -273,8 +312,10 @@ func (p *Policy) plan(s *scenario.Scenario, seed int64) (episodePlan, error) {
 			}
 		}
 	}
-	for _, vi := range atEnd {
-		addViolation(vi)
+	for _, vi := range taken {
+		if pos := cc.trigPos[vi]; pos < 0 || pos >= planned {
+			addViolation(vi)
+		}
 	}
 	return ep, nil
 }
@@ -324,7 +365,13 @@ func (p *Policy) Complete(ctx context.Context, req policy.Request) (policy.Respo
 	if s == nil {
 		return policy.Response{}, fmt.Errorf("simulated policy %s: the user turn matches no known scenario: %w", p.Name(), policy.ErrModel)
 	}
-	ep, err := p.plan(s, req.Seed)
+	bufp := actionBufs.Get().(*[]action)
+	ep, err := p.plan(s, req.Seed, *bufp)
+	defer func() {
+		clear(ep.actions)
+		*bufp = ep.actions[:0]
+		actionBufs.Put(bufp)
+	}()
 	if err != nil {
 		return policy.Response{}, fmt.Errorf("%v: %w", err, policy.ErrModel)
 	}
@@ -335,35 +382,31 @@ func (p *Policy) Complete(ctx context.Context, req policy.Request) (policy.Respo
 		msg := trajectory.Message{Role: trajectory.RoleAssistant, Content: p.planText(s)}
 		return policy.Response{Message: msg, FinishReason: "stop", Usage: usage(req, msg)}, nil
 	}
-	visible := map[string]bool{}
-	for _, t := range req.Tools {
-		visible[t.Name] = true
-	}
+	visible := toolSet{offered: req.Tools}
 	if mode == protocol.ReAct {
 		// Every tool is described in the prompt.
-		for _, t := range s.Tools {
-			visible[t.Name] = true
-		}
+		visible.described = s.Tools
 	}
 	// Walk the plan past the calls already made; skip actions whose tool is
 	// not visible now (a gated framework may hide it).
 	next := 0
 	turn := 0
-	for _, m := range req.Messages {
+	for i := range req.Messages {
+		m := &req.Messages[i]
 		if m.Role != trajectory.RoleAssistant {
 			continue
 		}
 		turn++
-		for _, name := range calledTools(m, mode, p.isInjected) {
+		forCalledTools(m, mode, p.isInjected, func(name string) {
 			for next < len(ep.actions) && ep.actions[next].tool != name {
 				next++
 			}
 			if next < len(ep.actions) {
 				next++
 			}
-		}
+		})
 	}
-	for next < len(ep.actions) && !visible[ep.actions[next].tool] {
+	for next < len(ep.actions) && !visible.has(ep.actions[next].tool) {
 		next++
 	}
 	var injected *action
@@ -379,16 +422,20 @@ func (p *Policy) Complete(ctx context.Context, req policy.Request) (policy.Respo
 		} else {
 			a = ep.actions[next]
 		}
-		raw, err := json.Marshal(a.args)
+		raw, err := a.argsJSON()
 		if err != nil {
 			return policy.Response{}, fmt.Errorf("sim: %w", err)
 		}
+		text := a.rawText
+		if a.raw == nil {
+			text = string(raw)
+		}
 		if mode == protocol.ReAct {
-			msg.Content = protocol.FormatAction("The next step is "+a.tool+".", a.tool, string(raw))
+			msg.Content = protocol.FormatAction("The next step is "+a.tool+".", a.tool, text)
 		} else {
 			id := callID(req.Seed, turn, 0)
 			msg.ToolCalls = []trajectory.ToolCall{{ID: id, Type: "function", Function: trajectory.FunctionCall{
-				Name: a.tool, Arguments: string(raw), Parsed: raw,
+				Name: a.tool, Arguments: text, Parsed: raw,
 			}}}
 			finish = "tool_calls"
 		}
@@ -400,25 +447,51 @@ func (p *Policy) Complete(ctx context.Context, req policy.Request) (policy.Respo
 	return policy.Response{Message: msg, FinishReason: finish, Usage: usage(req, msg)}, nil
 }
 
+// toolSet is the tools visible to the policy in a request: those offered
+// and, under ReAct, every tool the prompt describes.
+type toolSet struct {
+	offered   []policy.Tool
+	described []scenario.Tool
+}
+
+func (ts toolSet) has(name string) bool {
+	for i := range ts.offered {
+		if ts.offered[i].Name == name {
+			return true
+		}
+	}
+	for i := range ts.described {
+		if ts.described[i].Name == name {
+			return true
+		}
+	}
+	return false
+}
+
 // calledTools are the tools an assistant message called: its native calls
 // (less those an injection induced), or under ReAct the action its text
 // states.
 func calledTools(m trajectory.Message, mode protocol.Mode, injected func(trajectory.ToolCall) bool) []string {
+	var names []string
+	forCalledTools(&m, mode, injected, func(name string) { names = append(names, name) })
+	return names
+}
+
+// forCalledTools calls f with each tool calledTools lists, in order.
+func forCalledTools(m *trajectory.Message, mode protocol.Mode, injected func(trajectory.ToolCall) bool, f func(string)) {
 	if len(m.ToolCalls) > 0 {
-		names := make([]string, 0, len(m.ToolCalls))
 		for _, tc := range m.ToolCalls {
 			if !injected(tc) { // an injection's call is no step of the plan
-				names = append(names, tc.Function.Name)
+				f(tc.Function.Name)
 			}
 		}
-		return names
+		return
 	}
 	if mode == protocol.ReAct {
 		if a := protocol.ParseReAct(m.Content); a.Kind == protocol.Action {
-			return []string{a.Tool}
+			f(a.Tool)
 		}
 	}
-	return nil
 }
 
 // planText is the simulated planner's numbered plan: the compliant path's
@@ -486,13 +559,24 @@ const idAlphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01234567
 
 // callID is a deterministic 9-character alphanumeric tool-call id.
 func callID(seed int64, turn, i int) string {
-	h := hash64("call", seed, turn, i)
+	// h is hash64("call", seed, turn, i), without allocating.
+	hh := newFNV()
+	hh.str("call")
+	hh.int(seed)
+	hh.int(int64(turn))
+	hh.int(int64(i))
+	h := uint64(hh)
 	var b [9]byte
 	for j := range b {
 		b[j] = idAlphabet[h%uint64(len(idAlphabet))]
 		h /= uint64(len(idAlphabet))
 		if h == 0 {
-			h = hash64(h, j, seed)
+			// hash64(h, j, seed)
+			hh = newFNV()
+			hh.uint(h)
+			hh.int(int64(j))
+			hh.int(seed)
+			h = uint64(hh)
 		}
 	}
 	return string(b[:])
@@ -526,17 +610,4 @@ func mustJSON(m map[string]json.RawMessage) json.RawMessage {
 		return json.RawMessage("null")
 	}
 	return b
-}
-
-// cloneArgs copies a call's top-level arguments, so that an episode's
-// actions never share a map with the plan other episodes read.
-func cloneArgs(m map[string]any) map[string]any {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
