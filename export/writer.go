@@ -364,7 +364,7 @@ func checkObject(m json.RawMessage) error {
 	if len(t) == 0 || t[0] != '{' {
 		return errors.New("not a JSON object")
 	}
-	if !json.Valid(m) {
+	if !dataset.ValidJSON(m) { // json.Valid's verdict, several times faster
 		return errors.New("invalid JSON")
 	}
 	return nil
