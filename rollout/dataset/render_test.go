@@ -21,10 +21,9 @@ import (
 	"github.com/antidrift/antidrift/rollout/trajectory"
 )
 
-// demoMessages rolls out the demo's workload in-process (the five
-// simulated checkpoints over the built-in suite, one rollout each) and
-// returns the messages of its records as read back.
-func demoMessages(t *testing.T) []trajectory.Message {
+// demoRun rolls the built-in suite out in-process with one simulated
+// checkpoint into a run folder.
+func demoRun(t *testing.T, dir, name string, rollouts int) {
 	t.Helper()
 	ss, err := suite.Load()
 	require.NoError(t, err)
@@ -32,19 +31,27 @@ func demoMessages(t *testing.T) []trajectory.Message {
 	for i, s := range ss {
 		ids[i] = s.ID
 	}
+	p, err := sim.Lookup(name)
+	require.NoError(t, err)
+	run, err := store.Open(dir, store.Manifest{Version: "test", Run: "r", Created: "2026-01-01T00:00:00Z",
+		Plan: store.Plan{ScenarioSource: "builtin", ScenarioHash: scenario.Hash(ss), ScenarioIDs: ids,
+			Policy: name, Checkpoint: name, Framework: engine.FrameworkNormal, Rollouts: rollouts, Seed: 3, Shard: "0/1"}}, false)
+	require.NoError(t, err)
+	cfg := engine.Config{Scenarios: ss, Policy: sim.New(p, ss), PolicyName: name, Checkpoint: name,
+		Rollouts: rollouts, Concurrency: 4, Seed: 3, Version: "test"}
+	_, err = engine.Run(context.Background(), cfg, run)
+	require.NoError(t, err)
+}
+
+// demoMessages rolls out the demo's workload in-process (the five
+// simulated checkpoints over the built-in suite, one rollout each) and
+// returns the messages of its records as read back.
+func demoMessages(t *testing.T) []trajectory.Message {
+	t.Helper()
 	var out []trajectory.Message
 	for _, name := range []string{"sim:base", "sim:sft", "sim:dpo-1", "sim:dpo-2", "sim:overcautious"} {
-		p, err := sim.Lookup(name)
-		require.NoError(t, err)
 		dir := filepath.Join(t.TempDir(), "run")
-		run, err := store.Open(dir, store.Manifest{Version: "test", Run: "r", Created: "2026-01-01T00:00:00Z",
-			Plan: store.Plan{ScenarioSource: "builtin", ScenarioHash: scenario.Hash(ss), ScenarioIDs: ids,
-				Policy: name, Checkpoint: name, Framework: engine.FrameworkNormal, Rollouts: 1, Seed: 3, Shard: "0/1"}}, false)
-		require.NoError(t, err)
-		cfg := engine.Config{Scenarios: ss, Policy: sim.New(p, ss), PolicyName: name, Checkpoint: name,
-			Rollouts: 1, Concurrency: 4, Seed: 3, Version: "test"}
-		_, err = engine.Run(context.Background(), cfg, run)
-		require.NoError(t, err)
+		demoRun(t, dir, name, 1)
 		out = append(out, fileMessages(t, filepath.Join(dir, "trajectories", "part-0-of-1.jsonl"))...)
 	}
 	return out
