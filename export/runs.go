@@ -37,6 +37,10 @@ type RunsConfig struct {
 	// Render chooses what rendered messages carry: the model's reasoning
 	// is left out unless Render.Reasoning is set.
 	Render dataset.RenderOptions
+	// MemoryBudget, when positive, sets the Go runtime's soft memory
+	// limit to the memory in use once the records are indexed plus this
+	// (LimitMemory; DefaultMemoryBudget), until ExportRuns returns.
+	MemoryBudget int64
 }
 
 // RunsResult says what an export wrote.
@@ -73,6 +77,9 @@ func ExportRuns(cfg RunsConfig) (RunsResult, error) {
 		return res, err
 	}
 	defer idx.Close()
+	if cfg.MemoryBudget > 0 {
+		defer LimitMemory(cfg.MemoryBudget)()
+	}
 	res.Duplicates = idx.Duplicates
 	runs := manifestRuns(idx, cfg.Out)
 	counts := map[[2]string]*[4]int64{} // n, success, drift, clean per checkpoint × framework

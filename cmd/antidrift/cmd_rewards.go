@@ -372,6 +372,9 @@ func runRewards(cmd *cobra.Command, dirs []string, f rewardsFlags) error {
 		return err
 	}
 	defer ix.Close()
+	// peak memory bounded whatever the run's size, as for export
+	// (GOMEMLIMIT wins)
+	defer export.LimitMemory(export.DefaultMemoryBudget)()
 	cfg, err := f.reward.config(ix)
 	if err != nil {
 		return err
