@@ -151,7 +151,7 @@ func attackFacts(r *trajectory.Record, in *scenInfo, w scenario.RiskWeights) att
 					succHR = succHR || t.Risk == scenario.RiskHigh
 				}
 			}
-			if c.Outcome != "matched" || j >= len(msg.ToolCalls) {
+			if c.Outcome != "matched" || j >= len(msg.ToolCalls) || !in.opens[c.Tool] {
 				continue
 			}
 			tc := msg.ToolCalls[j]

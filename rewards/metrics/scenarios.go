@@ -1,10 +1,12 @@
 package metrics
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 
@@ -86,6 +88,9 @@ type scenInfo struct {
 	spec     *env.Spec
 	safe     *env.Spec // with the provenance constraint enforced (attack.go)
 	cited    []string  // provisions its violations cite, sorted
+	// opens holds the tools a call to which can change whether an
+	// authorization variable holds: only their calls are replayed.
+	opens map[string]bool
 }
 
 func newScenInfo(s *scenario.Scenario) (*scenInfo, error) {
@@ -107,6 +112,7 @@ func newScenInfo(s *scenario.Scenario) (*scenInfo, error) {
 	for i := range s.Tools {
 		in.tools[s.Tools[i].Name] = &s.Tools[i]
 	}
+	in.opens = opensAuthorization(s)
 	seen := map[string]bool{}
 	for _, v := range s.Violations {
 		for _, p := range v.Provisions {
@@ -118,6 +124,32 @@ func newScenInfo(s *scenario.Scenario) (*scenInfo, error) {
 	}
 	sort.Strings(in.cited)
 	return in, nil
+}
+
+// opensAuthorization lists the tools whose calls can set, extend or
+// shrink an authorization variable: the state authorized reads changes
+// through these alone (a response's effects and a tool's produces are the
+// only writes to the environment's state), so a replay for authorization
+// may skip every other call.
+func opensAuthorization(s *scenario.Scenario) map[string]bool {
+	vars := s.AuthorizationVars()
+	opens := map[string]bool{}
+	for _, t := range s.Tools {
+		touches := slices.ContainsFunc(t.Produces, func(v string) bool { return vars[v] })
+		for _, r := range t.Responses {
+			if fx := r.Effects; fx != nil {
+				for _, m := range []map[string]json.RawMessage{fx.Set, fx.Append, fx.Remove} {
+					for k := range m {
+						touches = touches || vars[k]
+					}
+				}
+			}
+		}
+		if touches {
+			opens[t.Name] = true
+		}
+	}
+	return opens
 }
 
 // authorized reports whether every authorization variable of a tool holds.

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -313,7 +314,11 @@ func LoadFS(fsys fs.FS, root, prefix string, cat *provisions.Catalogue) ([]*Scen
 
 // LoadFSWith is LoadFS with options.
 func LoadFSWith(fsys fs.FS, root, prefix string, cat *provisions.Catalogue, opts Options) ([]*Scenario, Problems) {
-	var out []*Scenario
+	type file struct {
+		path string
+		data []byte
+	}
+	var files []file
 	var ps Problems
 	err := fs.WalkDir(fsys, root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".json") {
@@ -323,15 +328,38 @@ func LoadFSWith(fsys fs.FS, root, prefix string, cat *provisions.Catalogue, opts
 		if err != nil {
 			return err
 		}
-		s, fps := ParseWith(prefix+path, data, cat, opts)
-		ps = append(ps, fps...)
-		if s != nil {
-			out = append(out, s)
-		}
+		files = append(files, file{path, data})
 		return nil
 	})
 	if err != nil {
 		ps = append(ps, Problem{File: prefix + root, Msg: err.Error()})
+	}
+	// Parsing and validating is most of loading a suite: spread it over
+	// the cores. Results keep the walk's order, and finish sorts both.
+	parsed := make([]*Scenario, len(files))
+	problems := make([]Problems, len(files))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(files)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				parsed[i], problems[i] = ParseWith(prefix+files[i].path, files[i].data, cat, opts)
+			}
+		}()
+	}
+	for i := range files {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	var out []*Scenario
+	for i := range files {
+		ps = append(ps, problems[i]...)
+		if parsed[i] != nil {
+			out = append(out, parsed[i])
+		}
 	}
 	return finish(out, ps)
 }

@@ -66,19 +66,32 @@ func resetValue(v any) {
 // the slower path). Seeds are 19-digit int64s, so the bound is exact
 // rather than a digit count.
 func longDigits(data []byte) bool {
-	run := 0
-	for i, c := range data {
-		if c-'0' < 10 {
-			run++
+	// Any 19 consecutive positions hold exactly one multiple of 19 (less
+	// one), so a run of 19 digits covers one of the sampled positions:
+	// only runs through a sampled digit are measured.
+	const n = len(maxInt64Digits)
+	for i := n - 1; i < len(data); i += n {
+		if !isDigit(data[i]) {
 			continue
 		}
-		if run >= 19 && tooLong(data[i-run:i]) {
+		start, end := i, i+1
+		for start > 0 && isDigit(data[start-1]) {
+			start--
+		}
+		for end < len(data) && isDigit(data[end]) {
+			end++
+		}
+		if end-start >= n && tooLong(data[start:end]) {
 			return true
 		}
-		run = 0
+		for i+n < end { // the next sample past this run
+			i += n
+		}
 	}
-	return run >= 19 && tooLong(data[len(data)-run:])
+	return false
 }
+
+func isDigit(c byte) bool { return c-'0' < 10 }
 
 func tooLong(digits []byte) bool {
 	return len(digits) > len(maxInt64Digits) || string(digits) > maxInt64Digits

@@ -140,6 +140,14 @@ func TestRecordDecoderMatchesEncodingJSON(t *testing.T) {
 		`"messages":[{"role":"user","reasoning":"r","content":"c"}]`, `"messages":{"role":"user"}`,
 		`"messages":[null,{"role":7}]`, `"tools":5`, `"tools":[1,"x",{}]`, `"tools":null`, `"tools":{}`,
 		`"messages":[{"content":"a\u12"}]`, `"messages":[{"content":"\q"}]`,
+		`"messages":[{"role":"assistant","tool_calls":[{"function":{"name":"f","arguments":5}}]}]`,
+		`"messages":[{"role":"assistant","tool_calls":[{"function":{"name":"f","arguments":null}}]}]`,
+		`"messages":[{"role":"assistant","tool_calls":[{"function":{"name":"f","arguments":"{\"a\":\"\u00e9\"}","parsed_arguments":{"a":"é"}}}]}]`,
+		`"messages":[{"role":"assistant","tool_calls":[{"function":{"name":"f","arguments":"\x"}}]}]`,
+		`"messages":[{"role":"assistant","tool_calls":[{"function":5}]}]`, `"messages":[{"role":"assistant","tool_calls":[null]}]`,
+		`"messages":[{"role":"assistant","tool_calls":null}]`, `"messages":[{"role":"assistant","tool_calls":{}}]`, `"messages":[{"role":"assistant","tool_calls":[1]}]`,
+		`"messages":[{"role":"assistant","tool_calls":[]}]`, `"messages":[{"role":"assistant","tool_calls":[{},{},{}]}]`,
+		`"steps":[{"visible_tools":null}]`, `"steps":[{"visible_tools":[]}]`, `"steps":[{"visible_tools":["a",1]}]`, `"steps":[{"visible_tools":"a"}]`,
 		// numbers out of their field's range or kind
 		`"seed":27201533826105415372`, `"seed":9223372036854775807`, `"seed":9223372036854775808`, `"seed":-9223372036854775809`,
 		`"seed":9999999999999999999`, `"seed":-9223372036854775808`, `"seed":6106071772379842383`, `"rollout":9223372036854775808`,
@@ -207,6 +215,14 @@ func withoutText(r trajectory.Record) trajectory.Record {
 		ms := make([]trajectory.Message, len(r.Messages))
 		for i, m := range r.Messages {
 			m.Content, m.Reasoning = "", ""
+			if m.ToolCalls != nil {
+				tcs := make([]trajectory.ToolCall, len(m.ToolCalls))
+				for j, tc := range m.ToolCalls {
+					tc.Function.Arguments = ""
+					tcs[j] = tc
+				}
+				m.ToolCalls = tcs
+			}
 			ms[i] = m
 		}
 		r.Messages = ms

@@ -362,3 +362,29 @@ func TestIteratorPos(t *testing.T) {
 	assert.Contains(t, it2.Err().Error(), "part-0-of-2.jsonl:1)")
 	assert.Contains(t, it2.Err().Error(), "antidrift repair "+b)
 }
+
+// The iterator reads lines longer than its reading buffer, and lines that
+// do not fit a batch's pooled buffer, whole.
+func TestRecordsLongLines(t *testing.T) {
+	big := ixRec("", "a", "ck", "normal", "s1", 0, 1)
+	big.Messages[0].Content = strings.Repeat("x", 3<<20) // longer than the reading buffer
+	mid := ixRec("", "a", "ck", "normal", "s1", 1, 1)
+	mid.Messages[0].Content = strings.Repeat("y", 200<<10) // fits the reader, not what is left of a batch buffer
+	mid2 := ixRec("", "a", "ck", "normal", "s1", 3, 1)
+	mid2.Messages[0].Content = strings.Repeat("z", 200<<10)
+	small := ixRec("", "a", "ck", "normal", "s1", 2, 1)
+	dir := ixRun(t, "a", map[string]string{"part-0-of-1.jsonl": ixLine(t, small) + ixLine(t, mid) + ixLine(t, mid2) + ixLine(t, big) + "\n" + ixLine(t, mid)[:100]})
+	it := store.Records(dir)
+	defer it.Close()
+	var got []*trajectory.Record
+	for it.Next() {
+		r := *it.At()
+		got = append(got, &r)
+	}
+	require.Error(t, it.Err())
+	assert.Contains(t, it.Err().Error(), "part-0-of-1.jsonl:6: incomplete last line")
+	require.Len(t, got, 4)
+	for i, want := range []*trajectory.Record{small, mid, mid2, big} {
+		assert.Equal(t, want.Messages, got[i].Messages)
+	}
+}

@@ -59,6 +59,7 @@ const (
 type batch struct {
 	dir   string
 	name  string
+	buf   []byte   // holds the lines, one after another (from linePool)
 	lines [][]byte // non-blank lines, each holding its newline
 	nums  []int    // their line numbers
 	recs  []trajectory.Record
@@ -167,7 +168,7 @@ func (it *Iterator) read(work chan<- *batch) {
 		br := bufio.NewReaderSize(f, 1<<20)
 		b, size := nb(), 0
 		for line := 1; ; line++ {
-			l, err := br.ReadBytes('\n')
+			l, err := readLine(br, b)
 			if len(l) == 0 && err != nil {
 				if err != io.EOF {
 					b.tail, b.tailLine = fmt.Errorf("store: %s:%d: %w", name, line, err), line
@@ -222,6 +223,7 @@ func (it *Iterator) Next() bool {
 		b := it.b
 		if it.i == len(b.lines) {
 			it.b = nil
+			b.release()
 			if b.tail != nil {
 				if b.tailLine > 0 {
 					it.line = b.tailLine
@@ -272,4 +274,44 @@ func (it *Iterator) Close() {
 		close(it.stop) // the reader stops at its next send, the decoders after their batch
 		it.wg.Wait()
 	})
+}
+
+// linePool recycles the buffers batches read their lines into: decoded
+// records copy what they keep (strings and raw values alike), so a batch's
+// buffer is free again once every record of it is handed out, and reading
+// a run allocates a few buffers rather than every line anew.
+var linePool = sync.Pool{New: func() any { b := make([]byte, 0, batchBytes+64<<10); return &b }}
+
+// readLine reads one line, newline included, into b's buffer (a line that
+// does not fit gets its own allocation). Like bufio.Reader.ReadBytes it
+// returns the bytes read before an error.
+func readLine(br *bufio.Reader, b *batch) ([]byte, error) {
+	if b.buf == nil {
+		b.buf = (*linePool.Get().(*[]byte))[:0]
+	}
+	frag, err := br.ReadSlice('\n')
+	if err != bufio.ErrBufferFull {
+		if len(frag) > cap(b.buf)-len(b.buf) {
+			return append([]byte(nil), frag...), err
+		}
+		start := len(b.buf)
+		b.buf = append(b.buf, frag...)
+		return b.buf[start:len(b.buf):len(b.buf)], err
+	}
+	l := append([]byte(nil), frag...) // longer than the reader's buffer
+	for err == bufio.ErrBufferFull {
+		frag, err = br.ReadSlice('\n')
+		l = append(l, frag...)
+	}
+	return l, err
+}
+
+// release gives the batch's buffer back to linePool; its lines must no
+// longer be read.
+func (b *batch) release() {
+	if b.buf != nil {
+		buf := b.buf[:0]
+		b.buf, b.lines = nil, nil
+		linePool.Put(&buf)
+	}
 }

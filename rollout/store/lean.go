@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"slices"
+	"sync"
+	"sync/atomic"
 
 	"github.com/antidrift/antidrift/rollout/trajectory"
 )
@@ -17,14 +20,84 @@ type leanRecord struct {
 	trajectory.Record
 	Messages []leanMessage `json:"messages"`
 	Tools    []skipAny     `json:"tools"`
+	Steps    []leanStep    `json:"steps"`
+}
+
+// leanStep is a step whose list of visible tools is shared with every
+// other step that lists the same tools in the same bytes: a run repeats a
+// handful of such lists thousands of times.
+type leanStep struct {
+	trajectory.Step
+	Visible sharedList `json:"visible_tools"`
+}
+
+// sharedList decodes a JSON array of strings, or null, as []string does,
+// returning one shared slice for each distinct text (up to
+// sharedListsMax texts). Readers of a lean record must not modify it.
+type sharedList []string
+
+var sharedLists sync.Map // string(JSON text) → []string
+
+// sharedListsN counts the texts in sharedLists, to bound it.
+var sharedListsN atomic.Int64
+
+const sharedListsMax = 1 << 14
+
+func (l *sharedList) UnmarshalJSON(b []byte) error {
+	if v, ok := sharedLists.Load(string(b)); ok {
+		*l = v.([]string)
+		return nil
+	}
+	var ss []string
+	if err := recordJSON.Unmarshal(b, &ss); err != nil {
+		return err
+	}
+	if sharedListsN.Load() < sharedListsMax {
+		if _, loaded := sharedLists.LoadOrStore(string(b), slices.Clip(ss)); !loaded {
+			sharedListsN.Add(1)
+		}
+	}
+	*l = ss
+	return nil
 }
 
 // leanMessage is a message whose content and reasoning are checked to be
 // strings (or null) and not kept.
 type leanMessage struct {
 	trajectory.Message
-	Content   skipString `json:"content,omitempty"`
-	Reasoning skipString `json:"reasoning,omitempty"`
+	Content   skipString    `json:"content,omitempty"`
+	Reasoning skipString    `json:"reasoning,omitempty"`
+	ToolCalls leanToolCalls `json:"tool_calls,omitempty"`
+}
+
+// leanToolCalls decodes a message's tool calls into a slice sized for
+// the usual one or two calls (the decoder's own first allocation holds
+// ten).
+type leanToolCalls []leanToolCall
+
+func (l *leanToolCalls) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*l = nil
+		return nil
+	}
+	s := make([]leanToolCall, 0, 2)
+	if err := recordJSON.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	*l = s
+	return nil
+}
+
+// leanToolCall is a tool call without the text of its arguments (their
+// parsed form is kept).
+type leanToolCall struct {
+	trajectory.ToolCall
+	Function leanFunction `json:"function"`
+}
+
+type leanFunction struct {
+	trajectory.FunctionCall
+	Arguments skipString `json:"arguments"`
 }
 
 // skipString accepts what a string field accepts (a JSON string or null)
@@ -45,9 +118,11 @@ type skipAny struct{}
 func (*skipAny) UnmarshalJSON([]byte) error { return nil }
 
 // DecodeRecordLean is DecodeRecord without message text: the content and
-// reasoning of every message are checked but left empty, as are the
-// tools (their number is kept); roles, tool calls with their arguments, and
-// every other field are decoded. A line is accepted exactly when DecodeRecord accepts it, with
+// reasoning of every message, and the text of every tool call's arguments,
+// are checked but left empty, as are the tools (their number is kept);
+// roles, tool calls with their parsed arguments, and every other field are
+// decoded. Steps listing the same visible tools
+// share one slice: a lean record is for reading. A line is accepted exactly when DecodeRecord accepts it, with
 // DecodeRecord's error when not.
 func DecodeRecordLean(b []byte, r *trajectory.Record) error {
 	var lr leanRecord
@@ -59,7 +134,25 @@ func DecodeRecordLean(b []byte, r *trajectory.Record) error {
 	if lr.Messages != nil {
 		r.Messages = make([]trajectory.Message, len(lr.Messages))
 		for i := range lr.Messages {
-			r.Messages[i] = lr.Messages[i].Message
+			m := &lr.Messages[i]
+			r.Messages[i] = m.Message
+			r.Messages[i].ToolCalls = nil
+			if m.ToolCalls != nil {
+				tcs := make([]trajectory.ToolCall, len(m.ToolCalls))
+				for j := range m.ToolCalls {
+					tcs[j] = m.ToolCalls[j].ToolCall
+					tcs[j].Function = m.ToolCalls[j].Function.FunctionCall
+				}
+				r.Messages[i].ToolCalls = tcs
+			}
+		}
+	}
+	r.Steps = nil
+	if lr.Steps != nil {
+		r.Steps = make([]trajectory.Step, len(lr.Steps))
+		for i := range lr.Steps {
+			r.Steps[i] = lr.Steps[i].Step
+			r.Steps[i].Visible = lr.Steps[i].Visible
 		}
 	}
 	r.Tools = nil
