@@ -22,6 +22,17 @@ var hostile = []string{
 	`{"_raw":"{\"a\":"}`, `"bad\xffutf8 in value"`, "[\"\xe2\x80\xa8\"]",
 }
 
+// Every special byte at every offset of strings longer than a word, for
+// the eight-bytes-at-a-time scans.
+func init() {
+	for _, c := range []string{`"`, `\`, "\n", "\x00", "\x1f", "\x7f", "<", ">", "&", "\xe2\x80\xa8", "\xff", "\xc3\xa9", " ", "!", "~"} {
+		for k := 0; k < 18; k++ {
+			s := strings.Repeat("a", k) + c + strings.Repeat("b", 20-k)
+			hostile = append(hostile, s, `"`+s+`"`, `{"k":"`+s+`"}`, `["`+s+`",1]`)
+		}
+	}
+}
+
 func TestAppendStringMatchesEncodingJSON(t *testing.T) {
 	for _, s := range hostile {
 		want, err := json.Marshal(s)
