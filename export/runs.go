@@ -101,6 +101,7 @@ func ExportRuns(cfg RunsConfig) (RunsResult, error) {
 			c[3]++
 		}
 	}
+	cfg.Options.RenderedMessages = true // the rows below are rendered by rollout/dataset
 	switch cfg.Table {
 	case TableTrajectories:
 		w, err := Create[dataset.TrajectoryRow](cfg.Out, cfg.Name, cfg.Formats, cfg.Options)

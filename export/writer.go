@@ -65,6 +65,12 @@ type Options struct {
 	// ToolsInSystem says the rows carry their tool schemas in the system
 	// message (dataset.RenderOptions.ToolsInSystem), for the card's recipes.
 	ToolsInSystem bool
+	// RenderedMessages says the message columns other than tools hold
+	// only what rollout/dataset renders (MessagesWith, RenderWith,
+	// RenderCompletion, ToolsInSystem): JSON objects by construction, so
+	// Write does not check them again. The tools column is checked still:
+	// a recorded tool schema is written as recorded.
+	RenderedMessages bool
 	// ShardBytes bounds each Parquet split file of the split-file layout
 	// (default DefaultShardBytes; negative: never shard): a larger split
 	// is written as data/NAME-SPLIT-00000-of-0000N.parquet, a smaller one
@@ -345,6 +351,9 @@ func (w *Writer[R]) check(r *R) error {
 	for _, c := range w.cols {
 		switch c.kind {
 		case kMessages:
+			if w.opts.RenderedMessages && c.name != "tools" {
+				continue
+			}
 			for i, m := range c.msgs(r) {
 				if err := checkObject(m); err != nil {
 					return fmt.Errorf("column %s, element %d: %w", c.name, i, err)

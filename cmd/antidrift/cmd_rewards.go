@@ -384,7 +384,7 @@ func runRewards(cmd *cobra.Command, dirs []string, f rewardsFlags) error {
 		return err
 	}
 	defer out.abort()
-	wo, err := f.lengthOptions(export.Options{ToolkitVersion: Version, SplitFiles: true})
+	wo, err := f.lengthOptions(export.Options{ToolkitVersion: Version, SplitFiles: true, RenderedMessages: true})
 	if err != nil {
 		return err
 	}

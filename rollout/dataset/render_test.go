@@ -140,6 +140,7 @@ func TestRenderMatchesEncodingJSON(t *testing.T) {
 					failed++
 					continue
 				}
+				require.True(t, len(got) > 0 && got[0] == '{' && dataset.ValidJSON(got), "%s message %d: a JSON object", name, i)
 				if !bytes.Equal(got, want) {
 					t.Fatalf("%s message %d (reasoning %v):\n got %s\nwant %s", name, i, o.Reasoning, got, want)
 				}
