@@ -151,7 +151,15 @@ type Writer[R Row] struct {
 	err                    error
 	closed                 bool
 	scratch                bytes.Buffer
+	// validTools holds tool schemas already checked (bounded: a run has
+	// about as many as its scenarios have tools).
+	validTools map[string]struct{}
 }
+
+const (
+	validToolsMax     = 4096
+	validToolMaxBytes = 64 << 10
+)
 
 // ParseFormats reads "parquet,arrow,jsonl".
 func ParseFormats(s string) ([]string, error) {
@@ -354,9 +362,21 @@ func (w *Writer[R]) check(r *R) error {
 			if w.opts.RenderedMessages && c.name != "tools" {
 				continue
 			}
+			tools := c.name == "tools"
 			for i, m := range c.msgs(r) {
+				if tools {
+					if _, ok := w.validTools[string(m)]; ok {
+						continue // every row of a scenario carries its tool schemas again
+					}
+				}
 				if err := checkObject(m); err != nil {
 					return fmt.Errorf("column %s, element %d: %w", c.name, i, err)
+				}
+				if tools && len(w.validTools) < validToolsMax && len(m) <= validToolMaxBytes {
+					if w.validTools == nil {
+						w.validTools = map[string]struct{}{}
+					}
+					w.validTools[string(m)] = struct{}{}
 				}
 			}
 		case kOptFloat64:
