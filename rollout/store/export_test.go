@@ -10,3 +10,11 @@ func DecodeRecordWithStd(b []byte, r *trajectory.Record) error {
 	recordJSON = stdJSON{}
 	return DecodeRecord(b, r)
 }
+
+// SetScanChunk sets the least share of a file one scanning goroutine takes
+// and returns the function that restores it.
+func SetScanChunk(n int64) func() {
+	saved := scanChunk
+	scanChunk = n
+	return func() { scanChunk = saved }
+}

@@ -12,8 +12,12 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
+	"strconv"
+	"sync"
+	"unicode/utf8"
 
 	"github.com/antidrift/antidrift/rollout/trajectory"
 )
@@ -29,7 +33,9 @@ import (
 // strings are interned (one copy per distinct value); a traj_id is kept as
 // 8 bytes when it has the form trajectory.TrajID gives it (16 lowercase hex
 // digits) and as an interned string otherwise. Opening needs 5 more bytes
-// per record while duplicates are dropped.
+// per record while duplicates are dropped, and, while a large file is
+// scanned on every core, its ranges' entries once more before they join
+// the index.
 //
 // An Index is not safe for concurrent use.
 type Index struct {
@@ -146,7 +152,15 @@ func OpenIndex(dirs ...string) (*Index, error) {
 // incomplete is the message for a line without its newline.
 const incomplete = "incomplete last line (a run still writing, or killed: rerun it to repair)"
 
+// scanChunk is the least share of a file one scanning goroutine takes (a
+// variable for tests):
+// smaller files are scanned by one.
+var scanChunk int64 = 8 << 20
+
 // scan indexes one trajectory file and returns the number of records read.
+// A large file is cut at line starts into one range per core, scanned in
+// parallel; the ranges' entries are joined in file order, with the same
+// entries, line numbers and first error as scanning the file line by line.
 func (ix *Index) scan(path string, dir int) (int, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -159,10 +173,122 @@ func (ix *Index) scan(path string, dir int) (int, error) {
 	fileNo := int32(len(ix.files))
 	ix.files = append(ix.files, path)
 	ix.fileDir = append(ix.fileDir, dir)
-	br := bufio.NewReaderSize(f, 1<<20)
-	var off int64
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	bounds, err := lineBounds(f, st.Size(), int(min(int64(runtime.GOMAXPROCS(0)), st.Size()/scanChunk)))
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", path, err)
+	}
+	parts := make([]scanned, len(bounds)-1)
+	var wg sync.WaitGroup
+	for i := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// The last range runs to the end of the file as it is read:
+			// a file still growing is read as far as one reader would.
+			size := bounds[i+1] - bounds[i]
+			if i == len(parts)-1 {
+				size = math.MaxInt64 - bounds[i]
+			}
+			parts[i] = scanRange(io.NewSectionReader(f, bounds[i], size), bounds[i])
+		}()
+	}
+	wg.Wait()
+	n, lines := 0, 0
+	for _, p := range parts {
+		remap := make([]int32, len(p.strs))
+		for i, s := range p.strs {
+			remap[i] = ix.str(s)
+		}
+		for _, e := range p.entries {
+			line := lines + int(e.line)
+			if line > math.MaxInt32 {
+				return n, fmt.Errorf("%s:%d: line too long, or too many lines", path, line)
+			}
+			e.line, e.file = int32(line), fileNo
+			e.scenario, e.checkpoint, e.framework, e.run = remap[e.scenario], remap[e.checkpoint], remap[e.framework], remap[e.run]
+			if e.idStr >= 0 {
+				e.idStr = remap[e.idStr]
+			}
+			ix.entries = append(ix.entries, e)
+			n++
+		}
+		if p.fail != nil {
+			return n, p.fail(path, lines+p.failLine)
+		}
+		lines += p.lines
+	}
+	return n, nil
+}
+
+// lineBounds cuts a file of size bytes into at most n ranges that start
+// at line starts: the offsets [0, …, size], without repeats.
+func lineBounds(f io.ReaderAt, size int64, n int) ([]int64, error) {
+	bounds := []int64{0}
+	buf := make([]byte, 64<<10)
+	for k := 1; k < n; k++ {
+		at := max(size*int64(k)/int64(n), bounds[len(bounds)-1])
+		// The next line starts after the first newline at or after at-1.
+		next := size
+		for pos := at - 1; pos < size; pos += int64(len(buf)) {
+			m, err := f.ReadAt(buf, pos)
+			if i := bytes.IndexByte(buf[:m], '\n'); i >= 0 {
+				next = pos + int64(i) + 1
+				break
+			}
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+		if next >= size {
+			break
+		}
+		if next > bounds[len(bounds)-1] {
+			bounds = append(bounds, next)
+		}
+	}
+	return append(bounds, size), nil
+}
+
+// scanned is what scanning a range of a file gives: its entries, with line
+// numbers counted from the range's start and strings indexing strs, the
+// lines it holds, and the first failure with its line (fail makes the
+// error from the file's path and the line's number in the file).
+type scanned struct {
+	entries  []entry
+	strs     []string
+	lines    int
+	fail     func(path string, line int) error
+	failLine int
+}
+
+// scanRange indexes the lines of r, which starts at offset base of its
+// file.
+func scanRange(r io.Reader, base int64) scanned {
+	var out scanned
+	intern := map[string]int32{}
+	str := func(s string) int32 {
+		if v, ok := intern[s]; ok {
+			return v
+		}
+		v := int32(len(out.strs))
+		intern[s] = v
+		out.strs = append(out.strs, s)
+		return v
+	}
+	failAt := func(line int, f func(path string, line int) error) scanned {
+		out.fail, out.failLine = f, line
+		return out
+	}
+	br := bufio.NewReaderSize(r, 1<<20)
+	off := base
 	var long []byte
-	n := 0
 	for line := 1; ; line++ {
 		b, err := br.ReadSlice('\n')
 		if err == bufio.ErrBufferFull { // a line longer than the buffer
@@ -174,21 +300,24 @@ func (ix *Index) scan(path string, dir int) (int, error) {
 			b = long
 		}
 		if len(b) == 0 && err == io.EOF {
-			return n, nil
+			return out
 		}
 		if err != nil && err != io.EOF {
-			return n, fmt.Errorf("%s:%d: %w", path, line, err)
+			return failAt(line, func(path string, line int) error { return fmt.Errorf("%s:%d: %w", path, line, err) })
 		}
 		if b[len(b)-1] != '\n' {
-			return n, fmt.Errorf("%s:%d: %s", path, line, incomplete)
+			return failAt(line, func(path string, line int) error { return fmt.Errorf("%s:%d: %s", path, line, incomplete) })
 		}
+		out.lines = line
 		start := off
 		off += int64(len(b))
 		if len(bytes.TrimSpace(b)) == 0 {
 			continue
 		}
 		if len(b) > math.MaxInt32 || line > math.MaxInt32 {
-			return n, fmt.Errorf("%s:%d: line too long, or too many lines", path, line)
+			return failAt(line, func(path string, line int) error {
+				return fmt.Errorf("%s:%d: line too long, or too many lines", path, line)
+			})
 		}
 		k, err := readKeys(b)
 		if err == nil {
@@ -209,15 +338,16 @@ func (ix *Index) scan(path string, dir int) (int, error) {
 			err = fmt.Errorf("rollout %d out of range", k.Rollout)
 		}
 		if err != nil {
-			return n, fmt.Errorf("%s:%d: not a trajectory record: %v", path, line, err)
+			return failAt(line, func(path string, line int) error {
+				return fmt.Errorf("%s:%d: not a trajectory record: %v", path, line, err)
+			})
 		}
-		e := entry{off: start, seed: k.Seed, idStr: -1, rollout: int32(k.Rollout), file: fileNo, line: int32(line), n: int32(len(b)),
-			scenario: ix.str(k.ScenarioID), checkpoint: ix.str(k.Checkpoint), framework: ix.str(k.Framework), run: ix.str(k.Run)}
+		e := entry{off: start, seed: k.Seed, idStr: -1, rollout: int32(k.Rollout), line: int32(line), n: int32(len(b)),
+			scenario: str(k.ScenarioID), checkpoint: str(k.Checkpoint), framework: str(k.Framework), run: str(k.Run)}
 		if !compactID(k.TrajID, &e.id) {
-			e.idStr = ix.str(k.TrajID)
+			e.idStr = str(k.TrajID)
 		}
-		ix.entries = append(ix.entries, e)
-		n++
+		out.entries = append(out.entries, e)
 	}
 }
 
@@ -258,6 +388,130 @@ type keyFields struct {
 // readKeys reads the identity fields of a record line. Records list them
 // first, so the line is read only as far as they go.
 func readKeys(b []byte) (keyFields, error) {
+	if k, ok := readKeysFast(b); ok {
+		return k, nil
+	}
+	return readKeysJSON(b)
+}
+
+// readKeysFast reads the identity fields of a line as our writer lays them
+// out: compact JSON whose first members have plain string keys and plain
+// string or integer values. It gives up (ok false) on anything else, for
+// readKeysJSON to decide; when it succeeds its fields are readKeysJSON's.
+func readKeysFast(b []byte) (k keyFields, ok bool) {
+	if len(b) == 0 || b[0] != '{' {
+		return k, false
+	}
+	i, found := 1, 0
+	for found < 7 {
+		if found > 0 || i > 1 {
+			if i >= len(b) || b[i] != ',' {
+				return k, false
+			}
+			i++
+		}
+		key, j, ok := plainString(b, i)
+		if !ok || j >= len(b) || b[j] != ':' {
+			return k, false
+		}
+		i = j + 1
+		var dst *string
+		var num *int64
+		var rollout int64
+		switch string(key) {
+		case "traj_id":
+			dst = &k.TrajID
+		case "run":
+			dst = &k.Run
+		case "checkpoint":
+			dst = &k.Checkpoint
+		case "framework":
+			dst = &k.Framework
+		case "scenario_id":
+			dst = &k.ScenarioID
+		case "rollout":
+			num = &rollout
+		case "seed":
+			num = &k.Seed
+		}
+		switch {
+		case num != nil:
+			v, j, ok := plainInt(b, i)
+			if !ok {
+				return k, false
+			}
+			*num, i = v, j
+			if num == &rollout {
+				if int64(int(rollout)) != rollout {
+					return k, false
+				}
+				k.Rollout = int(rollout)
+			}
+		default:
+			v, j, ok := plainString(b, i)
+			if !ok {
+				return k, false
+			}
+			if dst != nil {
+				*dst = string(v)
+			}
+			i = j
+		}
+		if dst != nil || num != nil {
+			found++
+		}
+	}
+	return k, true
+}
+
+// plainString reads a JSON string at b[i] that holds no escape, no control
+// character and only valid UTF-8 (so that its bytes are its value), and
+// returns it and the index after it.
+func plainString(b []byte, i int) ([]byte, int, bool) {
+	if i >= len(b) || b[i] != '"' {
+		return nil, 0, false
+	}
+	end := bytes.IndexByte(b[i+1:], '"')
+	if end < 0 {
+		return nil, 0, false
+	}
+	v := b[i+1 : i+1+end]
+	for _, c := range v {
+		if c < 0x20 || c == '\\' {
+			return nil, 0, false
+		}
+	}
+	if !utf8.Valid(v) {
+		return nil, 0, false
+	}
+	return v, i + end + 2, true
+}
+
+// plainInt reads a JSON integer at b[i] (an optional minus, then 0 or
+// digits without a leading zero, no fraction or exponent) that fits an
+// int64, and returns it and the index after it.
+func plainInt(b []byte, i int) (int64, int, bool) {
+	j := i
+	if j < len(b) && b[j] == '-' {
+		j++
+	}
+	d := j
+	for j < len(b) && b[j]-'0' < 10 {
+		j++
+	}
+	if j == d || j-d > 19 || (b[d] == '0' && j-d > 1) {
+		return 0, 0, false // no digits, a leading zero, or past int64
+	}
+	if j < len(b) && (b[j] == '.' || b[j] == 'e' || b[j] == 'E') {
+		return 0, 0, false
+	}
+	v, err := strconv.ParseInt(string(b[i:j]), 10, 64)
+	return v, j, err == nil
+}
+
+// readKeysJSON is readKeys through encoding/json's tokenizer, the
+// reference for every line.
+func readKeysJSON(b []byte) (keyFields, error) {
 	var k keyFields
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {

@@ -388,3 +388,73 @@ func TestRecordsLongLines(t *testing.T) {
 		assert.Equal(t, want.Messages, got[i].Messages)
 	}
 }
+
+// indexed is everything OpenIndex reports of a folder.
+type indexed struct {
+	keys    []store.Key
+	pos     []string
+	scanned []int
+	dups    int
+	err     string
+}
+
+func openIndexed(t *testing.T, dirs ...string) indexed {
+	t.Helper()
+	var out indexed
+	ix, err := store.OpenIndex(dirs...)
+	if err != nil {
+		out.err = err.Error()
+		return out
+	}
+	defer ix.Close()
+	out.keys, out.scanned, out.dups = keys(ix), ix.Scanned, ix.Duplicates
+	for i := range ix.Len() {
+		f, l := ix.Pos(i)
+		out.pos = append(out.pos, fmt.Sprintf("%s:%d", f, l))
+	}
+	return out
+}
+
+// A file scanned in many ranges on many cores is indexed exactly as one
+// scan of it line by line: the same keys, positions, counts and first
+// error, wherever the ranges' bounds fall (blank lines, long lines,
+// damaged lines, a torn tail).
+func TestIndexScanInRanges(t *testing.T) {
+	var text strings.Builder
+	var lines []string
+	for i := range 400 {
+		r := ixRec("", "a", "ck", "normal", fmt.Sprintf("s%d", i%7), i, int64(i))
+		if i%97 == 5 {
+			r.Messages[0].Content = strings.Repeat("long ", 300<<10) // past the reading buffer
+		}
+		l := ixLine(t, r)
+		if i%13 == 0 {
+			l += "\n   \n" // blank lines
+		}
+		lines = append(lines, l)
+		text.WriteString(l)
+	}
+	all := text.String()
+	good := ixRun(t, "a", map[string]string{"part-0-of-1.jsonl": all})
+	bad := ixRun(t, "a", map[string]string{"part-0-of-1.jsonl": strings.Join(lines[:250], "") + "{\"traj_id\": 7}\n" + strings.Join(lines[250:], "")})
+	torn := ixRun(t, "a", map[string]string{"part-0-of-1.jsonl": all + lines[3][:40]})
+	dup := ixRun(t, "a", map[string]string{"part-0-of-1.jsonl": all + lines[17]})
+	for _, dir := range []string{good, bad, torn, dup} {
+		var want indexed
+		withProcs(1, func() { want = openIndexed(t, dir) })
+		for _, chunk := range []int64{1 << 10, 37 << 10, 1 << 20} {
+			for _, procs := range []int{2, 4, 16} {
+				restore := store.SetScanChunk(chunk)
+				var got indexed
+				withProcs(procs, func() { got = openIndexed(t, dir) })
+				restore()
+				require.Equal(t, want, got, "chunk %d, GOMAXPROCS %d", chunk, procs)
+			}
+		}
+		if dir == good {
+			require.Len(t, want.keys, 400)
+		} else {
+			require.NotEmpty(t, want.err)
+		}
+	}
+}
