@@ -62,8 +62,12 @@ type RunsResult struct {
 // the dataset card beside it. Records go in the order of checkpoint,
 // framework, scenario, rollout, seed, run and traj_id, so that an export
 // never depends on the order episodes finished in; copies of an episode
-// (same traj_id) are dropped. Memory is one row group plus the index
-// (store.Index: 64 bytes per record).
+// (same traj_id) are dropped. Records are decoded and their rows built on
+// every core and written in that order (dataset.MapOrdered), so the files
+// are the same for any number of cores. Memory is the index (store.Index:
+// 64 bytes per record) plus a bounded working set: one row group per
+// Parquet file being written, the records and rows in flight (a few
+// hundred), one zstd encoder (see DefaultMemoryBudget).
 func ExportRuns(cfg RunsConfig) (RunsResult, error) {
 	var res RunsResult
 	if cfg.Split == nil {
