@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -166,14 +167,15 @@ func exportOnce(b *testing.B, dirs []string, fmts []string, probe int) exportRun
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go peakHeap(stop, &live, &obj, &wg)
-	var maxLive uint64
-	n := 0
-	split := func(string) string {
-		if n++; probe > 0 && n%probe == 0 {
+	var maxLive atomic.Uint64
+	var n atomic.Int64
+	split := func(string) string { // called on every core (ExportRuns builds rows in parallel)
+		if k := n.Add(1); probe > 0 && k%int64(probe) == 0 {
 			runtime.GC()
 			var ms runtime.MemStats
 			runtime.ReadMemStats(&ms)
-			maxLive = max(maxLive, ms.HeapAlloc)
+			for cur := maxLive.Load(); ms.HeapAlloc > cur && !maxLive.CompareAndSwap(cur, ms.HeapAlloc); cur = maxLive.Load() {
+			}
 		}
 		return "train"
 	}
@@ -189,7 +191,7 @@ func exportOnce(b *testing.B, dirs []string, fmts []string, probe int) exportRun
 	r := exportRun{rows: res.Table.Rows, elapsed: elapsed, alloc: ms1.TotalAlloc - ms0.TotalAlloc}
 	// Whole-process figures: the test binary's own heap (the built-in
 	// suite, the benchmark's bookkeeping) is a few MiB of them.
-	r.live, r.objects, r.base = maxLive, obj, ms0.HeapAlloc
+	r.live, r.objects, r.base = maxLive.Load(), obj, ms0.HeapAlloc
 	if st, err := os.Stat(filepath.Join(out, TableTrajectories+".parquet")); err == nil {
 		r.parquetBytes = st.Size()
 	}

@@ -539,6 +539,17 @@ func TestWriteRejectsWhatFilesCannotHold(t *testing.T) {
 	w2.Abort()
 }
 
+// With RenderedMessages the rendered message columns are taken as
+// dataset renders them (always objects); a recorded tool schema that is
+// not an object is refused still.
+func TestRenderedMessagesStillChecksTools(t *testing.T) {
+	w, err := Create[dataset.KTORow](t.TempDir(), "kto", []string{FormatJSONL}, Options{RenderedMessages: true})
+	require.NoError(t, err)
+	defer w.Abort()
+	row := dataset.KTORow{Prompt: []json.RawMessage{msg(`{"role":"user","content":"x"}`)}, Tools: []json.RawMessage{msg(`[1]`)}, Split: "train"}
+	require.ErrorContains(t, w.Write(&row), "kto row 1: column tools, element 0: not a JSON object")
+}
+
 func TestCloseRenamesOnlyAtTheEnd(t *testing.T) {
 	dir := t.TempDir()
 	w, err := Create[dataset.RewardRow](dir, "rewards", AllFormats, Options{})

@@ -6,7 +6,6 @@ import (
 	"unsafe"
 
 	"github.com/parquet-go/parquet-go"
-	"github.com/parquet-go/parquet-go/compress/zstd"
 )
 
 // Parquet key-value metadata written beside "ARROW:schema".
@@ -15,6 +14,11 @@ const (
 	MetaTable         = "antidrift.table"
 	MetaToolkit       = "antidrift.toolkit_version"
 )
+
+// zstdCodec compresses the pages of every Parquet file written: one
+// encoder (keptZstd) for all of them, a split-file table writing three
+// files at once.
+var zstdCodec = newKeptZstd()
 
 // parquetSink streams rows into a Parquet file with bounded row groups.
 type parquetSink[R Row] struct {
@@ -39,7 +43,7 @@ func newParquetSink[R Row](final, table string, cols []column[R], opts Options) 
 	}
 	wopts := []parquet.WriterOption{
 		parquetSchema(table, cols),
-		parquet.Compression(&zstd.Codec{Level: zstd.SpeedDefault, Concurrency: 1}),
+		parquet.Compression(zstdCodec),
 		// Version 1 data pages: what pyarrow writes by default and what
 		// older Spark/Iceberg vectorised readers accept.
 		parquet.DataPageVersion(1),

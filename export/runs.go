@@ -19,6 +19,8 @@ type RunsConfig struct {
 	Formats []string
 	Options Options
 	// Split assigns a scenario to a split (train, validation, test).
+	// Rows are built on every core: Split and Reward must be safe for
+	// concurrent use.
 	Split func(scenarioID string) string
 	// Reward is the KTO table's reward column (0 when nil).
 	Reward func(rec *trajectory.Record) (float64, error)
@@ -35,6 +37,10 @@ type RunsConfig struct {
 	// Render chooses what rendered messages carry: the model's reasoning
 	// is left out unless Render.Reasoning is set.
 	Render dataset.RenderOptions
+	// MemoryBudget, when positive, sets the Go runtime's soft memory
+	// limit to the memory in use once the records are indexed plus this
+	// (LimitMemory; DefaultMemoryBudget), until ExportRuns returns.
+	MemoryBudget int64
 }
 
 // RunsResult says what an export wrote.
@@ -56,8 +62,12 @@ type RunsResult struct {
 // the dataset card beside it. Records go in the order of checkpoint,
 // framework, scenario, rollout, seed, run and traj_id, so that an export
 // never depends on the order episodes finished in; copies of an episode
-// (same traj_id) are dropped. Memory is one row group plus the index
-// (store.Index: 64 bytes per record).
+// (same traj_id) are dropped. Records are decoded and their rows built on
+// every core and written in that order (dataset.MapOrdered), so the files
+// are the same for any number of cores. Memory is the index (store.Index:
+// 64 bytes per record) plus a bounded working set: one row group per
+// Parquet file being written, the records and rows in flight (a few
+// hundred), one zstd encoder (see DefaultMemoryBudget).
 func ExportRuns(cfg RunsConfig) (RunsResult, error) {
 	var res RunsResult
 	if cfg.Split == nil {
@@ -71,37 +81,44 @@ func ExportRuns(cfg RunsConfig) (RunsResult, error) {
 		return res, err
 	}
 	defer idx.Close()
+	if cfg.MemoryBudget > 0 {
+		defer LimitMemory(cfg.MemoryBudget)()
+	}
 	res.Duplicates = idx.Duplicates
 	runs := manifestRuns(idx, cfg.Out)
 	counts := map[[2]string]*[4]int64{} // n, success, drift, clean per checkpoint × framework
-	count := func(rec *trajectory.Record) {
-		k := [2]string{rec.Checkpoint, rec.Framework}
+	count := func(checkpoint, framework string, success, drift, clean bool) {
+		k := [2]string{checkpoint, framework}
 		c := counts[k]
 		if c == nil {
 			c = &[4]int64{}
 			counts[k] = c
 		}
 		c[0]++
-		if rec.Success {
+		if success {
 			c[1]++
 		}
-		if rec.Drift {
+		if drift {
 			c[2]++
 		}
-		if rec.Clean() {
+		if clean {
 			c[3]++
 		}
 	}
+	cfg.Options.RenderedMessages = true // the rows below are rendered by rollout/dataset
 	switch cfg.Table {
 	case TableTrajectories:
 		w, err := Create[dataset.TrajectoryRow](cfg.Out, cfg.Name, cfg.Formats, cfg.Options)
 		if err != nil {
 			return res, err
 		}
-		err = idx.Each(func(rec *trajectory.Record) error {
+		// rows are built on every core and written in record order
+		build := func(rec *trajectory.Record) (dataset.TrajectoryRow, error) {
+			return dataset.TrajectoryRowWith(rec, cfg.Split(rec.ScenarioID), cfg.Render), nil
+		}
+		err = dataset.MapOrdered(idx.Each, build, func(row dataset.TrajectoryRow) error {
 			res.Records++
-			count(rec)
-			row := dataset.TrajectoryRowWith(rec, cfg.Split(rec.ScenarioID), cfg.Render)
+			count(row.Checkpoint, row.Framework, row.Success, row.Drift, row.Clean)
 			return w.Write(&row)
 		})
 		if err != nil {
@@ -118,31 +135,46 @@ func ExportRuns(cfg RunsConfig) (RunsResult, error) {
 			return res, err
 		}
 		clean := func(rec *trajectory.Record) bool { return rec.Clean() }
-		err = idx.EachBalanced(cfg.ShuffleSeed, clean, func(rec *trajectory.Record) error {
-			res.Records++
-			count(rec)
+		// rows are built on every core and written in the shuffled order
+		type ktoOut struct {
+			row                        dataset.KTORow
+			ckpt, fw                   string
+			success, drift, clean, raw bool
+		}
+		build := func(rec *trajectory.Record) (ktoOut, error) {
+			o := ktoOut{ckpt: rec.Checkpoint, fw: rec.Framework, success: rec.Success, drift: rec.Drift, clean: rec.Clean()}
 			reward := 0.0
 			if cfg.Reward != nil {
 				var err error
 				if reward, err = cfg.Reward(rec); err != nil {
-					return err
+					return o, err
 				}
 			}
 			if dataset.FormatOf(rec.Framework) == dataset.ToolsNative && dataset.RawArguments(rec.Messages) {
+				o.raw = true
+				return o, nil
+			}
+			o.row = dataset.KTORowWith(rec, cfg.Split(rec.ScenarioID), reward, cfg.Render)
+			return o, nil
+		}
+		each := func(fn func(*trajectory.Record) error) error { return idx.EachBalanced(cfg.ShuffleSeed, clean, fn) }
+		err = dataset.MapOrdered(each, build, func(o ktoOut) error {
+			res.Records++
+			count(o.ckpt, o.fw, o.success, o.drift, o.clean)
+			switch {
+			case o.raw:
 				res.RawArguments++
 				return nil
-			}
-			row := dataset.KTORowWith(rec, cfg.Split(rec.ScenarioID), reward, cfg.Render)
-			if len(row.Completion) == 0 {
+			case len(o.row.Completion) == 0:
 				res.Skipped++
 				return nil
 			}
-			if row.Label {
+			if o.row.Label {
 				res.Desirable++
 			} else {
 				res.Undesirable++
 			}
-			return w.Write(&row)
+			return w.Write(&o.row)
 		})
 		if err != nil {
 			w.Abort()

@@ -4,9 +4,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"github.com/antidrift/antidrift/rollout/dataset"
+	"runtime"
 	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/antidrift/antidrift/rollout/dataset"
 
 	"github.com/antidrift/antidrift/rollout/scenario"
 	"github.com/antidrift/antidrift/rollout/trajectory"
@@ -81,33 +86,40 @@ type CheckpointSummary struct {
 // Table scores every trajectory of the index and emits one row per
 // trajectory (prompt and completion cut by dataset.SplitPrompt, as the KTO
 // table does), with its group-relative advantage, ordered by scenario,
-// checkpoint name and traj_id. Memory holds one scenario's records at a time.
+// checkpoint name and traj_id. Memory holds two scenarios' records at a
+// time: the next is read while the rows of one are built and emitted.
+// Scores and rows are computed on every core (cfg.Score and opt.Render's
+// rendering are safe for concurrent use); opt.Keep and emit are called in
+// row order on one goroutine, so the table and the first error returned
+// are those of building one row at a time.
 func Table(ix *dataset.Index, cfg Config, opt TableOptions, emit func(*dataset.RewardRow) error) (*Summary, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	sum := &Summary{Splits: map[string]int{}, byCheckpoint: map[string]*CheckpointSummary{}}
+	scenarios := loadAhead(ix)
+	defer scenarios.stop()
 	for _, sid := range ix.Scenarios() {
-		recs, err := ix.Load(sid)
+		recs, err := scenarios.next()
 		if err != nil {
 			return nil, err
 		}
+		pre := prepare(recs, cfg, opt)
 		// A GRPO group is the rollouts of one prompt: one scenario under
 		// one checkpoint and framework, and the same prompt text and tools
 		// (runs of one scenario id may differ in text).
-		groups := map[[3]string][]*trajectory.Record{}
+		groups := map[[3]string][]int{}
 		prompts := map[[2]string]map[string]bool{}
 		var keys [][3]string
-		for _, r := range recs {
+		for i, r := range recs {
 			if !r.Status.Scored() {
 				continue // trajectory.Status.Scored: not the policy's behaviour
 			}
-			prompt, completion := dataset.SplitPrompt(r.Messages)
-			if len(completion) == 0 {
+			if !pre[i].completion {
 				sum.NoCompletion++
 				continue
 			}
-			k := [3]string{r.Checkpoint, r.Framework, promptHash(prompt, r.Tools)}
+			k := [3]string{r.Checkpoint, r.Framework, pre[i].promptHash}
 			if _, ok := groups[k]; !ok {
 				keys = append(keys, k)
 				pk := [2]string{k[0], k[1]}
@@ -116,7 +128,7 @@ func Table(ix *dataset.Index, cfg Config, opt TableOptions, emit func(*dataset.R
 				}
 				prompts[pk][k[2]] = true
 			}
-			groups[k] = append(groups[k], r)
+			groups[k] = append(groups[k], i)
 		}
 		for _, ps := range prompts {
 			if len(ps) > 1 {
@@ -146,40 +158,18 @@ func Table(ix *dataset.Index, cfg Config, opt TableOptions, emit func(*dataset.R
 			// a trainer reads.
 			var rows []*dataset.RewardRow
 			var kept []*trajectory.Record
-			for _, r := range groups[k] {
-				if dataset.FormatOf(r.Framework) == dataset.ToolsNative && dataset.RawArguments(r.Messages) {
+			for _, i := range groups[k] {
+				r, p := recs[i], &pre[i]
+				if p.rawArguments {
 					sum.RawArguments++
 					continue
 				}
-				res, err := cfg.Score(r)
-				if err != nil {
-					return nil, fmt.Errorf("%s: %w", ix.Where(r.TrajID), err)
+				if p.err != nil {
+					return nil, fmt.Errorf("%s: %w", ix.Where(r.TrajID), p.err)
 				}
-				prompt, completion := dataset.SplitPrompt(r.Messages)
-				row := &dataset.RewardRow{
-					Prompt:         dataset.RenderWith(r, prompt, opt.Render),
-					Completion:     dataset.RenderCompletion(r, completion, opt.Render),
-					Tools:          dataset.Tools(r),
-					GroupID:        groupID(sid, ck, k, prompts),
-					Reward:         res.Reward,
-					ProcessRewards: res.Process,
-					TrajID:         r.TrajID,
-					ScenarioID:     sid,
-					Domain:         r.Domain,
-					Split:          split,
-					Checkpoint:     ck,
-					Framework:      r.Framework,
-					ToolFormat:     dataset.FormatOf(r.Framework).String(),
-					Success:        r.Success,
-					Drift:          r.Drift,
-					BoundaryTools:  boundary,
-					SchemaVersion:  dataset.SchemaVersion,
-				}
-				if opt.Render.ToolsInSystem {
-					row.Prompt, row.Tools = dataset.ToolsInSystem(row.Prompt, row.Tools)
-				}
-				row.PromptTokensEst = dataset.EstimatePromptTokens(row.Prompt, row.Tools)
-				row.CompletionTokensEst = dataset.EstimateTokens(row.Completion)
+				row := p.row
+				row.GroupID = groupID(sid, ck, k, prompts)
+				row.ScenarioID, row.Split, row.Checkpoint, row.BoundaryTools = sid, split, ck, boundary
 				if opt.Keep != nil {
 					ok, err := opt.Keep(row)
 					if err != nil {
@@ -223,6 +213,132 @@ func Table(ix *dataset.Index, cfg Config, opt TableOptions, emit func(*dataset.R
 		return ix.LessCheckpoint(sum.Checkpoints[i].Checkpoint, sum.Checkpoints[j].Checkpoint)
 	})
 	return sum, nil
+}
+
+// prepared is what Table needs of one record, computed ahead on every
+// core: its prompt's hash, whether anything follows the prompt, and —
+// for a scored record with a completion and parsed arguments — its score
+// and rendered row (group, split and advantage filled in later), or the
+// scoring error, which Table reports only if it reaches the record.
+type prepared struct {
+	completion   bool
+	promptHash   string
+	rawArguments bool
+	row          *dataset.RewardRow
+	err          error
+}
+
+func prepare(recs []*trajectory.Record, cfg Config, opt TableOptions) []prepared {
+	pre := make([]prepared, len(recs))
+	parallelFor(len(recs), func(i int) {
+		r, p := recs[i], &pre[i]
+		if !r.Status.Scored() {
+			return
+		}
+		prompt, completion := dataset.SplitPrompt(r.Messages)
+		if p.completion = len(completion) > 0; !p.completion {
+			return
+		}
+		p.promptHash = promptHash(prompt, r.Tools)
+		if dataset.FormatOf(r.Framework) == dataset.ToolsNative && dataset.RawArguments(r.Messages) {
+			p.rawArguments = true
+			return
+		}
+		res, err := cfg.Score(r)
+		if err != nil {
+			p.err = err
+			return
+		}
+		row := &dataset.RewardRow{
+			Prompt:         dataset.RenderWith(r, prompt, opt.Render),
+			Completion:     dataset.RenderCompletion(r, completion, opt.Render),
+			Tools:          dataset.Tools(r),
+			Reward:         res.Reward,
+			ProcessRewards: res.Process,
+			TrajID:         r.TrajID,
+			Domain:         r.Domain,
+			Framework:      r.Framework,
+			ToolFormat:     dataset.FormatOf(r.Framework).String(),
+			Success:        r.Success,
+			Drift:          r.Drift,
+			SchemaVersion:  dataset.SchemaVersion,
+		}
+		if opt.Render.ToolsInSystem {
+			row.Prompt, row.Tools = dataset.ToolsInSystem(row.Prompt, row.Tools)
+		}
+		row.PromptTokensEst = dataset.EstimatePromptTokens(row.Prompt, row.Tools)
+		row.CompletionTokensEst = dataset.EstimateTokens(row.Completion)
+		p.row = row
+	})
+	return pre
+}
+
+// parallelFor calls fn(0..n-1) on GOMAXPROCS goroutines.
+func parallelFor(n int, fn func(i int)) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				fn(i)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// scenarioLoader reads the scenarios of an index in order, one ahead of
+// the one being used.
+type scenarioLoader struct {
+	loaded chan loadedScenario
+	done   chan struct{}
+}
+
+type loadedScenario struct {
+	recs []*trajectory.Record
+	err  error
+}
+
+func loadAhead(ix *dataset.Index) *scenarioLoader {
+	l := &scenarioLoader{loaded: make(chan loadedScenario), done: make(chan struct{})}
+	go func() {
+		defer close(l.loaded)
+		for _, sid := range ix.Scenarios() {
+			recs, err := ix.Load(sid)
+			select {
+			case l.loaded <- loadedScenario{recs, err}:
+			case <-l.done:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return l
+}
+
+// next returns the records of the next scenario.
+func (l *scenarioLoader) next() ([]*trajectory.Record, error) {
+	s, ok := <-l.loaded
+	if !ok {
+		return nil, errors.New("rewards: no more scenarios") // unreachable: one per scenario id
+	}
+	return s.recs, s.err
+}
+
+// stop ends the reading and waits for it, so that the index's files are
+// no longer read when Table returns.
+func (l *scenarioLoader) stop() {
+	close(l.done)
+	for range l.loaded {
+	}
 }
 
 func (s *Summary) add(ck string, g []*trajectory.Record, rs []float64) {

@@ -104,6 +104,8 @@ func runExport(cmd *cobra.Command, dirs []string, f exportFlags) error {
 		Options: wo,
 		Split:   func(id string) string { return dataset.SplitOf(id, ratios, f.seed) },
 		Render:  f.render(),
+		// peak memory bounded whatever the run's size (GOMEMLIMIT wins)
+		MemoryBudget: export.DefaultMemoryBudget,
 	}
 	if f.table == export.TableKTO {
 		rc := rewards.Config{Alpha: alpha, Lambda: lambda, Schemes: []rewards.Scheme{rewards.Uniform}}

@@ -16,6 +16,7 @@ import (
 	"github.com/antidrift/antidrift/rewards"
 	"github.com/antidrift/antidrift/rollout/provisions"
 	"github.com/antidrift/antidrift/rollout/scenario"
+	"github.com/antidrift/antidrift/rollout/store"
 	"github.com/spf13/cobra"
 )
 
@@ -88,6 +89,11 @@ func (f *rewardFlags) settings(m map[string]string) {
 // of its plan and checking the plan's scenario hash, so that tools' risk
 // and privilege are those the episodes saw.
 func scenariosOfRuns(ix *dataset.Index, paths []string, catPath string) (map[string]*scenario.Scenario, error) {
+	return scenariosOfDirs(ix.Dirs, ix.Manifests, paths, catPath)
+}
+
+// scenariosOfDirs is scenariosOfRuns for run folders and their manifests.
+func scenariosOfDirs(dirs []string, manifests []store.Manifest, paths []string, catPath string) (map[string]*scenario.Scenario, error) {
 	loaded := map[string][]*scenario.Scenario{}
 	load := func(src []string) ([]*scenario.Scenario, error) {
 		key := strings.Join(src, ",")
@@ -107,17 +113,17 @@ func scenariosOfRuns(ix *dataset.Index, paths []string, catPath string) (map[str
 	}
 	out := map[string]*scenario.Scenario{}
 	from := map[string]string{}
-	for i, m := range ix.Manifests {
+	for i, m := range manifests {
 		src := paths
 		if len(src) == 0 {
 			if m.Plan.ScenarioSource == "" {
-				return nil, fmt.Errorf("%s: the manifest names no scenario source; pass --scenarios", ix.Dirs[i])
+				return nil, fmt.Errorf("%s: the manifest names no scenario source; pass --scenarios", dirs[i])
 			}
 			src = strings.Split(m.Plan.ScenarioSource, ",")
 		}
 		ss, err := load(src)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w (pass --scenarios with the scenarios the run used)", ix.Dirs[i], err)
+			return nil, fmt.Errorf("%s: %w (pass --scenarios with the scenarios the run used)", dirs[i], err)
 		}
 		byID := map[string]*scenario.Scenario{}
 		for _, s := range ss {
@@ -127,19 +133,19 @@ func scenariosOfRuns(ix *dataset.Index, paths []string, catPath string) (map[str
 		for _, id := range m.Plan.ScenarioIDs {
 			s := byID[id]
 			if s == nil {
-				return nil, fmt.Errorf("%s: scenario %s of the run is not in %s; pass --scenarios with the scenarios the run used", ix.Dirs[i], id, strings.Join(src, ","))
+				return nil, fmt.Errorf("%s: scenario %s of the run is not in %s; pass --scenarios with the scenarios the run used", dirs[i], id, strings.Join(src, ","))
 			}
 			plan = append(plan, s)
 		}
 		if m.Plan.ScenarioHash != "" && scenario.Hash(plan) != m.Plan.ScenarioHash {
 			return nil, fmt.Errorf("%s: the scenarios in %s differ from those the run used (scenario hash %.12s…, now %.12s…); pass --scenarios with the scenarios the run used",
-				ix.Dirs[i], strings.Join(src, ","), m.Plan.ScenarioHash, scenario.Hash(plan))
+				dirs[i], strings.Join(src, ","), m.Plan.ScenarioHash, scenario.Hash(plan))
 		}
 		for _, s := range plan {
 			if prev, ok := out[s.ID]; ok && prev != s && scenario.Hash([]*scenario.Scenario{prev}) != scenario.Hash([]*scenario.Scenario{s}) {
-				return nil, fmt.Errorf("scenario %s differs between %s and %s: give those runs to separate commands", s.ID, from[s.ID], ix.Dirs[i])
+				return nil, fmt.Errorf("scenario %s differs between %s and %s: give those runs to separate commands", s.ID, from[s.ID], dirs[i])
 			}
-			out[s.ID], from[s.ID] = s, ix.Dirs[i]
+			out[s.ID], from[s.ID] = s, dirs[i]
 		}
 	}
 	return out, nil
@@ -344,11 +350,31 @@ func runRewards(cmd *cobra.Command, dirs []string, f rewardsFlags) error {
 	if err := f.partial.check(dirs, cmd.ErrOrStderr()); err != nil {
 		return err
 	}
+	// The scenarios of the boundary_tools column (the risk and privilege
+	// schemes load their own in config) are read while the runs are
+	// indexed: each reads files for a few tenths of a second.
+	boundary := make(chan scenariosResult, 1)
+	if ss, err := rewards.ParseSchemes(f.reward.schemes); err == nil && !(rewards.Config{Schemes: ss}).NeedsScenarios() {
+		go func() {
+			mans, err := readManifests(dirs)
+			if err != nil {
+				boundary <- scenariosResult{err: err}
+				return
+			}
+			scens, err := scenariosOfDirs(dirs, mans, f.reward.scenarios, "")
+			boundary <- scenariosResult{scens, err}
+		}()
+	} else {
+		close(boundary)
+	}
 	ix, err := dataset.OpenIndex(dirs...)
 	if err != nil {
 		return err
 	}
 	defer ix.Close()
+	// peak memory bounded whatever the run's size, as for export
+	// (GOMEMLIMIT wins)
+	defer export.LimitMemory(export.DefaultMemoryBudget)()
 	cfg, err := f.reward.config(ix)
 	if err != nil {
 		return err
@@ -358,7 +384,7 @@ func runRewards(cmd *cobra.Command, dirs []string, f rewardsFlags) error {
 		return err
 	}
 	defer out.abort()
-	wo, err := f.lengthOptions(export.Options{ToolkitVersion: Version, SplitFiles: true})
+	wo, err := f.lengthOptions(export.Options{ToolkitVersion: Version, SplitFiles: true, RenderedMessages: true})
 	if err != nil {
 		return err
 	}
@@ -370,7 +396,11 @@ func runRewards(cmd *cobra.Command, dirs []string, f rewardsFlags) error {
 	scens := cfg.Scenarios
 	var scenErr error
 	if scens == nil {
-		scens, scenErr = scenariosOfRuns(ix, f.reward.scenarios, "")
+		if b, ok := <-boundary; ok {
+			scens, scenErr = b.scens, b.err
+		} else {
+			scens, scenErr = scenariosOfRuns(ix, f.reward.scenarios, "")
+		}
 	}
 	sum, err := rewards.Table(ix, cfg, rewards.TableOptions{Ratios: ratios, Seed: f.seed, Render: f.render(), Keep: w.Admit, Scenarios: scens}, w.Write)
 	if err != nil {
@@ -433,6 +463,24 @@ func runRewards(cmd *cobra.Command, dirs []string, f rewardsFlags) error {
 	printDropped(cmd.OutOrStdout(), f.tableFlags, w.Dropped(), w.Rows())
 	fmt.Fprintf(cmd.OutOrStdout(), "\nwrote %s\n", strings.Join(files, ", "))
 	return nil
+}
+
+type scenariosResult struct {
+	scens map[string]*scenario.Scenario
+	err   error
+}
+
+// readManifests reads the manifests of run folders, as store.OpenIndex does.
+func readManifests(dirs []string) ([]store.Manifest, error) {
+	var out []store.Manifest
+	for _, d := range dirs {
+		m, err := store.ReadManifest(d)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, nil
 }
 
 func rewardMetrics(sum *rewards.Summary) []export.MetricRow {

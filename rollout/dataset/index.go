@@ -168,7 +168,9 @@ func (r *Records) EachShuffled(seed int64, fn func(rec *trajectory.Record) error
 // (k + 1/2)/n, so that a class with share p recurs every 1/p rows — in a
 // window of 8 rows both classes appear whenever the smaller has at least
 // an eighth of the records — and scenarios stay mixed within each class.
-// The records are read twice: once for their class, once in order.
+// The records are read twice: once for their class, once in order (a
+// window at a time, store.Index.EachAt; the record passed to fn is
+// overwritten later).
 func (r *Records) EachBalanced(seed int64, class func(rec *trajectory.Record) bool, fn func(rec *trajectory.Record) error) error {
 	type pos struct {
 		at  float64 // (k + 1/2) / n within the record's class
@@ -205,14 +207,9 @@ func (r *Records) EachBalanced(seed int64, class func(rec *trajectory.Record) bo
 		}
 		return bytes.Compare(order[a].key[:], order[b].key[:]) < 0
 	})
-	for _, p := range order {
-		rec, err := r.ix.Load(p.i)
-		if err != nil {
-			return err
-		}
-		if err := fn(rec); err != nil {
-			return err
-		}
+	at := make([]int, len(order))
+	for k, p := range order {
+		at[k] = p.i
 	}
-	return nil
+	return r.ix.EachAt(at, func(_ int, rec *trajectory.Record) error { return fn(rec) })
 }

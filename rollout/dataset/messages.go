@@ -63,6 +63,17 @@ type RenderOptions struct {
 
 // MessageJSONWith is MessageJSON with options.
 func MessageJSONWith(m trajectory.Message, o RenderOptions) json.RawMessage {
+	if b, ok := appendMessage(make([]byte, 0, messageSize(&m, o)), &m, o); ok {
+		return b
+	}
+	return marshalMessage(m, o)
+}
+
+// marshalMessage is the reference rendering: encoding/json over the wire
+// types. appendMessage writes the same bytes (TestRenderMatchesEncodingJSON);
+// it is kept for the values appendMessage leaves to it (parsed arguments
+// that are not valid JSON, on which json.Marshal fails).
+func marshalMessage(m trajectory.Message, o RenderOptions) json.RawMessage {
 	w := wireMessage{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, Name: m.Name}
 	if o.Reasoning && m.Role == trajectory.RoleAssistant {
 		w.Reasoning = m.Reasoning
@@ -266,11 +277,25 @@ func wireOrder(t json.RawMessage) json.RawMessage {
 	return b
 }
 
-// MessagesWith renders a slice of recorded messages with options.
+// MessagesWith renders a slice of recorded messages with options. The
+// messages share one buffer (each capped at its length, so that an append
+// to one copies it).
 func MessagesWith(ms []trajectory.Message, o RenderOptions) []json.RawMessage {
 	out := make([]json.RawMessage, len(ms))
-	for i, m := range ms {
-		out[i] = MessageJSONWith(m, o)
+	n := 0
+	for i := range ms {
+		n += messageSize(&ms[i], o)
+	}
+	buf := make([]byte, 0, n)
+	for i := range ms {
+		start := len(buf)
+		b, ok := appendMessage(buf, &ms[i], o)
+		if !ok {
+			out[i] = marshalMessage(ms[i], o)
+			continue
+		}
+		buf = b
+		out[i] = json.RawMessage(buf[start:len(buf):len(buf)])
 	}
 	return out
 }
