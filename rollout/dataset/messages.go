@@ -153,6 +153,7 @@ var (
 // RegisterTextView declares that records of a framework were seen by the
 // model as text, through view. The agent protocols live above this layer,
 // so the binary registers them (cmd/antidrift: react → protocol.View).
+// view must be safe for concurrent use: exports render rows on every core.
 func RegisterTextView(framework string, view TextView) {
 	viewsMu.Lock()
 	defer viewsMu.Unlock()
