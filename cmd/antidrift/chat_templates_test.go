@@ -16,7 +16,6 @@ import (
 	"github.com/ardanlabs/jinja"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
 )
 
 // chatTemplate is one model's real chat template (testdata/chat_templates,

@@ -42,6 +42,7 @@ Writes report.json, report.md, report.html (self-contained), pareto.svg and
 pareto.png, drift_by_domain.svg/.png and drift_positions.svg/.png into --out.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			defer streamingMemory()()
 			opts, err := f.options(metrics.DefaultKeys)
 			if err != nil {
 				return err

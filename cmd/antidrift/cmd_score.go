@@ -84,6 +84,7 @@ drift_type. With drift_type, a group's "drift" is drift of that type.
 --json prints {"groups": [...]} with the grouping keys and every metric.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			defer streamingMemory()()
 			keys, err := metrics.ParseKeys(by)
 			if err != nil {
 				return fmt.Errorf("--by: %w", err)

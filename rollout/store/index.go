@@ -197,8 +197,14 @@ func (ix *Index) scan(path string, dir int) (int, error) {
 		}()
 	}
 	wg.Wait()
-	n, lines := 0, 0
+	total := 0
 	for _, p := range parts {
+		total += len(p.entries)
+	}
+	ix.entries = slices.Grow(ix.entries, total) // once, not by doubling
+	n, lines := 0, 0
+	for pi := range parts {
+		p := &parts[pi]
 		remap := make([]int32, len(p.strs))
 		for i, s := range p.strs {
 			remap[i] = ix.str(s)
@@ -216,6 +222,7 @@ func (ix *Index) scan(path string, dir int) (int, error) {
 			ix.entries = append(ix.entries, e)
 			n++
 		}
+		p.entries = nil // joined: the part's copy can go
 		if p.fail != nil {
 			return n, p.fail(path, lines+p.failLine)
 		}
