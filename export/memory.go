@@ -2,6 +2,7 @@ package export
 
 import (
 	"math"
+	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 )
@@ -22,7 +23,7 @@ import (
 const DefaultMemoryBudget = 144 << 20
 
 // LimitMemory sets the Go runtime's soft memory limit to the memory the
-// runtime holds now plus budget, unless a limit is set already (GOMEMLIMIT,
+// runtime holds now, after a collection, plus budget, unless a limit is set already (GOMEMLIMIT,
 // or an earlier call), and returns the function that restores the limit
 // before it. The limit is soft: live memory above it makes the garbage
 // collector run more often, never an allocation fail.
@@ -31,6 +32,9 @@ func LimitMemory(budget int64) (restore func()) {
 	if prev != math.MaxInt64 || budget <= 0 {
 		return func() {}
 	}
+	// What is live now (the index, for an export), not the garbage its
+	// building left: a collection of a heap this small takes milliseconds.
+	runtime.GC()
 	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
 	metrics.Read(s)
 	inUse := int64(s[0].Value.Uint64() - s[1].Value.Uint64())
