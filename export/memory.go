@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"sync"
 )
 
 // DefaultMemoryBudget is the memory an export may take beyond what is in
@@ -17,16 +18,30 @@ import (
 // with the default GOGC of 100 the heap of a 43,000-trajectory export
 // grew to twice its live 80–110 MiB, so a peak RSS past 256 MiB; under the
 // limit the collector runs a little earlier and the peak stays near
-// 210 MiB, at no measurable cost in CPU. The index itself (64 bytes a
-// record) is outside the budget, so a larger run never makes the collector
-// run harder to fit.
+// 210 MiB, at no measurable cost in CPU. The index (64 bytes a record)
+// comes on top of the budget, up to MemoryCeiling: a run ten times as
+// large (430,000 trajectories) peaks at 214 MiB of RSS.
 const DefaultMemoryBudget = 144 << 20
 
+// MemoryCeiling bounds the soft memory limit LimitMemory sets, whatever
+// the budget: the Go runtime's memory (heap, stacks, its own structures;
+// the process adds about 40 MiB of code and mappings) stays near it, so
+// that peak RSS stays under 256 MiB as the index grows with the run. Only
+// when what is in use comes near it (an index of some 2 × 10⁶ records)
+// does MemoryFloor take over.
+const MemoryCeiling = 176 << 20
+
+// MemoryFloor is the least room above what is in use that LimitMemory
+// leaves, so that a large index never makes the collector run without end.
+const MemoryFloor = 32 << 20
+
 // LimitMemory sets the Go runtime's soft memory limit to the memory the
-// runtime holds now, after a collection, plus budget, unless a limit is set already (GOMEMLIMIT,
-// or an earlier call), and returns the function that restores the limit
-// before it. The limit is soft: live memory above it makes the garbage
-// collector run more often, never an allocation fail.
+// runtime holds now, after a collection, plus budget, at most
+// MemoryCeiling and at least what it holds plus MemoryFloor (softLimit),
+// unless a limit is set already (GOMEMLIMIT, or an earlier call), and
+// returns the function that restores the limit before it. The limit is
+// soft: live memory above it makes the garbage collector run more often,
+// never an allocation fail.
 func LimitMemory(budget int64) (restore func()) {
 	prev := debug.SetMemoryLimit(-1)
 	if prev != math.MaxInt64 || budget <= 0 {
@@ -38,6 +53,51 @@ func LimitMemory(budget int64) (restore func()) {
 	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
 	metrics.Read(s)
 	inUse := int64(s[0].Value.Uint64() - s[1].Value.Uint64())
-	debug.SetMemoryLimit(inUse + budget)
-	return func() { debug.SetMemoryLimit(prev) }
+	limit := softLimit(inUse, budget)
+	debug.SetMemoryLimit(limit)
+	w := &limitWatch{limit: limit}
+	w.arm()
+	return func() {
+		w.mu.Lock()
+		w.stopped = true
+		w.mu.Unlock()
+		debug.SetMemoryLimit(prev)
+	}
+}
+
+// limitWatch raises the soft limit when what stays live after a collection
+// comes within MemoryFloor of it: a command that holds one scenario's
+// records (rewards, with thousands of rollouts a scenario) would otherwise
+// make the collector run back to back, three times slower. Above that
+// point the heap is let grow to twice what is live, as without a limit.
+type limitWatch struct {
+	mu      sync.Mutex
+	limit   int64
+	stopped bool
+}
+
+// arm runs check after the next collection (a cleanup of an object that
+// only the collection frees), and check arms it again.
+func (w *limitWatch) arm() {
+	runtime.AddCleanup(new([16]byte), func(w *limitWatch) { w.check() }, w)
+}
+
+func (w *limitWatch) check() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopped {
+		return
+	}
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	if live := int64(s[0].Value.Uint64()); live+MemoryFloor > w.limit {
+		w.limit = 2 * live
+		debug.SetMemoryLimit(w.limit)
+	}
+	w.arm()
+}
+
+// softLimit is the limit LimitMemory sets for what is in use and a budget.
+func softLimit(inUse, budget int64) int64 {
+	return max(min(inUse+budget, MemoryCeiling), inUse+MemoryFloor)
 }

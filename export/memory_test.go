@@ -2,8 +2,10 @@ package export
 
 import (
 	"math"
+	"runtime"
 	"runtime/debug"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -15,12 +17,57 @@ func TestLimitMemory(t *testing.T) {
 	restore := LimitMemory(100 << 20)
 	lim := debug.SetMemoryLimit(-1)
 	require.Greater(t, lim, int64(100<<20), "the budget on top of what is in use")
-	require.Less(t, lim, int64(1<<30))
+	require.LessOrEqual(t, lim, int64(MemoryCeiling))
 	// a limit already set (GOMEMLIMIT, or an outer call) is kept
 	inner := LimitMemory(1 << 20)
 	require.Equal(t, lim, debug.SetMemoryLimit(-1))
 	inner()
 	require.Equal(t, lim, debug.SetMemoryLimit(-1))
 	restore()
+	require.Equal(t, int64(math.MaxInt64), debug.SetMemoryLimit(-1))
+}
+
+func TestSoftLimit(t *testing.T) {
+	const mib = 1 << 20
+	for _, tc := range []struct{ inUse, budget, want int64 }{
+		{10 * mib, 144 * mib, 154 * mib},              // a small index: the budget on top
+		{40 * mib, 144 * mib, MemoryCeiling},          // a larger one: the ceiling holds
+		{100 * mib, 144 * mib, MemoryCeiling},         // still the ceiling
+		{160 * mib, 144 * mib, 160*mib + MemoryFloor}, // an index near the ceiling: room to work
+		{10 * mib, 8 * mib, 10*mib + MemoryFloor},     // a tiny budget: the floor
+	} {
+		require.Equal(t, tc.want, softLimit(tc.inUse, tc.budget), "in use %d MiB, budget %d MiB", tc.inUse/mib, tc.budget/mib)
+	}
+}
+
+// Live memory past the limit raises it, instead of making the collector
+// run back to back.
+func TestLimitMemoryRisesWithLiveHeap(t *testing.T) {
+	prev := debug.SetMemoryLimit(math.MaxInt64)
+	defer debug.SetMemoryLimit(prev)
+	restore := LimitMemory(8 << 20)
+	defer restore()
+	start := debug.SetMemoryLimit(-1)
+	hold := make([][]byte, 0, 64)
+	for range 64 { // well past the limit: start is in use + at most the floor
+		hold = append(hold, make([]byte, (start/32)+1))
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for debug.SetMemoryLimit(-1) == start && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	lim := debug.SetMemoryLimit(-1)
+	require.Greater(t, lim, start, "the limit rose above what is live")
+	var total int64
+	for _, b := range hold {
+		total += int64(len(b))
+	}
+	require.GreaterOrEqual(t, lim, total, "at least what is held")
+	runtime.KeepAlive(hold)
+	restore()
+	require.Equal(t, int64(math.MaxInt64), debug.SetMemoryLimit(-1), "restored, and the watch stopped")
+	runtime.GC()
+	runtime.GC()
 	require.Equal(t, int64(math.MaxInt64), debug.SetMemoryLimit(-1))
 }
