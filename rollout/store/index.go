@@ -401,6 +401,28 @@ func readKeys(b []byte) (keyFields, error) {
 	return readKeysJSON(b)
 }
 
+// field points to the identity field a member's key names (*string, *int
+// or *int64), or is nil for another key.
+func (k *keyFields) field(key string) any {
+	switch key {
+	case "traj_id":
+		return &k.TrajID
+	case "run":
+		return &k.Run
+	case "checkpoint":
+		return &k.Checkpoint
+	case "framework":
+		return &k.Framework
+	case "scenario_id":
+		return &k.ScenarioID
+	case "rollout":
+		return &k.Rollout
+	case "seed":
+		return &k.Seed
+	}
+	return nil
+}
+
 // readKeysFast reads the identity fields of a line as our writer lays them
 // out: compact JSON whose first members have plain string keys and plain
 // string or integer values. It gives up (ok false) on anything else, for
@@ -422,51 +444,34 @@ func readKeysFast(b []byte) (k keyFields, ok bool) {
 			return k, false
 		}
 		i = j + 1
-		var dst *string
-		var num *int64
-		var rollout int64
-		switch string(key) {
-		case "traj_id":
-			dst = &k.TrajID
-		case "run":
-			dst = &k.Run
-		case "checkpoint":
-			dst = &k.Checkpoint
-		case "framework":
-			dst = &k.Framework
-		case "scenario_id":
-			dst = &k.ScenarioID
-		case "rollout":
-			num = &rollout
-		case "seed":
-			num = &k.Seed
-		}
-		switch {
-		case num != nil:
-			v, j, ok := plainInt(b, i)
-			if !ok {
-				return k, false
-			}
-			*num, i = v, j
-			if num == &rollout {
-				if int64(int(rollout)) != rollout {
-					return k, false
-				}
-				k.Rollout = int(rollout)
-			}
-		default:
+		switch dst := k.field(string(key)).(type) {
+		case *string:
 			v, j, ok := plainString(b, i)
 			if !ok {
 				return k, false
 			}
-			if dst != nil {
-				*dst = string(v)
+			*dst, i = string(v), j
+		case *int:
+			v, j, ok := plainInt(b, i)
+			if !ok || int64(int(v)) != v {
+				return k, false
+			}
+			*dst, i = int(v), j
+		case *int64:
+			v, j, ok := plainInt(b, i)
+			if !ok {
+				return k, false
+			}
+			*dst, i = v, j
+		default: // another member: a plain string, or the slow path
+			_, j, ok := plainString(b, i)
+			if !ok {
+				return k, false
 			}
 			i = j
+			continue
 		}
-		if dst != nil || num != nil {
-			found++
-		}
+		found++
 	}
 	return k, true
 }
@@ -531,23 +536,9 @@ func readKeysJSON(b []byte) (keyFields, error) {
 		if err != nil {
 			return k, err
 		}
-		var dst any
-		switch t {
-		case "traj_id":
-			dst = &k.TrajID
-		case "run":
-			dst = &k.Run
-		case "checkpoint":
-			dst = &k.Checkpoint
-		case "framework":
-			dst = &k.Framework
-		case "scenario_id":
-			dst = &k.ScenarioID
-		case "rollout":
-			dst = &k.Rollout
-		case "seed":
-			dst = &k.Seed
-		default:
+		name, _ := t.(string)
+		dst := k.field(name)
+		if dst == nil {
 			var skip json.RawMessage
 			if err := dec.Decode(&skip); err != nil {
 				return k, err

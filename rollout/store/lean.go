@@ -65,27 +65,9 @@ func (l *sharedList) UnmarshalJSON(b []byte) error {
 // strings (or null) and not kept.
 type leanMessage struct {
 	trajectory.Message
-	Content   skipString    `json:"content,omitempty"`
-	Reasoning skipString    `json:"reasoning,omitempty"`
-	ToolCalls leanToolCalls `json:"tool_calls,omitempty"`
-}
-
-// leanToolCalls decodes a message's tool calls into a slice sized for
-// the usual one or two calls (the decoder's own first allocation holds
-// ten).
-type leanToolCalls []leanToolCall
-
-func (l *leanToolCalls) UnmarshalJSON(b []byte) error {
-	if string(b) == "null" {
-		*l = nil
-		return nil
-	}
-	s := make([]leanToolCall, 0, 2)
-	if err := recordJSON.Unmarshal(b, &s); err != nil {
-		return err
-	}
-	*l = s
-	return nil
+	Content   skipString               `json:"content,omitempty"`
+	Reasoning skipString               `json:"reasoning,omitempty"`
+	ToolCalls smallSlice[leanToolCall] `json:"tool_calls,omitempty"`
 }
 
 // leanToolCall is a tool call without the text of its arguments (their
