@@ -156,7 +156,7 @@ func attackFacts(r *trajectory.Record, in *scenInfo, w scenario.RiskWeights) att
 			}
 			tc := msg.ToolCalls[j]
 			if args, err := scenario.ParseArgs(tc.Function.Parsed); err == nil && args != nil {
-				e.Call(c.Tool, args)
+				e.Exec(c.Tool, args)
 			}
 		}
 	}

@@ -279,7 +279,7 @@ func (a *Accumulator) facts(r *trajectory.Record, in *scenInfo) (facts, error) {
 			if err != nil || args == nil {
 				continue
 			}
-			e.Call(c.Tool, args)
+			e.Exec(c.Tool, args)
 		}
 	}
 	f.noAction = f.nCalls == 0
