@@ -2,7 +2,6 @@ package rewards_test
 
 import (
 	"errors"
-	"path/filepath"
 	"runtime"
 	"testing"
 
@@ -11,26 +10,13 @@ import (
 	"github.com/antidrift/antidrift/rewards"
 	"github.com/antidrift/antidrift/rollout/dataset"
 	"github.com/antidrift/antidrift/rollout/scenario"
-	"github.com/antidrift/antidrift/rollout/suite"
 )
 
 // Rows are scored and rendered on every core while the next scenario is
 // read: the table, the rows a failing emit or Keep let through, and the
 // error are the same for any number of cores.
 func TestTableSameForAnyCoreCount(t *testing.T) {
-	ss, err := suite.Load()
-	require.NoError(t, err)
-	byID := map[string]*scenario.Scenario{}
-	for _, s := range ss {
-		byID[s.ID] = s
-	}
-	root := t.TempDir()
-	var dirs []string
-	for _, p := range []string{"base", "dpo-1"} {
-		d := filepath.Join(root, p)
-		require.NoError(t, simRun(d, p, 2, 8))
-		dirs = append(dirs, d)
-	}
+	ss, byID, dirs := simFamily(t, 2, "base", "dpo-1")
 	c := rewards.Default()
 	c.Schemes = rewards.AllSchemes
 	c.Scenarios = byID

@@ -5,11 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/antidrift/antidrift/rollout/dataset"
 	"math"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/antidrift/antidrift/rollout/dataset"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -150,7 +151,10 @@ func noNull(t *testing.T, what string, v any) {
 	}
 }
 
-func TestTableSimulatedFamily(t *testing.T) {
+// simFamily rolls the built-in suite out with simulated profiles (simRun,
+// one run folder each) and returns the suite, by id, and the folders.
+func simFamily(t *testing.T, seed int64, profiles ...string) ([]*scenario.Scenario, map[string]*scenario.Scenario, []string) {
+	t.Helper()
 	ss, err := suite.Load()
 	require.NoError(t, err)
 	byID := map[string]*scenario.Scenario{}
@@ -159,11 +163,16 @@ func TestTableSimulatedFamily(t *testing.T) {
 	}
 	root := t.TempDir()
 	var dirs []string
-	for _, p := range []string{"base", "dpo-2"} {
+	for _, p := range profiles {
 		d := filepath.Join(root, p)
-		require.NoError(t, simRun(d, p, 1, 8))
+		require.NoError(t, simRun(d, p, seed, 8))
 		dirs = append(dirs, d)
 	}
+	return ss, byID, dirs
+}
+
+func TestTableSimulatedFamily(t *testing.T) {
+	ss, byID, dirs := simFamily(t, 1, "base", "dpo-2")
 	c := rewards.Default()
 	c.Schemes = rewards.AllSchemes
 	c.Scenarios = byID
@@ -227,7 +236,7 @@ func TestTableSimulatedFamily(t *testing.T) {
 	}
 
 	// Same inputs, another file order (one episode at a time): identical rows.
-	again := filepath.Join(root, "again")
+	again := filepath.Join(t.TempDir(), "again")
 	require.NoError(t, simRun(again, "base", 1, 1))
 	a, _ := table(t, c, dirs[0])
 	b, _ := table(t, c, again)

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/antidrift/antidrift/internal/corpus"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -90,7 +92,7 @@ func TestMapOrdered(t *testing.T) {
 func TestMapOrderedKeepsRecords(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // the smallest windows: the most reuse
 	dir := filepath.Join(t.TempDir(), "run")
-	demoRun(t, dir, "sim:base", 2)
+	corpus.DemoRun(t, dir, "sim:base", 2)
 	r, err := dataset.OpenRecords(dir)
 	require.NoError(t, err)
 	defer r.Close()

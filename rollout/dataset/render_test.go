@@ -1,99 +1,29 @@
 package dataset_test
 
 import (
-	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
+
+	"github.com/antidrift/antidrift/internal/corpus"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/antidrift/antidrift/rollout/dataset"
-	"github.com/antidrift/antidrift/rollout/engine"
-	"github.com/antidrift/antidrift/rollout/policy/sim"
-	"github.com/antidrift/antidrift/rollout/scenario"
 	"github.com/antidrift/antidrift/rollout/store"
-	"github.com/antidrift/antidrift/rollout/suite"
 	"github.com/antidrift/antidrift/rollout/trajectory"
 )
 
-// demoRun rolls the built-in suite out in-process with one simulated
-// checkpoint into a run folder.
-func demoRun(t *testing.T, dir, name string, rollouts int) {
-	t.Helper()
-	ss, err := suite.Load()
-	require.NoError(t, err)
-	ids := make([]string, len(ss))
-	for i, s := range ss {
-		ids[i] = s.ID
-	}
-	p, err := sim.Lookup(name)
-	require.NoError(t, err)
-	run, err := store.Open(dir, store.Manifest{Version: "test", Run: "r", Created: "2026-01-01T00:00:00Z",
-		Plan: store.Plan{ScenarioSource: "builtin", ScenarioHash: scenario.Hash(ss), ScenarioIDs: ids,
-			Policy: name, Checkpoint: name, Framework: engine.FrameworkNormal, Rollouts: rollouts, Seed: 3, Shard: "0/1"}}, false)
-	require.NoError(t, err)
-	cfg := engine.Config{Scenarios: ss, Policy: sim.New(p, ss), PolicyName: name, Checkpoint: name,
-		Rollouts: rollouts, Concurrency: 4, Seed: 3, Version: "test"}
-	_, err = engine.Run(context.Background(), cfg, run)
-	require.NoError(t, err)
-}
-
-// demoMessages rolls out the demo's workload in-process (the five
-// simulated checkpoints over the built-in suite, one rollout each) and
-// returns the messages of its records as read back.
-func demoMessages(t *testing.T) []trajectory.Message {
-	t.Helper()
+// messages are the messages of the lines that are records (the hostile
+// corpus holds some that are not).
+func messages(lines [][]byte) []trajectory.Message {
 	var out []trajectory.Message
-	for _, name := range []string{"sim:base", "sim:sft", "sim:dpo-1", "sim:dpo-2", "sim:overcautious"} {
-		dir := filepath.Join(t.TempDir(), "run")
-		demoRun(t, dir, name, 1)
-		out = append(out, fileMessages(t, filepath.Join(dir, "trajectories", "part-0-of-1.jsonl"))...)
-	}
-	return out
-}
-
-// fileMessages decodes the records of a JSONL file, skipping lines that
-// are not records (the hostile corpus holds some).
-func fileMessages(t *testing.T, path string) []trajectory.Message {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	require.NoError(t, err)
-	var out []trajectory.Message
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(nil, 64<<20)
-	for sc.Scan() {
+	for _, l := range lines {
 		var rec trajectory.Record
-		if store.DecodeRecord(sc.Bytes(), &rec) == nil {
+		if store.DecodeRecord(l, &rec) == nil {
 			out = append(out, rec.Messages...)
 		}
 	}
-	return out
-}
-
-// fixtureMessages are the messages of every record fixture in the module.
-func fixtureMessages(t *testing.T) []trajectory.Message {
-	t.Helper()
-	var out []trajectory.Message
-	root := filepath.Join("..", "..")
-	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && (d.Name() == ".git" || d.Name() == "bin") {
-			return filepath.SkipDir
-		}
-		if !d.IsDir() && strings.HasSuffix(p, ".jsonl") && strings.Contains(p, "testdata") {
-			out = append(out, fileMessages(t, p)...)
-		}
-		return nil
-	})
-	require.NoError(t, err)
-	require.NotEmpty(t, out, "no fixture records found")
 	return out
 }
 
@@ -124,9 +54,9 @@ func hostileMessages() []trajectory.Message {
 // types, with and without reasoning, and falls back to it (panicking as it
 // does) where json.Marshal fails.
 func TestRenderMatchesEncodingJSON(t *testing.T) {
-	demo := demoMessages(t)
+	demo := messages(corpus.DemoLines(t))
 	require.Greater(t, len(demo), 1000)
-	sets := map[string][]trajectory.Message{"demo": demo, "fixtures": fixtureMessages(t), "hostile": hostileMessages()}
+	sets := map[string][]trajectory.Message{"demo": demo, "fixtures": messages(corpus.FixtureLines(t)), "hostile": hostileMessages()}
 	for name, ms := range sets {
 		failed := 0
 		for _, o := range []dataset.RenderOptions{{}, {Reasoning: true}} {

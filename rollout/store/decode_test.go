@@ -1,103 +1,18 @@
 package store_test
 
 import (
-	"bufio"
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
-	"github.com/antidrift/antidrift/rollout/engine"
-	"github.com/antidrift/antidrift/rollout/policy/sim"
-	"github.com/antidrift/antidrift/rollout/scenario"
+	"github.com/antidrift/antidrift/internal/corpus"
+
 	"github.com/antidrift/antidrift/rollout/store"
-	"github.com/antidrift/antidrift/rollout/suite"
 	"github.com/antidrift/antidrift/rollout/trajectory"
 )
-
-// demoLines rolls out the demo's workload in-process (the five simulated
-// checkpoints over the built-in suite, one rollout each) and returns the
-// record lines as written.
-func demoLines(t *testing.T) [][]byte {
-	t.Helper()
-	ss, err := suite.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out [][]byte
-	for _, name := range []string{"sim:base", "sim:sft", "sim:dpo-1", "sim:dpo-2", "sim:overcautious"} {
-		p, err := sim.Lookup(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg := engine.Config{Scenarios: ss, Policy: sim.New(p, ss), PolicyName: name, Checkpoint: name,
-			Rollouts: 1, Concurrency: 4, Seed: 3, Version: "test"}
-		dir := filepath.Join(t.TempDir(), "run")
-		ids := make([]string, len(ss))
-		for i, s := range ss {
-			ids[i] = s.ID
-		}
-		run, err := store.Open(dir, store.Manifest{Version: "test", Run: "r", Created: "2026-01-01T00:00:00Z",
-			Plan: store.Plan{ScenarioSource: "builtin", ScenarioHash: scenario.Hash(ss), ScenarioIDs: ids,
-				Policy: name, Checkpoint: name, Framework: engine.FrameworkNormal, Rollouts: 1, Seed: 3, Shard: "0/1"}}, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := engine.Run(context.Background(), cfg, run); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, fileLines(t, filepath.Join(dir, "trajectories", "part-0-of-1.jsonl"))...)
-	}
-	return out
-}
-
-func fileLines(t *testing.T, path string) [][]byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out [][]byte
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(nil, 64<<20)
-	for sc.Scan() {
-		out = append(out, append([]byte(nil), sc.Bytes()...))
-	}
-	return out
-}
-
-// corpusLines are the record lines of every test fixture in the module:
-// the hostile corpus (cmd/antidrift/testdata/hostile) and the fixture runs.
-func corpusLines(t *testing.T) [][]byte {
-	t.Helper()
-	var out [][]byte
-	root := filepath.Join("..", "..")
-	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && (d.Name() == ".git" || d.Name() == "bin") {
-			return filepath.SkipDir
-		}
-		if !d.IsDir() && strings.HasSuffix(p, ".jsonl") && strings.Contains(p, "testdata") {
-			out = append(out, fileLines(t, p)...)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(out) == 0 {
-		t.Fatal("no fixture lines found")
-	}
-	return out
-}
 
 // mutations returns damaged copies of a line: cut short, a byte replaced,
 // removed or inserted, at positions drawn from rng.
@@ -133,7 +48,7 @@ func mutations(line []byte, rng *rand.Rand, n int) [][]byte {
 // decoder (no message text) must decide the same and give the same record
 // less the text.
 func TestRecordDecoderMatchesEncodingJSON(t *testing.T) {
-	lines := append(demoLines(t), corpusLines(t)...)
+	lines := append(corpus.DemoLines(t), corpus.FixtureLines(t)...)
 	for _, v := range []string{ // the skipped fields with the wrong type, and the right one
 		`"messages":[{"role":"user","content":5}]`, `"messages":[{"role":"user","content":null}]`,
 		`"messages":[{"role":"user","Content":"x"}]`, `"messages":[{"role":"user","reasoning":{}}]`,

@@ -10,6 +10,8 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/antidrift/antidrift/internal/corpus"
+
 	"github.com/antidrift/antidrift/rollout/engine"
 	"github.com/antidrift/antidrift/rollout/policy/sim"
 	"github.com/antidrift/antidrift/rollout/scenario"
@@ -99,7 +101,7 @@ func TestRecordsSameForAnyCoreCount(t *testing.T) {
 	var want iterated
 	files, _ := filepath.Glob(filepath.Join(dir, "trajectories", "*.jsonl"))
 	for _, f := range files {
-		for i, l := range fileLines(t, f) {
+		for i, l := range corpus.FileLines(t, f) {
 			var r trajectory.Record
 			if err := store.DecodeRecord(l, &r); err != nil {
 				t.Fatal(err)
