@@ -167,18 +167,8 @@ func ParseInstant(s string) (time.Time, bool) {
 // time.Parse reads as one or two digits). Every layout needs all of that,
 // so nothing else parses.
 func instantShaped(s string) bool {
-	if len(s) < len("2006-01-02T1:04Z") {
+	if len(s) < len("2006-01-02T1:04Z") || !dateShaped(s[:10]) {
 		return false
-	}
-	for i := 0; i < 10; i++ {
-		c := s[i]
-		if i == 4 || i == 7 {
-			if c != '-' {
-				return false
-			}
-		} else if c < '0' || c > '9' {
-			return false
-		}
 	}
 	return (s[10] == 'T' || s[10] == 't' || s[10] == ' ') && (s[12] == ':' || s[13] == ':')
 }
