@@ -23,7 +23,7 @@ type leaser struct {
 	holder string
 
 	bmu sync.Mutex
-	kv  jetstream.KeyValue
+	kv  jetstream.KeyValue // under bmu: read it through opened
 
 	mu   sync.Mutex
 	held map[string]uint64 // key -> revision
@@ -70,6 +70,13 @@ func (l *leaser) bucket(ctx context.Context) (jetstream.KeyValue, error) {
 	}
 	l.kv = kv
 	return kv, nil
+}
+
+// opened is the bucket if one is open yet, else nil; it never creates one.
+func (l *leaser) opened() jetstream.KeyValue {
+	l.bmu.Lock()
+	defer l.bmu.Unlock()
+	return l.kv
 }
 
 // acquire blocks until it holds one of the cap slots of lease name, and
@@ -163,8 +170,8 @@ func (l *leaser) giveBack(key string) {
 	l.mu.Lock()
 	rev, ok := l.held[key]
 	delete(l.held, key)
-	kv := l.kv
 	l.mu.Unlock()
+	kv := l.opened()
 	if !ok || kv == nil {
 		return
 	}
@@ -194,8 +201,8 @@ func (l *leaser) refresh(ctx context.Context) {
 		for k, v := range l.held {
 			snap[k] = v
 		}
-		kv := l.kv
 		l.mu.Unlock()
+		kv := l.opened()
 		if kv == nil {
 			continue
 		}
