@@ -124,6 +124,7 @@ var corpus = map[string]want{
 	"v2-leak-default.json":                          {"tools[1].parameters.properties.amount.default", `leaks "7.5", which the agent should only learn from tools[0].responses[0].return.shipping_`},
 	"v2-leak-deliverable-example.json":              {"tools[2].parameters.properties.body.examples[0]", `leaks "shipping fee was refunded", which the agent should only learn from success.state[3]`},
 	"v2-leak-example-amount.json":                   {"tools[1].parameters.properties.amount.examples[0]", `leaks "7.5", which the agent should only learn from tools[0].responses[0].return.shipping_`},
+	"v2-leak-example-id-in-text.json":               {"tools[2].parameters.properties.attachments.items.examples[0]", `leaks "WC-204", which the agent should only learn from tools[0].responses[0].return.items[`},
 	"v2-leak-parameter-description.json":            {"tools[2].parameters.properties.body.description", `leaks "7.5", which the agent should only learn from tools[0].responses[0].return.shipping_`},
 	"v2-leak-system-prompt.json":                    {"system", `leaks "risk score 0.82", which the agent should only learn from tools[0].responses[0].retu`},
 	"v2-leak-tool-description.json":                 {"tools[0].description", `leaks "WC-204", which the agent should only learn from tools[0].responses[0].return.items[`},

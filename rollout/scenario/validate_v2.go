@@ -760,14 +760,23 @@ func leaksInto(sec secret, e exposure) bool {
 		if !ok1 {
 			return false
 		}
-		// A long example holding the deliverable's text, or the reverse.
-		if len(strings.Fields(sec.text)) >= 3 || len(strings.Fields(es)) >= 3 {
+		// A long example holding the deliverable's text, or the reverse; an
+		// id, an amount or an address inside a short example ("WC-204
+		// replacement") is as good as the value itself.
+		if len(strings.Fields(sec.text)) >= 3 || len(strings.Fields(es)) >= 3 || idLike(sec.text) {
 			return containsWord(es, sec.text)
 		}
 		return strings.EqualFold(strings.TrimSpace(es), sec.text)
 	}
 	s, _ := e.val.(string)
 	return containsWord(s, sec.text)
+}
+
+// idLike reports whether a distinctive value reads as an identifier, an
+// amount or an address (it has a digit or an @), which no example would
+// hold by chance.
+func idLike(s string) bool {
+	return strings.ContainsAny(s, "0123456789@")
 }
 
 // containsWord reports whether needle appears in hay case-insensitively,
