@@ -67,10 +67,10 @@ func (p *pipeline) checkAll(ctx context.Context, raw []byte, sd Seed) (*scenario
 	if err != nil {
 		return nil, []string{batteryPrefix + err.Error()}, nil
 	}
-	bat := &qc.Battery{Probes: len(rep.Results), Failed: rep.Failed, Failures: rep.Failures()}
-	if !rep.Pass() {
+	bat := &qc.Battery{Probes: len(rep.Results), Failed: rep.Failed, Failures: rep.Failures(), Unbuilt: rep.Unbuilt()}
+	if !rep.Checked() {
 		var out []string
-		for _, f := range bat.Failures {
+		for _, f := range append(append([]string(nil), bat.Failures...), bat.Unbuilt...) {
 			out = append(out, batteryPrefix+strings.TrimPrefix(f, s.ID+": "))
 		}
 		return nil, out, bat

@@ -153,8 +153,8 @@ func runQC(cmd *cobra.Command, f qcFlags) error {
 		}
 		var keep []*scenario.Scenario
 		for i, r := range reps {
-			batteries[r.Scenario] = &qc.Battery{Probes: len(r.Results), Failed: r.Failed, Failures: r.Failures()}
-			if r.Pass() {
+			batteries[r.Scenario] = &qc.Battery{Probes: len(r.Results), Failed: r.Failed, Failures: r.Failures(), Unbuilt: r.Unbuilt()}
+			if r.Checked() {
 				keep = append(keep, ss[i])
 			}
 		}

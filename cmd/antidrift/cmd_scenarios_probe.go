@@ -38,9 +38,12 @@ detector, rule judge). The built-in suite when no path is given.
                    (a case named like a generated probe replaces it).
 
 The table lists every probe of every scenario (--failures: only those whose
-labels differ); --json prints the reports. Exit status: 0; 1 with --strict
-when any probe's labels differ from what it must get (each named on stderr:
-scenario, probe, the labels it got), or on invalid scenarios.`,
+labels differ); --json prints the reports. A probe the battery cannot
+build (no known value fits a violation's pattern) is listed as skipped:
+write it in probes.cases. Exit status: 0; 1 with --strict when any probe's
+labels differ from what it must get or any probe could not be built (each
+named on stderr: scenario, probe, the labels it got or why it was not
+built), or on invalid scenarios.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ss, err := loadScenarios(args, catPath)
 			if err != nil {
@@ -59,27 +62,31 @@ scenario, probe, the labels it got), or on invalid scenarios.`,
 				printProbeReports(out, reps, failures)
 			}
 			var lines []string
+			failed, unbuilt := 0, 0
 			for _, r := range reps {
-				lines = append(lines, r.Failures()...)
+				f, u := r.Failures(), r.Unbuilt()
+				lines = append(append(lines, f...), u...)
+				failed, unbuilt = failed+len(f), unbuilt+len(u)
 			}
 			if strict && len(lines) > 0 {
-				return &exitError{code: 1, msg: strings.Join(lines, "\n") + fmt.Sprintf("\nantidrift: %d probe(s) got labels they must not get", len(lines))}
+				return &exitError{code: 1, msg: strings.Join(lines, "\n") + fmt.Sprintf("\nantidrift: %d probe(s) got labels they must not get; %d could not be built (write them in probes.cases)", failed, unbuilt)}
 			}
 			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the reports as JSON")
-	cmd.Flags().BoolVar(&strict, "strict", false, "exit 1 when any probe's labels differ from what it must get")
+	cmd.Flags().BoolVar(&strict, "strict", false, "exit 1 when any probe's labels differ from what it must get, or any probe could not be built")
 	cmd.Flags().BoolVar(&failures, "failures", false, "list only the probes whose labels differ")
 	cmd.Flags().StringVar(&catPath, "provisions", "", "provisions catalogue JSON (default: built-in)")
 	return cmd
 }
 
 func printProbeReports(w io.Writer, reps []*probe.Report, failuresOnly bool) {
-	total, failed, bad := 0, 0, 0
+	total, failed, bad, unbuilt := 0, 0, 0, 0
 	for _, r := range reps {
 		total += len(r.Results)
 		failed += r.Failed
+		unbuilt += len(r.Skipped)
 		if !r.Pass() {
 			bad++
 		}
@@ -105,5 +112,9 @@ func printProbeReports(w io.Writer, reps []*probe.Report, failuresOnly bool) {
 		}
 		fmt.Fprintln(w)
 	}
-	fmt.Fprintf(w, "%d scenarios, %d probes: %d scenarios pass, %d fail (%d probes with labels they must not get)\n", len(reps), total, len(reps)-bad, bad, failed)
+	fmt.Fprintf(w, "%d scenarios, %d probes: %d scenarios pass, %d fail (%d probes with labels they must not get)", len(reps), total, len(reps)-bad, bad, failed)
+	if unbuilt > 0 {
+		fmt.Fprintf(w, "; %d probes not built", unbuilt)
+	}
+	fmt.Fprintln(w)
 }

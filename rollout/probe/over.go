@@ -35,6 +35,12 @@ func (g *gen) violations() {
 			}
 			base := g.pathValue(v.Tool, k)
 			val, found := g.valueFor(v.Tool, k, p, base)
+			if !found && base != nil {
+				// Only the compliant call's own value fits: the violation's
+				// other arguments set it apart (the validator refuses one
+				// that overlaps a required call), so use it.
+				val, found = g.valueFor(v.Tool, k, p, nil)
+			}
 			if !found {
 				g.skip(name, fmt.Sprintf("patterns.%s: no known value matches %q; write this probe in probes.cases", k, p))
 				ok = false

@@ -277,8 +277,9 @@ func (g *gen) complete(tool string, args map[string]any) {
 }
 
 // valueFor finds a value for an argument that a pattern accepts (and that
-// differs from avoid): the tool's response literals, violation literals,
-// the parameter's enum and examples, and widened forms of avoid.
+// differs from avoid): widened forms of avoid, the tool's response
+// literals, violation literals, the parameter's enum and examples, then the
+// strings and numbers of every tool's returns.
 func (g *gen) valueFor(tool, arg, pattern string, avoid any) (any, bool) {
 	re, err := regexp.Compile(pattern)
 	if err != nil {
@@ -309,6 +310,15 @@ func (g *gen) valueFor(tool, arg, pattern string, avoid any) (any, bool) {
 		if xs, ok := prop[key].([]any); ok {
 			for _, x := range xs {
 				cands = append(cands, toDecoded(x))
+			}
+		}
+	}
+	// Last, what the agent can learn from any tool's return, as the
+	// validator's check of a pattern does (scenario.CompleteArgs).
+	for _, t := range g.s.Tools {
+		for _, r := range t.Responses {
+			if x, err := scenario.DecodeJSON(r.Return); err == nil {
+				cands = append(cands, scenario.Leaves(x)...)
 			}
 		}
 	}

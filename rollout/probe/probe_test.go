@@ -3,6 +3,7 @@ package probe_test
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 
@@ -150,4 +151,51 @@ func TestGenerateIsDeterministic(t *testing.T) {
 		jb, _ := json.Marshal(b)
 		require.Equal(t, string(ja), string(jb))
 	}
+}
+
+// A pattern's value comes from what the validator accepts for it: a tool's
+// return (here the policy text a required call's note must quote), or the
+// compliant call's own value when the violation's other arguments already
+// set it apart (here the reason of an over-sized refund). Both probes are
+// built and labelled right; none is skipped.
+func TestPatternValuesFromReturnsAndThePath(t *testing.T) {
+	raw, err := os.ReadFile("testdata/tight.json")
+	require.NoError(t, err)
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(raw, &doc))
+	doc["id"] = "fixture-refund-patterns"
+	doc["required_calls"].([]any)[2].(map[string]any)["patterns"] = map[string]any{"note": "^Late deliver"}
+	doc["violations"].([]any)[0].(map[string]any)["patterns"] = map[string]any{"reason": "^late_delivery$"}
+	raw, err = json.Marshal(doc)
+	require.NoError(t, err)
+	s, ps := scenario.Parse("patterns.json", raw, provisions.Builtin())
+	require.NoError(t, ps.Err())
+
+	b, err := probe.Generate(s)
+	require.NoError(t, err)
+	assert.Empty(t, b.Skipped)
+	rep, err := probe.Replay(context.Background(), s, b)
+	require.NoError(t, err)
+	assert.Empty(t, rep.Failures())
+	assert.Empty(t, rep.Unbuilt())
+	byName := map[string]probe.Probe{}
+	for _, p := range b.Probes {
+		byName[p.Name] = p
+	}
+	comp, ok := byName["compliant"]
+	require.True(t, ok)
+	assert.Equal(t, "Late deliveries: refund the shipping fee once.", comp.Calls[len(comp.Calls)-1].Args["note"])
+	v, ok := byName["violation[0]:issue_refund"]
+	require.True(t, ok)
+	assert.Equal(t, "late_delivery", v.Calls[len(v.Calls)-1].Args["reason"])
+}
+
+// Probes the battery could not build are reported, so that --strict can
+// refuse a scenario whose labels the battery left unchecked.
+func TestUnbuiltProbesAreReported(t *testing.T) {
+	rep := &probe.Report{Scenario: "s-001", Results: []probe.Result{{Probe: probe.Probe{Name: "compliant"}, Pass: true}},
+		Skipped: []string{`violation[2]:send: patterns.to: no known value matches "^x$"; write this probe in probes.cases`}}
+	assert.True(t, rep.Pass())
+	assert.Equal(t, []string{`s-001: probe violation[2]:send not built: patterns.to: no known value matches "^x$"; write this probe in probes.cases`}, rep.Unbuilt())
+	assert.Contains(t, rep.Summary(), "pass, 1 not built")
 }

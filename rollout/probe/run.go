@@ -42,6 +42,11 @@ type Report struct {
 // Pass reports whether every probe got the labels it must get.
 func (r *Report) Pass() bool { return r.Failed == 0 }
 
+// Checked reports whether every probe was built and got the labels it must
+// get: the gate for a scenario's labels (scenarios probe --strict, qc
+// --battery, synthesis).
+func (r *Report) Checked() bool { return r.Pass() && len(r.Skipped) == 0 }
+
 // Failures lists, one line each, the probes whose labels differ:
 // scenario, probe, what it must get and what it got.
 func (r *Report) Failures() []string {
@@ -50,6 +55,17 @@ func (r *Report) Failures() []string {
 		if !res.Pass {
 			out = append(out, fmt.Sprintf("%s: probe %s: %s", r.Scenario, res.Name, res.Got))
 		}
+	}
+	return out
+}
+
+// Unbuilt lists, one line each, the probes the battery could not build
+// (their labels are unchecked): scenario, probe and why.
+func (r *Report) Unbuilt() []string {
+	out := make([]string, 0, len(r.Skipped))
+	for _, s := range r.Skipped {
+		name, why, _ := strings.Cut(s, ": ")
+		out = append(out, fmt.Sprintf("%s: probe %s not built: %s", r.Scenario, name, why))
 	}
 	return out
 }
@@ -186,6 +202,9 @@ func (r *Report) Summary() string {
 	res := "pass"
 	if !r.Pass() {
 		res = fmt.Sprintf("%d FAILED", r.Failed)
+	}
+	if n := len(r.Skipped); n > 0 {
+		res += fmt.Sprintf(", %d not built", n)
 	}
 	return fmt.Sprintf("%s: %d probes (%d over-actions, %d benign, %d custom): %s", r.Scenario, len(r.Results), r.Over, r.Benign, r.Custom, res)
 }

@@ -48,6 +48,9 @@ type Battery struct {
 	Probes   int      `json:"probes"`
 	Failed   int      `json:"failed"`
 	Failures []string `json:"failures,omitempty"`
+	// Unbuilt names the probes the battery could not build (their labels
+	// are unchecked): the scenario fails the battery as for a failure.
+	Unbuilt []string `json:"unbuilt,omitempty"`
 }
 
 // ProbeRes is one probe policy's share of a scenario's rollouts.
@@ -283,8 +286,11 @@ func WithBattery(all []*scenario.Scenario, rolled []Result, batteries map[string
 			r = NewResult(s)
 			if b != nil {
 				r.Reason = fmt.Sprintf("refused by the probe battery: %d of %d probes got labels they must not get", b.Failed, b.Probes)
-				if len(b.Failures) > 0 {
-					r.Reason += "; first: " + strings.TrimPrefix(b.Failures[0], s.ID+": ")
+				if n := len(b.Unbuilt); n > 0 {
+					r.Reason += fmt.Sprintf(", %d could not be built", n)
+				}
+				if first := append(append([]string(nil), b.Failures...), b.Unbuilt...); len(first) > 0 {
+					r.Reason += "; first: " + strings.TrimPrefix(first[0], s.ID+": ")
 				}
 			}
 		}

@@ -62,3 +62,15 @@ func TestCoverageUsesNormalisers(t *testing.T) {
 		})
 	}
 }
+
+// A scenario the battery refused is listed with why: the probes with wrong
+// labels and those it could not build, the first of them quoted.
+func TestWithBatteryNamesUnbuiltProbes(t *testing.T) {
+	s, ps := scenario.Parse("travel.json", []byte(travel), nil)
+	require.NoError(t, ps.Err())
+	b := &qc.Battery{Probes: 9, Unbuilt: []string{`qc-travel: probe violation[0]:x not built: patterns.y: no known value matches "^z$"`}}
+	out := qc.WithBattery([]*scenario.Scenario{s}, nil, map[string]*qc.Battery{"qc-travel": b})
+	require.Len(t, out, 1)
+	assert.Equal(t, `refused by the probe battery: 0 of 9 probes got labels they must not get, 1 could not be built; first: probe violation[0]:x not built: patterns.y: no known value matches "^z$"`, out[0].Reason)
+	assert.Same(t, b, out[0].Battery)
+}

@@ -654,6 +654,14 @@ func (v *validator) secrets() []secret {
 	return out
 }
 
+// Leaves lists the strings and numbers (json.Number) of a DecodeJSON value
+// in document order, object keys sorted.
+func Leaves(x any) []any {
+	var out []any
+	walkLeaves(x, "", func(y any, _ string) { out = append(out, y) })
+	return out
+}
+
 func walkLeaves(x any, path string, f func(any, string)) {
 	switch y := x.(type) {
 	case map[string]any:
