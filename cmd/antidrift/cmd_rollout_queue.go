@@ -3,13 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/antidrift/antidrift/rollout/engine"
 	"github.com/antidrift/antidrift/rollout/queue"
+	"github.com/antidrift/antidrift/rollout/secret"
 	"github.com/antidrift/antidrift/rollout/store"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -66,40 +65,6 @@ func (q *queueRun) run(ctx context.Context, f rolloutFlags, cfg engine.Config, r
 	c := &queue.Coordinator{NC: q.nc, JS: q.js, Config: cfg, Folder: run,
 		AckWait: q.f.ackWait, MaxDeliver: q.f.maxDeliver,
 		RequestTimeout: f.endpoint.requestTimeout, MaxRetries: f.endpoint.maxRetries, Log: os.Stderr}
-	fmt.Fprintf(os.Stderr, "antidrift: run %s: queueing its unfinished episodes on %s; workers run them (antidrift worker --queue URL)\n", run.Manifest.Run, redactURL(q.f.url))
+	fmt.Fprintf(os.Stderr, "antidrift: run %s: queueing its unfinished episodes on %s; workers run them (antidrift worker --queue URL)\n", run.Manifest.Run, secret.URL(q.f.url))
 	return c.Run(ctx)
-}
-
-// redactURL drops credentials and the query of a URL, for messages.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	u.RawQuery = ""
-	return u.Redacted()
-}
-
-// redactArgs drops credentials and queries from every argument that is a
-// URL with either (a --queue nats://user:pass@host, a --base-url with a
-// token), so that the recorded command line never holds a secret.
-func redactArgs(args []string) []string {
-	out := make([]string, len(args))
-	for i, a := range args {
-		out[i] = a
-		name, val, isFlag := strings.Cut(a, "=")
-		if !isFlag || !strings.HasPrefix(name, "-") {
-			name, val = "", a
-		}
-		u, err := url.Parse(val)
-		if err != nil || u.Scheme == "" || u.Host == "" || (u.User == nil && u.RawQuery == "") {
-			continue
-		}
-		if name != "" {
-			out[i] = name + "=" + redactURL(val)
-		} else {
-			out[i] = redactURL(val)
-		}
-	}
-	return out
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/antidrift/antidrift/rollout/queue"
 	"github.com/antidrift/antidrift/rollout/scenario"
+	"github.com/antidrift/antidrift/rollout/secret"
 	"github.com/spf13/cobra"
 )
 
@@ -90,7 +91,7 @@ func runWorker(cmd *cobra.Command, f workerFlags) error {
 	defer nc.Close()
 	w := &queue.Worker{NC: nc, JS: js, Name: f.name, Concurrency: f.concurrency, Endpoints: eps,
 		Version: Version, Scenarios: ss, Run: f.run, IdleExit: f.idleExit, Log: os.Stderr}
-	fmt.Fprintf(os.Stderr, "antidrift: worker taking queued episodes from %s (concurrency %d)\n", redactURL(f.queue), f.concurrency)
+	fmt.Fprintf(os.Stderr, "antidrift: worker taking queued episodes from %s (concurrency %d)\n", secret.URL(f.queue), f.concurrency)
 	if err := w.Serve(ctx); err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/antidrift/antidrift/rollout/queue"
+	"github.com/antidrift/antidrift/rollout/secret"
 	"github.com/antidrift/antidrift/rollout/store"
 )
 
@@ -123,9 +124,12 @@ func TestQueueServeStartsAndStops(t *testing.T) {
 }
 
 func TestRecordedCommandLineHasNoQueueCredentials(t *testing.T) {
-	got := strings.Join(redactArgs([]string{"rollout", "--queue", "nats://alice:s3cret@nats:4222", "--base-url=http://h/v1?key=tok", "--out", "run"}), " ")
+	got := secret.Command([]string{"rollout", "--queue", "nats://alice:s3cret@nats:4222", "--base-url=http://h/v1?key=tok", "--out", "run"})
 	assert.NotContains(t, got, "s3cret")
+	assert.NotContains(t, got, "alice")
 	assert.NotContains(t, got, "tok")
-	assert.Contains(t, got, "nats://alice:xxxxx@nats:4222")
-	assert.Contains(t, got, "--base-url=http://h/v1")
+	assert.Contains(t, got, "nats://xxxxx@nats:4222")
+	assert.Contains(t, got, "--base-url=http://h/v1?key=xxxxx")
+	// NATS token authentication puts the token where a user name goes.
+	assert.Equal(t, "nats://xxxxx@nats:4222", secret.URL("nats://s3cr3t-t0ken@nats:4222"))
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/url"
 	"os"
 	"regexp"
 	"strings"
@@ -139,16 +138,6 @@ type event struct {
 	Worker  string `json:"worker"`
 	Kind    string `json:"kind"` // refused | fatal
 	Message string `json:"message"`
-}
-
-// redact drops credentials and the query of a URL, for messages.
-func redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	u.RawQuery = ""
-	return u.Redacted()
 }
 
 // ErrUnreachable is returned when the NATS server cannot be reached.

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/antidrift/antidrift/rollout/secret"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -97,7 +98,7 @@ func Connect(ctx context.Context, url, name string) (*nats.Conn, jetstream.JetSt
 		nats.ReconnectBufSize(-1), // publishes fail while disconnected, and are retried
 	)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: cannot connect to %s: %v (start one with `antidrift queue serve`, or check the URL)", ErrUnreachable, redact(url), err)
+		return nil, nil, fmt.Errorf("%w: cannot connect to %s: %v (start one with `antidrift queue serve`, or check the URL)", ErrUnreachable, secret.URL(url), err)
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -109,9 +110,9 @@ func Connect(ctx context.Context, url, name string) (*nats.Conn, jetstream.JetSt
 	if _, err := js.AccountInfo(actx); err != nil {
 		nc.Close()
 		if errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) {
-			return nil, nil, fmt.Errorf("queue: the NATS server at %s has no JetStream (start nats-server with -js, or use `antidrift queue serve`)", redact(url))
+			return nil, nil, fmt.Errorf("queue: the NATS server at %s has no JetStream (start nats-server with -js, or use `antidrift queue serve`)", secret.URL(url))
 		}
-		return nil, nil, fmt.Errorf("queue: JetStream at %s does not answer: %w", redact(url), err)
+		return nil, nil, fmt.Errorf("queue: JetStream at %s does not answer: %w", secret.URL(url), err)
 	}
 	return nc, js, nil
 }
