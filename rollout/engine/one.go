@@ -16,21 +16,27 @@ import (
 // no record: a fatal policy error (errors.Is policy.ErrFatal) or ctx
 // cancelled mid-episode; an infrastructure failure is a record with status
 // infra_error, which Run keeps out of the trajectories and retries.
-func RunOne(ctx context.Context, cfg Config, runName string, sc *agent.Scenario, p Planned) (*trajectory.Record, error) {
+//
+// refusal is the endpoint's answer when the episode ended in a 4xx before
+// any model answer (RefusalSignature names its kind), else nil: Run judges
+// an endpoint-wide refusal over a wave of such episodes and writes none of
+// them, and a caller handing out episodes must do the same.
+func RunOne(ctx context.Context, cfg Config, runName string, sc *agent.Scenario, p Planned) (rec *trajectory.Record, refusal error, err error) {
 	if cfg.Framework == "" {
 		cfg.Framework = FrameworkNormal
 	}
 	if err := CheckFramework(cfg.Framework); err != nil {
-		return nil, fmt.Errorf("engine: %w", err)
+		return nil, nil, fmt.Errorf("engine: %w", err)
 	}
-	// An endpoint-wide refusal is judged over a wave of episodes (Run's
-	// gate); one episode alone is recorded as what it is, a model error.
-	rec, _, err := episode(ctx, cfg, runName, sc, p)
+	rec, refusal, err = episode(ctx, cfg, runName, sc, p)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("engine: %s rollout %d: interrupted: %w", p.Scenario.ID, p.Rollout, err)
+		return nil, nil, fmt.Errorf("engine: %s rollout %d: interrupted: %w", p.Scenario.ID, p.Rollout, err)
 	}
-	return rec, nil
+	if RefusalSignature(refusal) == "" {
+		refusal = nil
+	}
+	return rec, refusal, nil
 }

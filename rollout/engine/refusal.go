@@ -10,12 +10,12 @@ import (
 	"github.com/antidrift/antidrift/rollout/trajectory"
 )
 
-// refusalWindow is how many first episodes must all be refused alike for
+// RefusalWindow is how many first episodes must all be refused alike for
 // the run to stop (fewer when the run plans fewer).
-const refusalWindow = 3
+const RefusalWindow = 3
 
 // refusalGate holds back the first episodes that ended in the same 4xx
-// before any model answer. When the first refusalWindow episodes of a run
+// before any model answer. When the first RefusalWindow episodes of a run
 // are all refused alike, the endpoint refuses every request (a server flag,
 // a capability, a parameter): the run stops with that error and none of
 // those records is written, so a resumed run retries them once the
@@ -34,7 +34,7 @@ type refusalGate struct {
 }
 
 func newRefusalGate(todo int) *refusalGate {
-	return &refusalGate{window: min(refusalWindow, todo)}
+	return &refusalGate{window: min(RefusalWindow, todo)}
 }
 
 // admit says what to do with a finished record: hold it back, or write the
@@ -50,7 +50,7 @@ func (g *refusalGate) admit(rec *trajectory.Record, cause error) (hold bool, rel
 	}
 	sig := ""
 	if cause != nil {
-		sig = refusalSignature(cause)
+		sig = RefusalSignature(cause)
 	}
 	if sig == "" || (g.sig != "" && sig != g.sig) {
 		g.decided = true
@@ -71,9 +71,13 @@ func (g *refusalGate) admit(rec *trajectory.Record, cause error) (hold bool, rel
 	return true, nil, nil
 }
 
-// refusalSignature identifies a 4xx answer: status and message without the
-// attempt count. "" for anything else.
-func refusalSignature(err error) string {
+// RefusalSignature identifies a 4xx answer: status and message without the
+// attempt count. "" for anything else (nil, a 408 or 429, a 5xx, no HTTP
+// status).
+func RefusalSignature(err error) string {
+	if err == nil {
+		return ""
+	}
 	var hs policy.HTTPStatuser
 	if !errors.As(err, &hs) {
 		return ""

@@ -145,7 +145,11 @@ func (c *Coordinator) Run(ctx context.Context) (sum engine.Summary, retErr error
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 
-	// What workers say (refusals, fatal endpoint errors), each once.
+	// What workers say (refusals, fatal endpoint errors), each once. A
+	// fatal endpoint error stops the run, as in a local run: the endpoint
+	// (a key, a quota, a URL, a flag) fails every episode until fixed, and
+	// the worker that met it takes none of the run's items until the run
+	// is started again.
 	var seenMu sync.Mutex
 	seen := map[string]bool{}
 	evSub, err := c.NC.Subscribe(eventsSubject(id), func(m *nats.Msg) {
@@ -158,6 +162,9 @@ func (c *Coordinator) Run(ctx context.Context) (sum engine.Summary, retErr error
 		if k := ev.Worker + "\x00" + ev.Message; !seen[k] {
 			seen[k] = true
 			fmt.Fprintf(logw, "antidrift: worker %s: %s\n", ev.Worker, ev.Message)
+		}
+		if ev.Kind == "fatal" {
+			cancel(fmt.Errorf("%w: worker %s: %s", ErrStopped, ev.Worker, ev.Message))
 		}
 	})
 	if err != nil {

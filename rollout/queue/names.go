@@ -89,6 +89,11 @@ type RunConfig struct {
 	MaxRetries     int            `json:"max_retries"`
 
 	digest string // of the published bytes, to notice a republished configuration
+	// publication identifies this publication of the configuration (the
+	// object's NUID, new at every coordinator start): a worker that
+	// stopped taking a run for a fatal endpoint error takes it again once
+	// the run is started anew.
+	publication string
 }
 
 func (rc *RunConfig) ackWait() time.Duration {
@@ -139,6 +144,10 @@ type event struct {
 	Kind    string `json:"kind"` // refused | fatal
 	Message string `json:"message"`
 }
+
+// ErrStopped is returned (wrapped, with the worker and its message) when a
+// worker met a fatal endpoint error or an endpoint refusing every request.
+var ErrStopped = errors.New("queue: a worker stopped the run")
 
 // ErrUnreachable is returned when the NATS server cannot be reached.
 var ErrUnreachable = errors.New("queue: NATS server unreachable")

@@ -103,6 +103,11 @@ type Worker struct {
 	mu       sync.Mutex
 	active   map[string]bool
 	refused  map[string]string // run id -> plan key refused
+	// stopped: run id -> the configuration publication this worker hit a
+	// fatal endpoint error (or an endpoint-wide refusal) under; it takes
+	// none of the run's items until the run is published anew.
+	stopped map[string]string
+	gates   map[string]*refusalProbation // run id -> its first-wave refusal gate
 }
 
 // Episodes is the number of records this worker has published.
@@ -123,6 +128,7 @@ func (w *Worker) Serve(ctx context.Context) error {
 	w.slots = make(chan struct{}, w.Concurrency)
 	w.leases = newLeaser(w.JS, w.Name)
 	w.active, w.refused = map[string]bool{}, map[string]string{}
+	w.stopped, w.gates = map[string]string{}, map[string]*refusalProbation{}
 	w.lastWork.Store(time.Now().UnixNano())
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -205,8 +211,9 @@ func (w *Worker) serveRun(ctx context.Context, id string) {
 	}
 	w.mu.Lock()
 	refusedKey, refused := w.refused[id]
+	stoppedAt, stopped := w.stopped[id]
 	w.mu.Unlock()
-	if refused && refusedKey == rc.PlanKey {
+	if refused && refusedKey == rc.PlanKey || stopped && stoppedAt == rc.publication {
 		return
 	}
 	r, err := w.prepare(rc)
@@ -303,6 +310,10 @@ func (w *Worker) loadConfig(ctx context.Context, id string) (*RunConfig, error) 
 	if err != nil {
 		return nil, err
 	}
+	info, err := obs.GetInfo(ctx, id)
+	if err != nil {
+		return nil, err
+	}
 	b, err := obs.GetBytes(ctx, id)
 	if err != nil {
 		return nil, err
@@ -313,6 +324,7 @@ func (w *Worker) loadConfig(ctx context.Context, id string) (*RunConfig, error) 
 	}
 	sum := sha256.Sum256(b)
 	rc.digest = hex.EncodeToString(sum[:])
+	rc.publication = info.NUID
 	return &rc, nil
 }
 
@@ -496,21 +508,39 @@ func (w *Worker) handle(ctx context.Context, r *runner, m jetstream.Msg, it item
 		}
 	}
 	p := engine.Planned{Scenario: s, Rollout: it.Rollout, Seed: it.Seed, TrajID: it.TrajID}
-	rec, err := engine.RunOne(ctx, r.cfg, rc.Manifest.Run, sc, p)
+	rec, refusal, err := engine.RunOne(ctx, r.cfg, rc.Manifest.Run, sc, p)
 	if key != "" {
 		w.leases.release(r.lease, key) // the endpoint is done with it: publishing needs no slot
+	}
+	stop := func(why error) {
+		r.stop.Store(true)
+		w.mu.Lock()
+		w.stopped[rc.RunID] = rc.publication
+		w.mu.Unlock()
+		w.report(rc.RunID, "fatal", fmt.Sprintf("run %s: stopped taking its items: %v", rc.Manifest.Run, why))
 	}
 	if err != nil {
 		switch {
 		case ctx.Err() != nil:
 			nak(0) // shutting down: someone else takes it now
 		case errors.Is(err, policy.ErrFatal):
-			r.stop.Store(true)
-			w.report(rc.RunID, "fatal", fmt.Sprintf("run %s: stopped taking its items: %v", rc.Manifest.Run, err))
+			stop(err)
 			nak(ackWait)
 		default:
 			nak(ackWait)
 		}
+		return
+	}
+	switch verdict, why := w.gate(rc).admit(refusal); verdict {
+	case probationHold:
+		// Refused before any model answer while this worker has seen
+		// nothing else of the run: not a record yet. The item comes back
+		// soon and is recorded once the endpoint has shown it answers.
+		nak(max(min(ackWait/4, 5*time.Second), 250*time.Millisecond))
+		return
+	case probationRefused:
+		stop(why)
+		nak(ackWait)
 		return
 	}
 	md, _ := m.Metadata()

@@ -1,0 +1,211 @@
+package queue
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/antidrift/antidrift/rollout/engine"
+	"github.com/antidrift/antidrift/rollout/policy/sim"
+)
+
+// switchable serves the simulated policies, or refuses every request the
+// way a misconfigured endpoint does, as the test says; it counts requests.
+type switchable struct {
+	refuse   atomic.Pointer[refusal]
+	requests atomic.Int64
+	inner    http.Handler
+}
+
+type refusal struct {
+	status int
+	body   string
+}
+
+func newSwitchable(t *testing.T) (*switchable, string) {
+	s := &switchable{inner: sim.NewServer(testSuite(t), 0)}
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	return s, srv.URL + "/v1"
+}
+
+func (s *switchable) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.requests.Add(1)
+	if rf := s.refuse.Load(); rf != nil {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(rf.status)
+		_, _ = w.Write([]byte(rf.body))
+		return
+	}
+	s.inner.ServeHTTP(w, r)
+}
+
+// A fatal endpoint error (here a bad key) stops a queued run as it stops a
+// local one: the coordinator returns at once naming the worker and the
+// error, nothing is recorded, and the workers stop taking the run's items
+// instead of burning their deliveries. Rerun once the endpoint is fixed,
+// the same workers take the run again and finish it.
+func TestFatalEndpointErrorStopsTheQueuedRun(t *testing.T) {
+	ep, url := newSwitchable(t)
+	ep.refuse.Store(&refusal{401, `{"error":{"message":"Invalid API key","type":"invalid_request_error"}}`})
+	sp := spec{Policy: "openai:sim:base", BaseURL: url, Rollouts: 1, Seed: 9, Conc: 4}
+	ts := startTestServer(t)
+	startWorkers(t, ts.url(), 2, 4, nil)
+	dir := filepath.Join(t.TempDir(), "run")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	start := time.Now()
+	sum, err := coordinate(t, ctx, ts.url(), sp, dir, nil, nil)
+	if !errors.Is(err, ErrStopped) || !strings.Contains(err.Error(), "HTTP 401") {
+		t.Fatalf("want the run stopped by the 401, got %v (%+v)", err, sum)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("the run took %v to stop", d)
+	}
+	if sum.Ran != 0 {
+		t.Errorf("%d records written for a refused endpoint", sum.Ran)
+	}
+	time.Sleep(3 * time.Second) // the workers' next polls: they must not take the run again
+	before := ep.requests.Load()
+	time.Sleep(3 * time.Second)
+	if after := ep.requests.Load(); after != before {
+		t.Errorf("the workers kept running the stopped run: %d more requests", after-before)
+	}
+	if before > 2*4+4 {
+		t.Errorf("%d requests to an endpoint refusing the key; want about one per worker slot", before)
+	}
+
+	ep.refuse.Store(nil)
+	sum, err = coordinate(t, ctx, ts.url(), sp, dir, nil, nil)
+	if err != nil || sum.Ran != sum.Planned || sum.Statuses["model_error"] != 0 {
+		t.Fatalf("rerun after the fix: %+v, %v", sum, err)
+	}
+	folderRecords(t, dir, sum.Planned)
+}
+
+// An endpoint refusing every request with a 4xx that is not known to be
+// fatal (a parameter a gateway rejects) must not fill the run with
+// model_error records: the workers' first-wave gate holds the refused
+// episodes back and stops the run, as engine.Run does. Fixed and rerun,
+// the run finishes with no model_error at all.
+func TestEndpointRefusingEveryRequestStopsTheQueuedRun(t *testing.T) {
+	ep, url := newSwitchable(t)
+	ep.refuse.Store(&refusal{400, `{"error":{"message":"request rejected by gateway policy 7","type":"BadRequestError"}}`})
+	sp := spec{Policy: "openai:sim:base", BaseURL: url, Rollouts: 1, Seed: 9, Conc: 4}
+	ts := startTestServer(t)
+	startWorkers(t, ts.url(), 2, 4, nil)
+	dir := filepath.Join(t.TempDir(), "run")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	sum, err := coordinate(t, ctx, ts.url(), sp, dir, nil, nil)
+	if !errors.Is(err, ErrStopped) || !strings.Contains(err.Error(), engine.ErrRefused.Error()) ||
+		!strings.Contains(err.Error(), "request rejected by gateway policy 7") {
+		t.Fatalf("want the run stopped as refused, got %v (%+v)", err, sum)
+	}
+	if sum.Ran != 0 {
+		t.Errorf("%d records written for an endpoint refusing every request: %v", sum.Ran, sum.Statuses)
+	}
+	folderRecords(t, dir, 0)
+
+	ep.refuse.Store(nil)
+	sum, err = coordinate(t, ctx, ts.url(), sp, dir, nil, nil)
+	if err != nil || sum.Ran != sum.Planned || sum.Statuses["model_error"] != 0 {
+		t.Fatalf("rerun after the fix: %+v, %v", sum, err)
+	}
+	folderRecords(t, dir, sum.Planned)
+}
+
+// The probation decides on the first outcomes: refusals alike up to the
+// window stop the run; anything else first (an answer, another refusal)
+// lets every later outcome be recorded.
+func TestRefusalProbation(t *testing.T) {
+	r400 := httpErr{400, "bad request: policy 7"}
+	r400b := httpErr{400, "bad request: policy 8"}
+	r500 := httpErr{500, "internal"}
+	for _, tc := range []struct {
+		name    string
+		planned int
+		seq     []error
+		want    []probationVerdict
+	}{
+		{"refused alike", 10, []error{r400, r400, r400, nil}, []probationVerdict{probationHold, probationHold, probationRefused, probationRefused}},
+		{"answer first", 10, []error{nil, r400, r400, r400}, []probationVerdict{probationRecord, probationRecord, probationRecord, probationRecord}},
+		{"answer after holds", 10, []error{r400, nil, r400}, []probationVerdict{probationHold, probationRecord, probationRecord}},
+		{"another refusal", 10, []error{r400, r400b, r400}, []probationVerdict{probationHold, probationRecord, probationRecord}},
+		{"a 5xx is no refusal", 10, []error{r500, r400, r400, r400}, []probationVerdict{probationRecord, probationRecord, probationRecord, probationRecord}},
+		{"one planned", 1, []error{r400}, []probationVerdict{probationRefused}},
+		{"two planned", 2, []error{r400, r400}, []probationVerdict{probationHold, probationRefused}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newRefusalProbation("p1", tc.planned)
+			for i, e := range tc.seq {
+				v, why := g.admit(e)
+				if v != tc.want[i] {
+					t.Fatalf("outcome %d: %v, want %v", i, v, tc.want[i])
+				}
+				if (v == probationRefused) != (why != nil) || why != nil && !errors.Is(why, engine.ErrRefused) {
+					t.Fatalf("outcome %d: %v with error %v", i, v, why)
+				}
+			}
+		})
+	}
+}
+
+// httpErr is an endpoint's answer with an HTTP status.
+type httpErr struct {
+	status int
+	msg    string
+}
+
+func (e httpErr) Error() string   { return e.msg }
+func (e httpErr) HTTPStatus() int { return e.status }
+
+// An endpoint that refuses only some requests (one scenario's prompt) is
+// no endpoint-wide refusal: the run finishes, the refused episode recorded
+// as the model error it is, and every other episode as a local run has it.
+func TestSomeRefusalsAreRecordedOnceTheEndpointAnswers(t *testing.T) {
+	ss := testSuite(t)
+	marker := ss[len(ss)/2].ID
+	inner := sim.NewServer(ss, 0)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if bytes.Contains(body, []byte(ss[len(ss)/2].Instruction[:24])) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(400)
+			_, _ = w.Write([]byte(`{"error":{"message":"prompt rejected by moderation","type":"BadRequestError"}}`))
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		inner.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	sp := spec{Policy: "openai:sim:base", BaseURL: srv.URL + "/v1", Rollouts: 1, Seed: 9, Conc: 4}
+	ts := startTestServer(t)
+	startWorkers(t, ts.url(), 2, 4, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	dir := filepath.Join(t.TempDir(), "run")
+	sum, err := coordinate(t, ctx, ts.url(), sp, dir, nil, nil)
+	if err != nil || sum.Ran != sum.Planned {
+		t.Fatalf("%+v, %v", sum, err)
+	}
+	if sum.Statuses["model_error"] != 1 {
+		t.Fatalf("want the one refused episode (%s) as a model error: %v", marker, sum.Statuses)
+	}
+	got := folderRecords(t, dir, sum.Planned)
+	for id, rec := range got {
+		if strings.Contains(rec, `"scenario_id":"`+marker+`"`) != strings.Contains(rec, `"status":"model_error"`) {
+			t.Errorf("record %s: the refused scenario is %s: %.200s", id, marker, rec)
+		}
+	}
+}
