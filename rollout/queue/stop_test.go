@@ -48,6 +48,19 @@ func (s *switchable) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.inner.ServeHTTP(w, r)
 }
 
+// queuedRun is the built-in suite, one rollout each, queued on a fresh
+// server for two workers of 4 slots against the endpoint at url; run
+// coordinates it (again, to resume) into dir.
+func queuedRun(t *testing.T, url string) (run func() (engine.Summary, error), dir string) {
+	sp := spec{Policy: "openai:sim:base", BaseURL: url, Rollouts: 1, Seed: 9, Conc: 4}
+	ts := startTestServer(t)
+	startWorkers(t, ts.url(), 2, 4, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	t.Cleanup(cancel)
+	dir = filepath.Join(t.TempDir(), "run")
+	return func() (engine.Summary, error) { return coordinate(t, ctx, ts.url(), sp, dir, nil, nil) }, dir
+}
+
 // A fatal endpoint error (here a bad key) stops a queued run as it stops a
 // local one: the coordinator returns at once naming the worker and the
 // error, nothing is recorded, and the workers stop taking the run's items
@@ -56,15 +69,9 @@ func (s *switchable) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func TestFatalEndpointErrorStopsTheQueuedRun(t *testing.T) {
 	ep, url := newSwitchable(t)
 	ep.refuse.Store(&refusal{401, `{"error":{"message":"Invalid API key","type":"invalid_request_error"}}`})
-	sp := spec{Policy: "openai:sim:base", BaseURL: url, Rollouts: 1, Seed: 9, Conc: 4}
-	ts := startTestServer(t)
-	startWorkers(t, ts.url(), 2, 4, nil)
-	dir := filepath.Join(t.TempDir(), "run")
-
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	run, dir := queuedRun(t, url)
 	start := time.Now()
-	sum, err := coordinate(t, ctx, ts.url(), sp, dir, nil, nil)
+	sum, err := run()
 	if !errors.Is(err, ErrStopped) || !strings.Contains(err.Error(), "HTTP 401") {
 		t.Fatalf("want the run stopped by the 401, got %v (%+v)", err, sum)
 	}
@@ -85,7 +92,7 @@ func TestFatalEndpointErrorStopsTheQueuedRun(t *testing.T) {
 	}
 
 	ep.refuse.Store(nil)
-	sum, err = coordinate(t, ctx, ts.url(), sp, dir, nil, nil)
+	sum, err = run()
 	if err != nil || sum.Ran != sum.Planned || sum.Statuses["model_error"] != 0 {
 		t.Fatalf("rerun after the fix: %+v, %v", sum, err)
 	}
@@ -100,14 +107,8 @@ func TestFatalEndpointErrorStopsTheQueuedRun(t *testing.T) {
 func TestEndpointRefusingEveryRequestStopsTheQueuedRun(t *testing.T) {
 	ep, url := newSwitchable(t)
 	ep.refuse.Store(&refusal{400, `{"error":{"message":"request rejected by gateway policy 7","type":"BadRequestError"}}`})
-	sp := spec{Policy: "openai:sim:base", BaseURL: url, Rollouts: 1, Seed: 9, Conc: 4}
-	ts := startTestServer(t)
-	startWorkers(t, ts.url(), 2, 4, nil)
-	dir := filepath.Join(t.TempDir(), "run")
-
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	sum, err := coordinate(t, ctx, ts.url(), sp, dir, nil, nil)
+	run, dir := queuedRun(t, url)
+	sum, err := run()
 	if !errors.Is(err, ErrStopped) || !strings.Contains(err.Error(), engine.ErrRefused.Error()) ||
 		!strings.Contains(err.Error(), "request rejected by gateway policy 7") {
 		t.Fatalf("want the run stopped as refused, got %v (%+v)", err, sum)
@@ -118,7 +119,7 @@ func TestEndpointRefusingEveryRequestStopsTheQueuedRun(t *testing.T) {
 	folderRecords(t, dir, 0)
 
 	ep.refuse.Store(nil)
-	sum, err = coordinate(t, ctx, ts.url(), sp, dir, nil, nil)
+	sum, err = run()
 	if err != nil || sum.Ran != sum.Planned || sum.Statuses["model_error"] != 0 {
 		t.Fatalf("rerun after the fix: %+v, %v", sum, err)
 	}
@@ -189,13 +190,8 @@ func TestSomeRefusalsAreRecordedOnceTheEndpointAnswers(t *testing.T) {
 		inner.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	sp := spec{Policy: "openai:sim:base", BaseURL: srv.URL + "/v1", Rollouts: 1, Seed: 9, Conc: 4}
-	ts := startTestServer(t)
-	startWorkers(t, ts.url(), 2, 4, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	dir := filepath.Join(t.TempDir(), "run")
-	sum, err := coordinate(t, ctx, ts.url(), sp, dir, nil, nil)
+	run, dir := queuedRun(t, srv.URL+"/v1")
+	sum, err := run()
 	if err != nil || sum.Ran != sum.Planned {
 		t.Fatalf("%+v, %v", sum, err)
 	}
