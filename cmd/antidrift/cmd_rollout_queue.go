@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/antidrift/antidrift/rollout/engine"
+	"github.com/antidrift/antidrift/rollout/policy/openai"
 	"github.com/antidrift/antidrift/rollout/queue"
 	"github.com/antidrift/antidrift/rollout/secret"
 	"github.com/antidrift/antidrift/rollout/store"
@@ -62,9 +63,18 @@ func (q *queueRun) close() {
 }
 
 func (q *queueRun) run(ctx context.Context, f rolloutFlags, cfg engine.Config, run *store.Run) (engine.Summary, error) {
+	tp, err := openai.ParseTokenParam(f.endpoint.tokenParam)
+	if err != nil {
+		return engine.Summary{}, fmt.Errorf("--token-param: %w", err)
+	}
+	ready := f.endpoint.readyWait
+	if ready == 0 {
+		ready = -1 // the flag's 0 means "do not wait"
+	}
 	c := &queue.Coordinator{NC: q.nc, JS: q.js, Config: cfg, Folder: run,
 		AckWait: q.f.ackWait, MaxDeliver: q.f.maxDeliver,
-		RequestTimeout: f.endpoint.requestTimeout, MaxRetries: f.endpoint.maxRetries, Log: os.Stderr}
+		RequestTimeout: f.endpoint.requestTimeout, MaxRetries: f.endpoint.maxRetries,
+		TokenParam: tp, ReadyWait: ready, Log: os.Stderr}
 	fmt.Fprintf(os.Stderr, "antidrift: run %s: queueing its unfinished episodes on %s; workers run them (antidrift worker --queue URL)\n", run.Manifest.Run, secret.URL(q.f.url))
 	return c.Run(ctx)
 }

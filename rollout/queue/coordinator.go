@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/antidrift/antidrift/rollout/engine"
+	"github.com/antidrift/antidrift/rollout/policy/openai"
 	"github.com/antidrift/antidrift/rollout/store"
 	"github.com/antidrift/antidrift/rollout/trajectory"
 	"github.com/nats-io/nats.go"
@@ -38,10 +39,13 @@ type Coordinator struct {
 	// DefaultMaxDeliver).
 	AckWait    time.Duration
 	MaxDeliver int
-	// RequestTimeout and MaxRetries are handed to the workers' HTTP
-	// clients (0: their defaults).
+	// RequestTimeout, MaxRetries, TokenParam and ReadyWait are handed to
+	// the workers' HTTP clients (zero: their defaults; ReadyWait negative:
+	// no waiting for a loading server).
 	RequestTimeout time.Duration
 	MaxRetries     int
+	TokenParam     openai.TokenParam
+	ReadyWait      time.Duration
 	// Log receives warnings and what workers report (refusals, fatal
 	// endpoint errors); nil discards them.
 	Log io.Writer
@@ -106,6 +110,15 @@ func (c *Coordinator) Run(ctx context.Context) (sum engine.Summary, retErr error
 		AckWaitMS: c.AckWait.Milliseconds(), MaxDeliver: c.MaxDeliver, MaxRetries: c.MaxRetries}
 	if c.RequestTimeout > 0 {
 		rc.RequestTimeout = c.RequestTimeout.String()
+	}
+	if c.TokenParam != openai.TokenAuto {
+		rc.TokenParam = c.TokenParam.String()
+	}
+	switch {
+	case c.ReadyWait > 0:
+		rc.ReadyWait = c.ReadyWait.String()
+	case c.ReadyWait < 0:
+		rc.ReadyWait = "0s"
 	}
 	if rc.Scenarios, err = scenarioFiles(cfg.Scenarios); err != nil {
 		return sum, err

@@ -37,6 +37,10 @@ type spec struct {
 	Rollouts int
 	Seed     int64
 	Conc     int
+	// OmitTemperature and TurnTokens are the run's --temperature omit and
+	// --turn-tokens.
+	OmitTemperature bool
+	TurnTokens      int
 }
 
 func testSuite(t testing.TB) []*scenario.Scenario {
@@ -53,7 +57,7 @@ func (sp spec) config(t testing.TB, ss []*scenario.Scenario) engine.Config {
 	t.Helper()
 	cfg := engine.Config{Scenarios: ss, PolicyName: sp.Policy, Checkpoint: sp.Policy, Framework: engine.FrameworkNormal,
 		Rollouts: sp.Rollouts, Concurrency: sp.Conc, Seed: sp.Seed, Version: testVersion,
-		Limits: agent.Limits{MaxSteps: 20}}
+		Limits: agent.Limits{MaxSteps: 20, OmitTemperature: sp.OmitTemperature, MaxTurnTokens: sp.TurnTokens}}
 	kind, name, _ := strings.Cut(sp.Policy, ":")
 	if kind == "sim" {
 		prof, err := sim.Lookup(name)
@@ -79,7 +83,7 @@ func (sp spec) manifest(ss []*scenario.Scenario) store.Manifest {
 	m := store.Manifest{Version: testVersion, Run: "qtest", Created: "2026-01-01T00:00:00Z",
 		Plan: store.Plan{ScenarioSource: "builtin", ScenarioHash: scenario.Hash(ss), ScenarioIDs: ids,
 			Policy: sp.Policy, Checkpoint: sp.Policy, Framework: engine.FrameworkNormal, Rollouts: sp.Rollouts,
-			Seed: sp.Seed, Shard: "0/1", MaxSteps: 20},
+			Seed: sp.Seed, Shard: "0/1", MaxSteps: 20, OmitTemperature: sp.OmitTemperature, MaxTurnTokens: sp.TurnTokens},
 		Settings: store.Settings{Concurrency: sp.Conc},
 	}
 	if strings.HasPrefix(sp.Policy, "openai:") {

@@ -87,6 +87,11 @@ type RunConfig struct {
 	MaxDeliver     int            `json:"max_deliver"`
 	RequestTimeout string         `json:"request_timeout,omitempty"`
 	MaxRetries     int            `json:"max_retries"`
+	// TokenParam (openai.ParseTokenParam; empty: auto) and ReadyWait (a
+	// duration; "0s" disables waiting; empty: the client's default) are
+	// the run's --token-param and --ready-timeout.
+	TokenParam string `json:"token_param,omitempty"`
+	ReadyWait  string `json:"ready_wait,omitempty"`
 
 	digest string // of the published bytes, to notice a republished configuration
 	// publication identifies this publication of the configuration (the

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/antidrift/antidrift/rollout/engine"
+	"github.com/antidrift/antidrift/rollout/policy/openai"
 	"github.com/antidrift/antidrift/rollout/policy/sim"
 )
 
@@ -203,5 +204,51 @@ func TestSomeRefusalsAreRecordedOnceTheEndpointAnswers(t *testing.T) {
 		if strings.Contains(rec, `"scenario_id":"`+marker+`"`) != strings.Contains(rec, `"status":"model_error"`) {
 			t.Errorf("record %s: the refused scenario is %s: %.200s", id, marker, rec)
 		}
+	}
+}
+
+// The workers send what the run's flags say: no temperature for a
+// reasoning model (--temperature omit), the per-turn limit in the field
+// --token-param names. A worker that sent a temperature here would stop
+// the run (the endpoint refuses it, as OpenAI's reasoning models do).
+func TestWorkersSendTheRunsRequestSettings(t *testing.T) {
+	var sawMaxTokens, sawCompletionTokens atomic.Int64
+	inner := sim.NewServer(testSuite(t), 0)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if bytes.Contains(body, []byte(`"temperature"`)) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(400)
+			_, _ = w.Write([]byte(`{"error":{"message":"Unsupported value: 'temperature' does not support 0 with this model. Only the default (1) value is supported.","type":"invalid_request_error","param":"temperature","code":"unsupported_value"}}`))
+			return
+		}
+		if bytes.Contains(body, []byte(`"max_tokens"`)) {
+			sawMaxTokens.Add(1)
+		}
+		if bytes.Contains(body, []byte(`"max_completion_tokens"`)) {
+			sawCompletionTokens.Add(1)
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		inner.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	sp := spec{Policy: "openai:sim:base", BaseURL: srv.URL + "/v1", Rollouts: 1, Seed: 9, Conc: 4, OmitTemperature: true, TurnTokens: 512}
+	ts := startTestServer(t)
+	startWorkers(t, ts.url(), 2, 4, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	dir := filepath.Join(t.TempDir(), "run")
+	sum, err := coordinate(t, ctx, ts.url(), sp, dir, nil, func(c *Coordinator) {
+		c.TokenParam = openai.TokenMaxCompletionTokens
+		c.ReadyWait = -1
+	})
+	if err != nil || sum.Ran != sum.Planned || sum.Statuses["model_error"] != 0 {
+		t.Fatalf("%+v, %v", sum, err)
+	}
+	if n := sawMaxTokens.Load(); n != 0 {
+		t.Errorf("%d requests sent max_tokens; the run said max_completion_tokens", n)
+	}
+	if sawCompletionTokens.Load() == 0 {
+		t.Error("no request sent max_completion_tokens")
 	}
 }

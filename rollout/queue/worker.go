@@ -389,7 +389,7 @@ func (w *Worker) prepare(rc *RunConfig) (*runner, error) {
 		Scenarios: ss, PolicyName: m.Plan.Policy, Checkpoint: m.Plan.Checkpoint, Framework: m.Plan.Framework,
 		Rollouts: m.Plan.Rollouts, Seed: m.Plan.Seed, Version: m.Version,
 		Limits: agent.Limits{MaxSteps: m.Plan.MaxSteps, MaxTokens: m.Plan.MaxTokens, WallTime: wall,
-			Temperature: m.Plan.Temperature, MaxTurnTokens: m.Plan.MaxTurnTokens},
+			Temperature: m.Plan.Temperature, OmitTemperature: m.Plan.OmitTemperature, MaxTurnTokens: m.Plan.MaxTurnTokens},
 	}
 	if err := engine.CheckFramework(r.cfg.Framework); err != nil {
 		return nil, fmt.Errorf("refusing run %s: %v", m.Run, err)
@@ -433,8 +433,21 @@ func (w *Worker) prepare(rc *RunConfig) (*runner, error) {
 		if rc.RequestTimeout != "" {
 			timeout, _ = time.ParseDuration(rc.RequestTimeout)
 		}
+		tp, err := openai.ParseTokenParam(rc.TokenParam)
+		if err != nil {
+			return nil, fmt.Errorf("refusing run %s: token param: %v; use workers of the coordinator's antidrift version", m.Run, err)
+		}
+		var ready time.Duration
+		if rc.ReadyWait != "" {
+			if ready, err = time.ParseDuration(rc.ReadyWait); err != nil {
+				return nil, fmt.Errorf("refusing run %s: ready wait %q: %v", m.Run, rc.ReadyWait, err)
+			}
+			if ready == 0 {
+				ready = -1 // the run said: do not wait
+			}
+		}
 		c, err := openai.New(openai.Config{BaseURL: ep.BaseURL, Model: name, APIKey: openai.KeyFromEnv(ep.APIKeyEnv),
-			Timeout: timeout, MaxRetries: rc.MaxRetries, Concurrency: w.Concurrency})
+			Timeout: timeout, MaxRetries: rc.MaxRetries, Concurrency: w.Concurrency, TokenParam: tp, ReadyWait: ready})
 		if err != nil {
 			return nil, fmt.Errorf("refusing run %s: %v", m.Run, err)
 		}
