@@ -41,6 +41,33 @@ type spec struct {
 	// --turn-tokens.
 	OmitTemperature bool
 	TurnTokens      int
+	// Framework (default normal) and Filter, the exposure filter's
+	// settings as rollout records them.
+	Framework string
+	Filter    *store.FilterPlan
+}
+
+func (sp spec) framework() string {
+	if sp.Framework == "" {
+		return engine.FrameworkNormal
+	}
+	return sp.Framework
+}
+
+// filter is sp.Filter as the engine takes it.
+func (sp spec) filter(t testing.TB) agent.FilterOptions {
+	if sp.Filter == nil {
+		return agent.FilterOptions{}
+	}
+	o := agent.FilterOptions{RelevanceK: sp.Filter.RelevanceK, RiskLambda: sp.Filter.RiskLambda}
+	if sp.Filter.RiskWeights != "" {
+		w, err := scenario.ParseRiskWeights(sp.Filter.RiskWeights)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.RiskWeights = &w
+	}
+	return o
 }
 
 func testSuite(t testing.TB) []*scenario.Scenario {
@@ -55,7 +82,7 @@ func testSuite(t testing.TB) []*scenario.Scenario {
 // config is the engine configuration of sp; Policy is set for local runs.
 func (sp spec) config(t testing.TB, ss []*scenario.Scenario) engine.Config {
 	t.Helper()
-	cfg := engine.Config{Scenarios: ss, PolicyName: sp.Policy, Checkpoint: sp.Policy, Framework: engine.FrameworkNormal,
+	cfg := engine.Config{Scenarios: ss, PolicyName: sp.Policy, Checkpoint: sp.Policy, Framework: sp.framework(), Filter: sp.filter(t),
 		Rollouts: sp.Rollouts, Concurrency: sp.Conc, Seed: sp.Seed, Version: testVersion,
 		Limits: agent.Limits{MaxSteps: 20, OmitTemperature: sp.OmitTemperature, MaxTurnTokens: sp.TurnTokens}}
 	kind, name, _ := strings.Cut(sp.Policy, ":")
@@ -82,7 +109,7 @@ func (sp spec) manifest(ss []*scenario.Scenario) store.Manifest {
 	}
 	m := store.Manifest{Version: testVersion, Run: "qtest", Created: "2026-01-01T00:00:00Z",
 		Plan: store.Plan{ScenarioSource: "builtin", ScenarioHash: scenario.Hash(ss), ScenarioIDs: ids,
-			Policy: sp.Policy, Checkpoint: sp.Policy, Framework: engine.FrameworkNormal, Rollouts: sp.Rollouts,
+			Policy: sp.Policy, Checkpoint: sp.Policy, Framework: sp.framework(), Filter: sp.Filter, Rollouts: sp.Rollouts,
 			Seed: sp.Seed, Shard: "0/1", MaxSteps: 20, OmitTemperature: sp.OmitTemperature, MaxTurnTokens: sp.TurnTokens},
 		Settings: store.Settings{Concurrency: sp.Conc},
 	}

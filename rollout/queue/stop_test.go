@@ -16,6 +16,7 @@ import (
 	"github.com/antidrift/antidrift/rollout/engine"
 	"github.com/antidrift/antidrift/rollout/policy/openai"
 	"github.com/antidrift/antidrift/rollout/policy/sim"
+	"github.com/antidrift/antidrift/rollout/store"
 )
 
 // switchable serves the simulated policies, or refuses every request the
@@ -251,4 +252,37 @@ func TestWorkersSendTheRunsRequestSettings(t *testing.T) {
 	if sawCompletionTokens.Load() == 0 {
 		t.Error("no request sent max_completion_tokens")
 	}
+}
+
+// A queued run of the gated framework uses the exposure filter the run
+// planned (its risk penalty and weights), not the defaults: every record
+// equals a local run's with the same settings, and those differ from the
+// default filter's.
+func TestWorkersUseTheRunsExposureFilter(t *testing.T) {
+	sp := spec{Policy: "sim:base", Rollouts: 1, Seed: 5, Conc: 4, Framework: engine.FrameworkGated,
+		Filter: &store.FilterPlan{RiskLambda: 4, RiskWeights: "low=0,medium=2,high=5"}}
+	want := sp.local(t)
+	def := sp
+	def.Filter = nil
+	if same := def.local(t); len(same) == len(want) {
+		differ := 0
+		for id, rec := range want {
+			if same[id] != rec {
+				differ++
+			}
+		}
+		if differ == 0 {
+			t.Fatal("the filter settings change no record: the test shows nothing")
+		}
+	}
+	ts := startTestServer(t)
+	startWorkers(t, ts.url(), 2, 4, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	dir := filepath.Join(t.TempDir(), "run")
+	sum, err := coordinate(t, ctx, ts.url(), sp, dir, nil, nil)
+	if err != nil || sum.Ran != sum.Planned {
+		t.Fatalf("%+v, %v", sum, err)
+	}
+	sameRecords(t, folderRecords(t, dir, sum.Planned), want)
 }
