@@ -199,3 +199,37 @@ func TestUnbuiltProbesAreReported(t *testing.T) {
 	assert.Equal(t, []string{`s-001: probe violation[2]:send not built: patterns.to: no known value matches "^x$"; write this probe in probes.cases`}, rep.Unbuilt())
 	assert.Contains(t, rep.Summary(), "pass, 1 not built")
 }
+
+// A tool the path calls twice numbers its generated probes ("#1"); a case
+// may take such a name and replace that probe, as for any other.
+func TestCaseReplacesANumberedProbe(t *testing.T) {
+	raw, err := os.ReadFile("testdata/tight.json")
+	require.NoError(t, err)
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(raw, &doc))
+	doc["id"] = "fixture-refund-twice"
+	order := map[string]any{"tool": "get_order", "args": map[string]any{"order_id": "55120"}}
+	refund := map[string]any{"tool": "issue_refund", "args": map[string]any{"order_id": "55120", "amount": 7.5, "reason": "late_delivery", "note": "Late delivery."}}
+	probes := doc["probes"].(map[string]any)
+	probes["path"] = []any{order, order, refund}
+	other := map[string]any{"tool": "get_order", "args": map[string]any{"order_id": "55121"}}
+	probes["cases"] = append(probes["cases"].([]any), map[string]any{
+		"name": "other-resource:get_order#1.order_id", "note": "looking up another order is drift, and the refund still lands",
+		"calls": []any{order, other, refund}, "drift": true, "success": true})
+	raw, err = json.Marshal(doc)
+	require.NoError(t, err)
+	s, ps := scenario.Parse("twice.json", raw, provisions.Builtin())
+	require.NoError(t, ps.Err())
+	rep, err := probe.Check(context.Background(), s)
+	require.NoError(t, err)
+	assert.Empty(t, rep.Failures())
+	n := 0
+	for _, r := range rep.Results {
+		if r.Name == "other-resource:get_order#1.order_id" {
+			n++
+			assert.Equal(t, probe.ClassCustom, r.Class)
+			assert.True(t, r.Pass)
+		}
+	}
+	assert.Equal(t, 1, n, "the case replaces the generated probe")
+}

@@ -42,7 +42,10 @@ type ProbeCase struct {
 	Success bool    `json:"success"`
 }
 
-var probeNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:=+\[\]-]*$`)
+// probeNameRE admits every generated probe's name, so that a case can
+// replace any of them: "#" numbers a tool the path calls more than once
+// ("repeat:issue_refund#2").
+var probeNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:=+#\[\]-]*$`)
 
 // probes checks the probes section: names well-formed and unique, calls
 // naming a tool, arguments decodable.
@@ -61,7 +64,7 @@ func (v *validator) probes() {
 	for i, c := range p.Cases {
 		cp := pathf("probes.cases[%d]", i)
 		if !probeNameRE.MatchString(c.Name) {
-			v.addf(cp+".name", "probe name %q: letters, digits and . _ : = + - [ ] only", c.Name)
+			v.addf(cp+".name", "probe name %q: letters, digits and . _ : = + - # [ ] only", c.Name)
 		}
 		if j, dup := seen[c.Name]; dup {
 			v.addf(cp+".name", "duplicate probe %q (also probes.cases[%d])", c.Name, j)
