@@ -17,6 +17,7 @@ import (
 
 	"github.com/antidrift/antidrift/rollout/engine"
 	"github.com/antidrift/antidrift/rollout/policy/openai"
+	"github.com/antidrift/antidrift/rollout/secret"
 	"github.com/antidrift/antidrift/rollout/store"
 	"github.com/antidrift/antidrift/rollout/trajectory"
 	"github.com/nats-io/nats.go"
@@ -174,10 +175,10 @@ func (c *Coordinator) Run(ctx context.Context) (sum engine.Summary, retErr error
 		defer seenMu.Unlock()
 		if k := ev.Worker + "\x00" + ev.Message; !seen[k] {
 			seen[k] = true
-			fmt.Fprintf(logw, "antidrift: worker %s: %s\n", ev.Worker, ev.Message)
+			fmt.Fprintf(logw, "antidrift: worker %s: %s\n", ev.Worker, secret.Text(ev.Message))
 		}
 		if ev.Kind == "fatal" {
-			cancel(fmt.Errorf("%w: worker %s: %s", ErrStopped, ev.Worker, ev.Message))
+			cancel(fmt.Errorf("%w: worker %s: %s", ErrStopped, ev.Worker, secret.Text(ev.Message)))
 		}
 	})
 	if err != nil {

@@ -286,3 +286,21 @@ func TestWorkersUseTheRunsExposureFilter(t *testing.T) {
 	}
 	sameRecords(t, folderRecords(t, dir, sum.Planned), want)
 }
+
+// What a worker reports reaches its log and the coordinator's without the
+// credentials of any URL it quotes.
+func TestWorkerReportsRedactURLs(t *testing.T) {
+	ts := startTestServer(t)
+	nc, js := connect(t, ts.url())
+	var log syncBuf
+	w := &Worker{NC: nc, JS: js, Name: "w0", Log: &log}
+	w.report("r1", "fatal", "Post http://alice:pa55@gpu-7:8000/v1/chat/completions?key=sk-abc: connection refused")
+	for _, secretText := range []string{"alice", "pa55", "sk-abc"} {
+		if strings.Contains(log.String(), secretText) {
+			t.Errorf("the log holds %q: %s", secretText, log.String())
+		}
+	}
+	if !strings.Contains(log.String(), "gpu-7:8000/v1/chat/completions") {
+		t.Errorf("the log lost the endpoint: %s", log.String())
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/antidrift/antidrift/rollout/policy/openai"
 	"github.com/antidrift/antidrift/rollout/policy/sim"
 	"github.com/antidrift/antidrift/rollout/scenario"
+	"github.com/antidrift/antidrift/rollout/secret"
 	"github.com/antidrift/antidrift/rollout/trajectory"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -199,6 +200,7 @@ type runner struct {
 }
 
 func (w *Worker) report(id, kind, msg string) {
+	msg = secret.Text(msg) // an endpoint error may quote a URL
 	fmt.Fprintf(w.Log, "antidrift: worker %s: %s\n", w.Name, msg)
 	b, _ := json.Marshal(event{Worker: w.Name, Kind: kind, Message: msg})
 	_ = w.NC.Publish(eventsSubject(id), b)
