@@ -255,6 +255,12 @@ func (w *Worker) serveRun(ctx context.Context, id string) {
 				break more
 			}
 		}
+		if r.stop.Load() { // an episode met a fatal endpoint error while this loop waited for a slot
+			for ; n > 0; n-- {
+				<-w.slots
+			}
+			return
+		}
 		batch, err := cons.Fetch(n, jetstream.FetchMaxWait(time.Second))
 		got := 0
 		reload := false
