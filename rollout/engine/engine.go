@@ -117,6 +117,10 @@ type Config struct {
 	Warn func(msg string)
 }
 
+// ContextTruncatedWarning is said once per run (Config.Warn) when an
+// episode is recorded as context_truncated.
+const ContextTruncatedWarning = "the server cut conversations silently (a turn's prompt tokens fell below the previous turn's): such episodes are recorded as context_truncated and not scored. With Ollama, raise num_ctx (the context window, 2048 or 4096 tokens by default) in the Modelfile or with OLLAMA_CONTEXT_LENGTH."
+
 // ErrRefused is returned (wrapped) when the endpoint refused the first
 // episodes of a run alike: an endpoint-wide misconfiguration, not data.
 var ErrRefused = errors.New("the endpoint refuses every request")
@@ -272,7 +276,7 @@ func Run(ctx context.Context, cfg Config, run *store.Run) (Summary, error) {
 		mu.Unlock()
 		if rec.Status == trajectory.StatusContextTruncated && cfg.Warn != nil {
 			warnTruncated.Do(func() {
-				cfg.Warn("the server cut conversations silently (a turn's prompt tokens fell below the previous turn's): such episodes are recorded as context_truncated and not scored. With Ollama, raise num_ctx (the context window, 2048 or 4096 tokens by default) in the Modelfile or with OLLAMA_CONTEXT_LENGTH.")
+				cfg.Warn(ContextTruncatedWarning)
 			})
 		}
 		if cfg.OnRecord != nil {

@@ -213,6 +213,7 @@ func (c *Coordinator) Run(ctx context.Context) (sum engine.Summary, retErr error
 	defer bg.Wait()
 	defer cancel(nil)
 
+	warnedTruncated := false
 	rcons, err := results.Consumer(ctx, collectConsumer)
 	if err != nil {
 		return sum, fmt.Errorf("queue: results consumer: %w", err)
@@ -258,6 +259,10 @@ func (c *Coordinator) Run(ctx context.Context) (sum engine.Summary, retErr error
 			sum.Statuses[string(rec.Status)]++
 			if infra {
 				sum.InfraErrors++
+			}
+			if rec.Status == trajectory.StatusContextTruncated && cfg.Warn != nil && !warnedTruncated {
+				warnedTruncated = true
+				cfg.Warn(engine.ContextTruncatedWarning)
 			}
 			if cfg.OnRecord != nil {
 				cfg.OnRecord(rec)

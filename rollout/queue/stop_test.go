@@ -3,6 +3,7 @@ package queue
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -303,5 +304,51 @@ func TestWorkerReportsRedactURLs(t *testing.T) {
 	}
 	if !strings.Contains(log.String(), "gpu-7:8000/v1/chat/completions") {
 		t.Errorf("the log lost the endpoint: %s", log.String())
+	}
+}
+
+// A server that cuts conversations silently (Ollama's num_ctx) gives
+// context_truncated records; the coordinator warns once, as a local run
+// does.
+func TestCoordinatorWarnsOnceOfCutConversations(t *testing.T) {
+	inner := sim.NewServer(testSuite(t), 0)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var req struct {
+			Messages []json.RawMessage `json:"messages"`
+		}
+		_ = json.Unmarshal(body, &req)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		rec := httptest.NewRecorder()
+		inner.ServeHTTP(rec, r)
+		var resp map[string]any
+		if rec.Code != 200 || json.Unmarshal(rec.Body.Bytes(), &resp) != nil {
+			w.WriteHeader(rec.Code)
+			_, _ = w.Write(rec.Body.Bytes())
+			return
+		}
+		// The prompt the server kept shrinks as the conversation grows.
+		resp["usage"] = map[string]any{"prompt_tokens": 4000 - 100*len(req.Messages), "completion_tokens": 10, "total_tokens": 4010 - 100*len(req.Messages)}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(resp)
+	}))
+	t.Cleanup(srv.Close)
+	sp := spec{Policy: "openai:sim:base", BaseURL: srv.URL + "/v1", Rollouts: 1, Seed: 9, Conc: 4}
+	ts := startTestServer(t)
+	startWorkers(t, ts.url(), 2, 4, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	var warned []string
+	sum, err := coordinate(t, ctx, ts.url(), sp, filepath.Join(t.TempDir(), "run"), nil, func(c *Coordinator) {
+		c.Config.Warn = func(msg string) { warned = append(warned, msg) }
+	})
+	if err != nil || sum.Ran != sum.Planned {
+		t.Fatalf("%+v, %v", sum, err)
+	}
+	if sum.Statuses["context_truncated"] == 0 {
+		t.Fatalf("no episode was cut: %v", sum.Statuses)
+	}
+	if len(warned) != 1 || !strings.Contains(warned[0], "num_ctx") {
+		t.Fatalf("want one num_ctx warning, got %q", warned)
 	}
 }
