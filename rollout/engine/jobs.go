@@ -14,17 +14,21 @@ import (
 // Job is one planned episode of a run that is not an agent rollout (the
 // selection tasks of antidrift select): its id and how to produce its
 // record. Returning an error stops the run (a fatal endpoint error);
-// infrastructure failures are records with status infra_error.
+// infrastructure failures are records with status infra_error. refusal is
+// the endpoint's error when the episode ended in a 4xx before any model
+// answer (else nil), for the first-wave refusal gate Run applies too.
 type Job struct {
 	TrajID string
-	Do     func(ctx context.Context) (*trajectory.Record, error)
+	Do     func(ctx context.Context) (rec *trajectory.Record, refusal error, err error)
 }
 
 // RunJobs executes the jobs missing from the run folder with the same
 // machinery as Run: a bounded number in flight, records appended to the
 // shard's file as they finish, infrastructure errors to errors/ (retried
-// on the next invocation), and an early stop on a fatal error or
-// cancellation with everything finished on disk.
+// on the next invocation), the first-wave refusal gate (an endpoint
+// refusing the first jobs alike stops the run with none of them written),
+// and an early stop on a fatal error or cancellation with everything
+// finished on disk.
 func RunJobs(ctx context.Context, run *store.Run, shard Shard, concurrency int, jobs []Job, onRecord func(*trajectory.Record)) (Summary, error) {
 	start := time.Now()
 	if shard.N == 0 {
@@ -59,13 +63,34 @@ func RunJobs(ctx context.Context, run *store.Run, shard Shard, concurrency int, 
 	defer cancel(nil)
 	feed := make(chan Job)
 	var mu sync.Mutex
+	gate := newRefusalGate(len(todo))
+	write := func(rec *trajectory.Record) error {
+		target := w
+		if rec.Status == trajectory.StatusInfraError {
+			target = elog
+		}
+		if err := target.Append(rec); err != nil {
+			return err
+		}
+		mu.Lock()
+		sum.Ran++
+		sum.Statuses[string(rec.Status)]++
+		if rec.Status == trajectory.StatusInfraError {
+			sum.InfraErrors++
+		}
+		mu.Unlock()
+		if onRecord != nil {
+			onRecord(rec)
+		}
+		return nil
+	}
 	var wg sync.WaitGroup
 	for i := 0; i < concurrency && i < len(todo); i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for j := range feed {
-				rec, err := j.Do(ctx)
+				rec, refusal, err := j.Do(ctx)
 				if err != nil {
 					cancel(err)
 					continue
@@ -73,23 +98,19 @@ func RunJobs(ctx context.Context, run *store.Run, shard Shard, concurrency int, 
 				if ctx.Err() != nil {
 					continue // interrupted mid-episode: rerun later
 				}
-				target := w
-				if rec.Status == trajectory.StatusInfraError {
-					target = elog
-				}
-				if err := target.Append(rec); err != nil {
-					cancel(err)
+				hold, release, refused := gate.admit(rec, refusal)
+				if refused != nil {
+					cancel(refused)
 					continue
 				}
-				mu.Lock()
-				sum.Ran++
-				sum.Statuses[string(rec.Status)]++
-				if rec.Status == trajectory.StatusInfraError {
-					sum.InfraErrors++
+				if hold {
+					continue
 				}
-				mu.Unlock()
-				if onRecord != nil {
-					onRecord(rec)
+				for _, r := range append(release, rec) {
+					if err := write(r); err != nil {
+						cancel(err)
+						break
+					}
 				}
 			}
 		}()

@@ -42,8 +42,9 @@ func BenchmarkPipelineEpisode(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	var refusal error
 	for i := 0; b.Loop(); i++ {
-		if _, err := episode(context.Background(), cfg, "bench", envs, plan[i%len(plan)]); err != nil {
+		if _, err := episode(context.Background(), cfg, "bench", envs, plan[i%len(plan)], &refusal); err != nil {
 			b.Fatal(err)
 		}
 	}

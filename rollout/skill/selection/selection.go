@@ -107,15 +107,18 @@ func Run(ctx context.Context, cfg Config, run *store.Run) (engine.Summary, error
 	plan := Plan(cfg, run.Manifest.Run)
 	jobs := make([]engine.Job, len(plan))
 	for i, p := range plan {
-		jobs[i] = engine.Job{TrajID: p.TrajID, Do: func(ctx context.Context) (*trajectory.Record, error) {
-			return episode(ctx, cfg, run.Manifest.Run, envs, p)
+		jobs[i] = engine.Job{TrajID: p.TrajID, Do: func(ctx context.Context) (*trajectory.Record, error, error) {
+			var refusal error
+			rec, err := episode(ctx, cfg, run.Manifest.Run, envs, p, &refusal)
+			return rec, refusal, err
 		}}
 	}
 	return engine.RunJobs(ctx, run, cfg.Shard, cfg.Concurrency, jobs, cfg.OnRecord)
 }
 
-// episode runs one planned episode.
-func episode(ctx context.Context, cfg Config, runName string, envs *envCache, p Planned) (*trajectory.Record, error) {
+// episode runs one planned episode. *refusal is set to the endpoint's
+// error when a model error ended the episode before any answer.
+func episode(ctx context.Context, cfg Config, runName string, envs *envCache, p Planned, refusal *error) (*trajectory.Record, error) {
 	t0 := time.Now()
 	l, q := cfg.Library, p.Query
 	rec := &trajectory.Record{
@@ -141,6 +144,9 @@ func episode(ctx context.Context, cfg Config, runName string, envs *envCache, p 
 				return "", false, fmt.Errorf("selection: %s rollout %d: %w", q.ID, p.Rollout, err)
 			}
 			rec.Status, rec.Error = status, err.Error()
+			if status == trajectory.StatusModelError && len(rec.Steps) == 0 {
+				*refusal = err
+			}
 			return "", false, nil
 		}
 		rec.Usage = rec.Usage.Add(resp.Usage)

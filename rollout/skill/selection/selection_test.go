@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/antidrift/antidrift/rollout/engine"
+	"github.com/antidrift/antidrift/rollout/policy"
 	"github.com/antidrift/antidrift/rollout/policy/sim"
 	"github.com/antidrift/antidrift/rollout/skill"
 	"github.com/antidrift/antidrift/rollout/store"
@@ -81,4 +83,39 @@ func TestPipelineExecutesAndLabels(t *testing.T) {
 	t.Logf("EM1 %.3f EM2 %.3f EM1xEM2 %.3f measured %.3f executed DR %.3f", em1/n, em2/n, em1/n*em2/n, e2e/n, drift/n)
 	assert.Greater(t, drift, 0.0)
 	assert.Greater(t, slipped, 0.0, "the simulation's argument slips reach execution")
+}
+
+// refusingPolicy answers every request with the same 4xx, as an endpoint
+// refusing a parameter does.
+type refusingPolicy struct{}
+
+type refusal400 struct{}
+
+func (refusal400) Error() string   { return "HTTP 400: request rejected by gateway policy 7" }
+func (refusal400) HTTPStatus() int { return 400 }
+func (refusal400) Unwrap() error   { return policy.ErrModel }
+
+func (refusingPolicy) Complete(context.Context, policy.Request) (policy.Response, error) {
+	return policy.Response{}, refusal400{}
+}
+
+// Selection runs share the first-wave refusal gate: an endpoint refusing
+// every request stops the run with no model_error records written.
+func TestEndpointRefusingEveryRequestStopsTheSelectionRun(t *testing.T) {
+	lib, err := skill.Builtin("email")
+	require.NoError(t, err)
+	dir := t.TempDir()
+	run, err := store.Open(dir, store.Manifest{Run: "r", Plan: store.Plan{Policy: "openai:m"}}, false)
+	require.NoError(t, err)
+	cfg := Config{Library: lib, Task: skill.TaskSkill, Policy: refusingPolicy{}, PolicyName: "openai:m",
+		Checkpoint: "m", Rollouts: 1, Concurrency: 2, Seed: 1}
+	sum, err := Run(context.Background(), cfg, run)
+	require.ErrorIs(t, err, engine.ErrRefused)
+	assert.Contains(t, err.Error(), "gateway policy 7")
+	assert.Zero(t, sum.Ran)
+	require.NoError(t, run.Close())
+	it := store.Records(dir)
+	defer it.Close()
+	assert.False(t, it.Next(), "no record for a refused endpoint")
+	require.NoError(t, it.Err())
 }
