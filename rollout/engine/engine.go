@@ -243,47 +243,14 @@ func Run(ctx context.Context, cfg Config, run *store.Run) (Summary, error) {
 			prepared[p.Scenario.ID] = ps
 		}
 	}
-	w, err := run.Writer(shard.String(), 64, time.Second)
+	sk, err := openSink(run, shard, len(todo), &sum, cfg.OnRecord, cfg.Warn)
 	if err != nil {
-		return sum, err
-	}
-	elog, err := run.ErrorLog(shard.String())
-	if err != nil {
-		w.Close()
 		return sum, err
 	}
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	jobs := make(chan Planned)
-	var mu sync.Mutex
-	gate := newRefusalGate(len(todo))
-	var warnTruncated sync.Once
-	write := func(rec *trajectory.Record) error {
-		target := w
-		if rec.Status == trajectory.StatusInfraError {
-			target = elog
-		}
-		if err := target.Append(rec); err != nil {
-			return err
-		}
-		mu.Lock()
-		sum.Ran++
-		sum.Statuses[string(rec.Status)]++
-		if rec.Status == trajectory.StatusInfraError {
-			sum.InfraErrors++
-		}
-		mu.Unlock()
-		if rec.Status == trajectory.StatusContextTruncated && cfg.Warn != nil {
-			warnTruncated.Do(func() {
-				cfg.Warn(ContextTruncatedWarning)
-			})
-		}
-		if cfg.OnRecord != nil {
-			cfg.OnRecord(rec)
-		}
-		return nil
-	}
 	var wg sync.WaitGroup
 	for i := 0; i < cfg.Concurrency && i < len(todo); i++ {
 		wg.Add(1)
@@ -298,19 +265,8 @@ func Run(ctx context.Context, cfg Config, run *store.Run) (Summary, error) {
 				if ctx.Err() != nil {
 					continue // interrupted mid-episode: not a result; rerun later
 				}
-				hold, release, refused := gate.admit(rec, refusal)
-				if refused != nil {
-					cancel(refused)
-					continue
-				}
-				if hold {
-					continue
-				}
-				for _, r := range append(release, rec) {
-					if err := write(r); err != nil {
-						cancel(err)
-						break
-					}
+				if err := sk.put(rec, refusal); err != nil {
+					cancel(err)
 				}
 			}
 		}()
@@ -325,7 +281,7 @@ feed:
 	}
 	close(jobs)
 	wg.Wait()
-	werr := errors.Join(w.Close(), elog.Close())
+	werr := sk.close()
 	sum.Elapsed = time.Since(start)
 	if cause := context.Cause(ctx); cause != nil {
 		return sum, cause

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"runtime"
 	"sync"
 	"time"
@@ -50,40 +49,13 @@ func RunJobs(ctx context.Context, run *store.Run, shard Shard, concurrency int, 
 		sum.Elapsed = time.Since(start)
 		return sum, nil
 	}
-	w, err := run.Writer(shard.String(), 64, time.Second)
+	sk, err := openSink(run, shard, len(todo), &sum, onRecord, nil)
 	if err != nil {
-		return sum, err
-	}
-	elog, err := run.ErrorLog(shard.String())
-	if err != nil {
-		w.Close()
 		return sum, err
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	feed := make(chan Job)
-	var mu sync.Mutex
-	gate := newRefusalGate(len(todo))
-	write := func(rec *trajectory.Record) error {
-		target := w
-		if rec.Status == trajectory.StatusInfraError {
-			target = elog
-		}
-		if err := target.Append(rec); err != nil {
-			return err
-		}
-		mu.Lock()
-		sum.Ran++
-		sum.Statuses[string(rec.Status)]++
-		if rec.Status == trajectory.StatusInfraError {
-			sum.InfraErrors++
-		}
-		mu.Unlock()
-		if onRecord != nil {
-			onRecord(rec)
-		}
-		return nil
-	}
 	var wg sync.WaitGroup
 	for i := 0; i < concurrency && i < len(todo); i++ {
 		wg.Add(1)
@@ -98,19 +70,8 @@ func RunJobs(ctx context.Context, run *store.Run, shard Shard, concurrency int, 
 				if ctx.Err() != nil {
 					continue // interrupted mid-episode: rerun later
 				}
-				hold, release, refused := gate.admit(rec, refusal)
-				if refused != nil {
-					cancel(refused)
-					continue
-				}
-				if hold {
-					continue
-				}
-				for _, r := range append(release, rec) {
-					if err := write(r); err != nil {
-						cancel(err)
-						break
-					}
+				if err := sk.put(rec, refusal); err != nil {
+					cancel(err)
 				}
 			}
 		}()
@@ -125,7 +86,7 @@ loop:
 	}
 	close(feed)
 	wg.Wait()
-	werr := errors.Join(w.Close(), elog.Close())
+	werr := sk.close()
 	sum.Elapsed = time.Since(start)
 	if cause := context.Cause(ctx); cause != nil {
 		return sum, cause
