@@ -12,7 +12,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/antidrift/antidrift/rollout/agent"
@@ -202,7 +201,6 @@ type Summary struct {
 // exhausted quota) or ctx is cancelled; everything finished before that is
 // on disk.
 func Run(ctx context.Context, cfg Config, run *store.Run) (Summary, error) {
-	start := time.Now()
 	if cfg.Framework == "" {
 		cfg.Framework = FrameworkNormal
 	}
@@ -220,73 +218,21 @@ func Run(ctx context.Context, cfg Config, run *store.Run) (Summary, error) {
 		shard = Shard{0, 1}
 	}
 	plan := Plan(cfg, run.Manifest.Run)
-	sum := Summary{Planned: len(plan), Statuses: map[string]int{}}
-	var todo []Planned
-	for _, p := range plan {
-		if run.Done(p.TrajID) {
-			sum.Skipped++
-		} else {
-			todo = append(todo, p)
-		}
-	}
-	if len(todo) == 0 {
-		sum.Elapsed = time.Since(start)
-		return sum, nil
-	}
 	prepared := map[string]*agent.Scenario{}
-	for _, p := range todo {
-		if prepared[p.Scenario.ID] == nil {
+	jobs := make([]Job, len(plan))
+	for i, p := range plan {
+		if !run.Done(p.TrajID) && prepared[p.Scenario.ID] == nil {
 			ps, err := agent.Prepare(p.Scenario)
 			if err != nil {
-				return sum, fmt.Errorf("engine: %w", err)
+				return Summary{Planned: len(plan), Statuses: map[string]int{}}, fmt.Errorf("engine: %w", err)
 			}
 			prepared[p.Scenario.ID] = ps
 		}
+		jobs[i] = Job{TrajID: p.TrajID, Do: func(ctx context.Context) (*trajectory.Record, error, error) {
+			return episode(ctx, cfg, run.Manifest.Run, prepared[p.Scenario.ID], p)
+		}}
 	}
-	sk, err := openSink(run, shard, len(todo), &sum, cfg.OnRecord, cfg.Warn)
-	if err != nil {
-		return sum, err
-	}
-
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	jobs := make(chan Planned)
-	var wg sync.WaitGroup
-	for i := 0; i < cfg.Concurrency && i < len(todo); i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for p := range jobs {
-				rec, refusal, err := episode(ctx, cfg, run.Manifest.Run, prepared[p.Scenario.ID], p)
-				if err != nil {
-					cancel(err)
-					continue
-				}
-				if ctx.Err() != nil {
-					continue // interrupted mid-episode: not a result; rerun later
-				}
-				if err := sk.put(rec, refusal); err != nil {
-					cancel(err)
-				}
-			}
-		}()
-	}
-feed:
-	for _, p := range todo {
-		select {
-		case jobs <- p:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(jobs)
-	wg.Wait()
-	werr := sk.close()
-	sum.Elapsed = time.Since(start)
-	if cause := context.Cause(ctx); cause != nil {
-		return sum, cause
-	}
-	return sum, werr
+	return runJobs(ctx, run, shard, cfg.Concurrency, jobs, cfg.OnRecord, cfg.Warn)
 }
 
 // episode runs one planned episode and builds its record. refusal is the

@@ -29,6 +29,11 @@ type Job struct {
 // and an early stop on a fatal error or cancellation with everything
 // finished on disk.
 func RunJobs(ctx context.Context, run *store.Run, shard Shard, concurrency int, jobs []Job, onRecord func(*trajectory.Record)) (Summary, error) {
+	return runJobs(ctx, run, shard, concurrency, jobs, onRecord, nil)
+}
+
+// runJobs is RunJobs with the warnings of Config.Warn (Run's episodes).
+func runJobs(ctx context.Context, run *store.Run, shard Shard, concurrency int, jobs []Job, onRecord func(*trajectory.Record), warn func(string)) (Summary, error) {
 	start := time.Now()
 	if shard.N == 0 {
 		shard = Shard{0, 1}
@@ -49,7 +54,7 @@ func RunJobs(ctx context.Context, run *store.Run, shard Shard, concurrency int, 
 		sum.Elapsed = time.Since(start)
 		return sum, nil
 	}
-	sk, err := openSink(run, shard, len(todo), &sum, onRecord, nil)
+	sk, err := openSink(run, shard, len(todo), &sum, onRecord, warn)
 	if err != nil {
 		return sum, err
 	}
