@@ -55,13 +55,17 @@ func (s *switchable) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // server for two workers of 4 slots against the endpoint at url; run
 // coordinates it (again, to resume) into dir.
 func queuedRun(t *testing.T, url string) (run func() (engine.Summary, error), dir string) {
-	sp := spec{Policy: "openai:sim:base", BaseURL: url, Rollouts: 1, Seed: 9, Conc: 4}
+	return queuedSpec(t, spec{Policy: "openai:sim:base", BaseURL: url, Rollouts: 1, Seed: 9, Conc: 4}, nil)
+}
+
+// queuedSpec is queuedRun of any spec, mod setting the coordinator.
+func queuedSpec(t *testing.T, sp spec, mod func(*Coordinator)) (run func() (engine.Summary, error), dir string) {
 	ts := startTestServer(t)
 	startWorkers(t, ts.url(), 2, 4, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	t.Cleanup(cancel)
 	dir = filepath.Join(t.TempDir(), "run")
-	return func() (engine.Summary, error) { return coordinate(t, ctx, ts.url(), sp, dir, nil, nil) }, dir
+	return func() (engine.Summary, error) { return coordinate(t, ctx, ts.url(), sp, dir, nil, mod) }, dir
 }
 
 // A fatal endpoint error (here a bad key) stops a queued run as it stops a
@@ -236,15 +240,11 @@ func TestWorkersSendTheRunsRequestSettings(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	sp := spec{Policy: "openai:sim:base", BaseURL: srv.URL + "/v1", Rollouts: 1, Seed: 9, Conc: 4, OmitTemperature: true, TurnTokens: 512}
-	ts := startTestServer(t)
-	startWorkers(t, ts.url(), 2, 4, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	dir := filepath.Join(t.TempDir(), "run")
-	sum, err := coordinate(t, ctx, ts.url(), sp, dir, nil, func(c *Coordinator) {
+	run, _ := queuedSpec(t, sp, func(c *Coordinator) {
 		c.TokenParam = openai.TokenMaxCompletionTokens
 		c.ReadyWait = -1
 	})
+	sum, err := run()
 	if err != nil || sum.Ran != sum.Planned || sum.Statuses["model_error"] != 0 {
 		t.Fatalf("%+v, %v", sum, err)
 	}
@@ -277,12 +277,8 @@ func TestWorkersUseTheRunsExposureFilter(t *testing.T) {
 			t.Fatal("the filter settings change no record: the test shows nothing")
 		}
 	}
-	ts := startTestServer(t)
-	startWorkers(t, ts.url(), 2, 4, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	dir := filepath.Join(t.TempDir(), "run")
-	sum, err := coordinate(t, ctx, ts.url(), sp, dir, nil, nil)
+	run, dir := queuedSpec(t, sp, nil)
+	sum, err := run()
 	if err != nil || sum.Ran != sum.Planned {
 		t.Fatalf("%+v, %v", sum, err)
 	}
@@ -334,14 +330,11 @@ func TestCoordinatorWarnsOnceOfCutConversations(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	sp := spec{Policy: "openai:sim:base", BaseURL: srv.URL + "/v1", Rollouts: 1, Seed: 9, Conc: 4}
-	ts := startTestServer(t)
-	startWorkers(t, ts.url(), 2, 4, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
 	var warned []string
-	sum, err := coordinate(t, ctx, ts.url(), sp, filepath.Join(t.TempDir(), "run"), nil, func(c *Coordinator) {
+	run, _ := queuedSpec(t, sp, func(c *Coordinator) {
 		c.Config.Warn = func(msg string) { warned = append(warned, msg) }
 	})
+	sum, err := run()
 	if err != nil || sum.Ran != sum.Planned {
 		t.Fatalf("%+v, %v", sum, err)
 	}
