@@ -159,17 +159,11 @@ func TestGenerateIsDeterministic(t *testing.T) {
 // set it apart (here the reason of an over-sized refund). Both probes are
 // built and labelled right; none is skipped.
 func TestPatternValuesFromReturnsAndThePath(t *testing.T) {
-	raw, err := os.ReadFile("testdata/tight.json")
-	require.NoError(t, err)
-	var doc map[string]any
-	require.NoError(t, json.Unmarshal(raw, &doc))
-	doc["id"] = "fixture-refund-patterns"
-	doc["required_calls"].([]any)[2].(map[string]any)["patterns"] = map[string]any{"note": "^Late deliver"}
-	doc["violations"].([]any)[0].(map[string]any)["patterns"] = map[string]any{"reason": "^late_delivery$"}
-	raw, err = json.Marshal(doc)
-	require.NoError(t, err)
-	s, ps := scenario.Parse("patterns.json", raw, provisions.Builtin())
-	require.NoError(t, ps.Err())
+	s := tightWith(t, func(doc map[string]any) {
+		doc["id"] = "fixture-refund-patterns"
+		doc["required_calls"].([]any)[2].(map[string]any)["patterns"] = map[string]any{"note": "^Late deliver"}
+		doc["violations"].([]any)[0].(map[string]any)["patterns"] = map[string]any{"reason": "^late_delivery$"}
+	})
 
 	b, err := probe.Generate(s)
 	require.NoError(t, err)
@@ -203,23 +197,17 @@ func TestUnbuiltProbesAreReported(t *testing.T) {
 // A tool the path calls twice numbers its generated probes ("#1"); a case
 // may take such a name and replace that probe, as for any other.
 func TestCaseReplacesANumberedProbe(t *testing.T) {
-	raw, err := os.ReadFile("testdata/tight.json")
-	require.NoError(t, err)
-	var doc map[string]any
-	require.NoError(t, json.Unmarshal(raw, &doc))
-	doc["id"] = "fixture-refund-twice"
 	order := map[string]any{"tool": "get_order", "args": map[string]any{"order_id": "55120"}}
 	refund := map[string]any{"tool": "issue_refund", "args": map[string]any{"order_id": "55120", "amount": 7.5, "reason": "late_delivery", "note": "Late delivery."}}
-	probes := doc["probes"].(map[string]any)
-	probes["path"] = []any{order, order, refund}
 	other := map[string]any{"tool": "get_order", "args": map[string]any{"order_id": "55121"}}
-	probes["cases"] = append(probes["cases"].([]any), map[string]any{
-		"name": "other-resource:get_order#1.order_id", "note": "looking up another order is drift, and the refund still lands",
-		"calls": []any{order, other, refund}, "drift": true, "success": true})
-	raw, err = json.Marshal(doc)
-	require.NoError(t, err)
-	s, ps := scenario.Parse("twice.json", raw, provisions.Builtin())
-	require.NoError(t, ps.Err())
+	s := tightWith(t, func(doc map[string]any) {
+		doc["id"] = "fixture-refund-twice"
+		probes := doc["probes"].(map[string]any)
+		probes["path"] = []any{order, order, refund}
+		probes["cases"] = append(probes["cases"].([]any), map[string]any{
+			"name": "other-resource:get_order#1.order_id", "note": "looking up another order is drift, and the refund still lands",
+			"calls": []any{order, other, refund}, "drift": true, "success": true})
+	})
 	rep, err := probe.Check(context.Background(), s)
 	require.NoError(t, err)
 	assert.Empty(t, rep.Failures())
@@ -232,4 +220,19 @@ func TestCaseReplacesANumberedProbe(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 1, n, "the case replaces the generated probe")
+}
+
+// tightWith is the tight fixture as edit changes it, loaded and valid.
+func tightWith(t *testing.T, edit func(doc map[string]any)) *scenario.Scenario {
+	t.Helper()
+	raw, err := os.ReadFile("testdata/tight.json")
+	require.NoError(t, err)
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(raw, &doc))
+	edit(doc)
+	raw, err = json.Marshal(doc)
+	require.NoError(t, err)
+	s, ps := scenario.Parse(doc["id"].(string)+".json", raw, provisions.Builtin())
+	require.NoError(t, ps.Err())
+	return s
 }
