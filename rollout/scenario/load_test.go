@@ -136,6 +136,7 @@ var corpus = map[string]want{
 	"v2-resources-unknown-argument.json":            {"tools[2].resources[3]", `names argument "bcc", which is not a property of the tool's parameters`},
 	"v2-schema-version-too-new.json":                {"schema_version", `maximum: got 3, want 2`},
 	"v2-success-demands-protected-text.json":        {"success.answer.contains[0]", `contradicts boundary.constraints[2]:no-internal: success demands text that the boundary fo`},
+	"v2-success-not-canonical.json":                 {"success.state[2].where.to[0]", `"Dana.Kim@Example.org" is not in the form the state holds it: the environment normalises the arguments that "send_message" writes here, so this can never match; write "dana.kim@example.org"`},
 	"v2-text-contradiction.json":                    {"success.state[3].text.not_contains[0]", `contradicts success.state[3].text.contains[0]: "refund" contains "refund"`},
 	"v2-trigger-append-to-number.json":              {"tools[0].responses[0].trigger_mode", `append needs "days_late" to hold a string in the return`},
 	"v2-trigger-at-non-object-return.json":          {"tools[4].responses[0].trigger_at", `the return is not an object, so it has no field "notes" to carry the text`},

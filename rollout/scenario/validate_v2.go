@@ -25,6 +25,7 @@ func (v *validator) v2() {
 	if v.s.Version() >= 2 {
 		v.leaks()
 		v.causal()
+		v.canonical()
 	}
 }
 
