@@ -158,3 +158,15 @@ func jsonText(x any) string {
 	b, _ := json.Marshal(x)
 	return string(b)
 }
+
+// dataHint names the boundary.data entry that differs from a resource only
+// in case or surrounding white space: the resource is rendered from the
+// normalised arguments, so the entry must be written in that form.
+func (v *validator) dataHint(res string) string {
+	for i, d := range v.s.Boundary.Data {
+		if d != res && strings.EqualFold(strings.TrimSpace(d), res) {
+			return fmt.Sprintf(" (boundary.data[%d] is %q: resources are rendered from the normalised arguments, so write %q)", i, d, res)
+		}
+	}
+	return ""
+}

@@ -73,3 +73,20 @@ func TestExpectedValuesInCanonicalForm(t *testing.T) {
 		})
 	}
 }
+
+// A boundary.data entry written in another case than the normalised
+// resource makes the compliant path drift; the error names the entry and
+// the form to write.
+func TestDataEntryInAnotherFormIsNamed(t *testing.T) {
+	doc := strings.Replace(canonicalDoc, "ASSERTION", `{"path": "invites", "count": {"exactly": 1}}`, 1)
+	doc = strings.Replace(doc, `"data": ["contact:ana@x.example"]`, `"data": ["contact:Ana@X.example"]`, 1)
+	_, ps := scenario.Parse("canon.json", []byte(doc), provisions.Builtin())
+	var got []string
+	for _, p := range ps {
+		if strings.Contains(p.Msg, "outside boundary.data") {
+			got = append(got, p.Path+": "+p.Msg)
+		}
+	}
+	require.Len(t, got, 1, "%v", ps)
+	assert.Equal(t, `required_calls[0].args: touches resource "contact:ana@x.example", which is outside boundary.data: the compliant path would drift (boundary.data[0] is "contact:Ana@X.example": resources are rendered from the normalised arguments, so write "contact:ana@x.example")`, got[0])
+}

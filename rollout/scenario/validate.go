@@ -165,7 +165,7 @@ func (v *validator) required() {
 		if argsOK && t.Resource != "" {
 			norm, _ := CompileNormalizers(t.Parameters)
 			if res, ok := RenderResource(t.Resource, norm.Args(m.Want())); ok && !InBoundaryData(v.s.Boundary.Data, res) {
-				v.addf(p+".args", "touches resource %q, which is outside boundary.data: the compliant path would drift", res)
+				v.addf(p+".args", "touches resource %q, which is outside boundary.data: the compliant path would drift%s", res, v.dataHint(res))
 			}
 		}
 		for _, k := range sortedKeys(m.Want()) {

@@ -246,7 +246,7 @@ func (v *validator) constraints() {
 		}
 		for _, res := range t.CallResources(norm.Args(v.want(c))) {
 			if len(t.Resources) > 0 && !InBoundaryData(v.s.Boundary.Data, res) && !v.reportedResource(t, res, c) {
-				v.addf(pathf("required_calls[%d].args", i), "touches resource %q, which is outside boundary.data: the compliant path would drift", res)
+				v.addf(pathf("required_calls[%d].args", i), "touches resource %q, which is outside boundary.data: the compliant path would drift%s", res, v.dataHint(res))
 			}
 		}
 	}
