@@ -23,7 +23,6 @@ import (
 	"github.com/antidrift/antidrift/rollout/secret"
 	"github.com/antidrift/antidrift/rollout/store"
 	"github.com/antidrift/antidrift/rollout/trajectory"
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 )
@@ -398,13 +397,10 @@ func (s judgeSummary) print(w io.Writer) {
 	tw.Flush()
 }
 
-// judgeProgress shows a bar on stderr only when stderr is a terminal.
-type judgeProgress struct{ bar *progressbar.ProgressBar }
-
-func newJudgeProgress(dir string) *judgeProgress {
-	p := &judgeProgress{}
+// newJudgeProgress is the judging bar: records judged of the run's.
+func newJudgeProgress(dir string) *progress {
 	if !term.IsTerminal(int(os.Stderr.Fd())) {
-		return p
+		return &progress{}
 	}
 	total := 0
 	it := store.Records(dir)
@@ -412,24 +408,5 @@ func newJudgeProgress(dir string) *judgeProgress {
 		total++
 	}
 	it.Close()
-	p.bar = progressbar.NewOptions(total,
-		progressbar.OptionSetWriter(os.Stderr),
-		progressbar.OptionShowCount(),
-		progressbar.OptionSetDescription("judging"),
-		progressbar.OptionThrottle(100*time.Millisecond),
-		progressbar.OptionClearOnFinish(),
-	)
-	return p
-}
-
-func (p *judgeProgress) add() {
-	if p.bar != nil {
-		_ = p.bar.Add(1)
-	}
-}
-
-func (p *judgeProgress) finish() {
-	if p.bar != nil {
-		_ = p.bar.Finish()
-	}
+	return &progress{bar: newBar(total, 0, "", "judging")}
 }

@@ -11,21 +11,17 @@ import (
 	"os"
 	"os/signal"
 	"strings"
-	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/antidrift/antidrift/rollout/agent"
 	"github.com/antidrift/antidrift/rollout/engine"
-	"github.com/antidrift/antidrift/rollout/policy/openai"
 	"github.com/antidrift/antidrift/rollout/scenario"
 	"github.com/antidrift/antidrift/rollout/secret"
 	"github.com/antidrift/antidrift/rollout/store"
 	"github.com/antidrift/antidrift/rollout/trajectory"
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 )
 
 type rolloutFlags struct {
@@ -328,62 +324,4 @@ func (rs runSummary) print(w io.Writer) {
 		fmt.Fprintf(tw, "WARNING\t%s\n", w)
 	}
 	tw.Flush()
-}
-
-// progress shows a bar on stderr only when stderr is a terminal.
-type progress struct {
-	mu                    sync.Mutex
-	bar                   *progressbar.ProgressBar
-	client                *openai.Client
-	n, succ, drift, clean int
-}
-
-func newProgress(total, done int, client *openai.Client) *progress {
-	p := &progress{client: client}
-	if !term.IsTerminal(int(os.Stderr.Fd())) {
-		return p
-	}
-	p.bar = progressbar.NewOptions(total,
-		progressbar.OptionSetWriter(os.Stderr),
-		progressbar.OptionShowCount(),
-		progressbar.OptionShowIts(),
-		progressbar.OptionSetItsString("ep"),
-		progressbar.OptionSetPredictTime(true),
-		progressbar.OptionThrottle(100*time.Millisecond),
-		progressbar.OptionClearOnFinish(),
-	)
-	_ = p.bar.Set(done)
-	return p
-}
-
-func (p *progress) record(r *trajectory.Record) {
-	if p.bar == nil {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.n++
-	if r.Success {
-		p.succ++
-	}
-	if r.Drift {
-		p.drift++
-	}
-	if r.Clean() {
-		p.clean++
-	}
-	n := float64(p.n)
-	desc := fmt.Sprintf("TSR %.2f DR %.2f CSR %.2f", float64(p.succ)/n, float64(p.drift)/n, float64(p.clean)/n)
-	if p.client != nil {
-		st := p.client.Stats()
-		desc += fmt.Sprintf(" | retries %d, 429s %d, limit %d", st.Retries, st.RateLimited, st.Limit)
-	}
-	p.bar.Describe(desc)
-	_ = p.bar.Add(1)
-}
-
-func (p *progress) finish() {
-	if p.bar != nil {
-		_ = p.bar.Finish()
-	}
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/signal"
 	"strings"
-	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -23,9 +22,7 @@ import (
 	"github.com/antidrift/antidrift/rollout/skill/selection"
 	"github.com/antidrift/antidrift/rollout/store"
 	"github.com/antidrift/antidrift/rollout/trajectory"
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 )
 
 type selectFlags struct {
@@ -282,49 +279,4 @@ func (s selectSummary) print(w io.Writer) {
 	}
 	fmt.Fprintf(tw, "elapsed\t%.1fs\n", s.ElapsedSeconds)
 	tw.Flush()
-}
-
-// selectProgress shows a bar on stderr only when it is a terminal.
-type selectProgress struct {
-	mu      sync.Mutex
-	bar     *progressbar.ProgressBar
-	client  *openai.Client
-	n, good int
-}
-
-func newSelectProgress(total, done int, client *openai.Client) *selectProgress {
-	p := &selectProgress{client: client}
-	if !term.IsTerminal(int(os.Stderr.Fd())) {
-		return p
-	}
-	p.bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(os.Stderr), progressbar.OptionShowCount(),
-		progressbar.OptionShowIts(), progressbar.OptionSetItsString("q"), progressbar.OptionSetPredictTime(true),
-		progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
-	_ = p.bar.Set(done)
-	return p
-}
-
-func (p *selectProgress) record(r *trajectory.Record) {
-	if p.bar == nil {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.n++
-	if r.Success {
-		p.good++
-	}
-	desc := fmt.Sprintf("EM %.2f", float64(p.good)/float64(p.n))
-	if p.client != nil {
-		st := p.client.Stats()
-		desc += fmt.Sprintf(" | retries %d, 429s %d", st.Retries, st.RateLimited)
-	}
-	p.bar.Describe(desc)
-	_ = p.bar.Add(1)
-}
-
-func (p *selectProgress) finish() {
-	if p.bar != nil {
-		_ = p.bar.Finish()
-	}
 }

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/antidrift/antidrift/rollout/trajectory"
+	"github.com/schollz/progressbar/v3"
+	"github.com/stretchr/testify/assert"
+)
+
+// The bars describe the running rates of what they have seen; off a
+// terminal there is no bar and recording is a no-op.
+func TestProgressDescribesRunningRates(t *testing.T) {
+	clean := &trajectory.Record{Success: true}
+	drifted := &trajectory.Record{Success: true, Drift: true}
+	failed := &trajectory.Record{}
+
+	p := newProgress(10, 0, nil)
+	assert.Nil(t, p.bar, "tests do not run on a terminal")
+	p.record(clean) // no bar: nothing happens, nothing panics
+	p.finish()
+
+	var buf bytes.Buffer
+	p = newProgress(10, 0, nil)
+	p.bar = progressbar.NewOptions(10, progressbar.OptionSetWriter(&buf))
+	for _, r := range []*trajectory.Record{clean, drifted, failed, clean} {
+		p.record(r)
+	}
+	assert.Equal(t, "TSR 0.75 DR 0.25 CSR 0.50", lastDescription(t, p))
+
+	s := newSelectProgress(4, 0, nil)
+	s.bar = progressbar.NewOptions(4, progressbar.OptionSetWriter(&buf))
+	for _, r := range []*trajectory.Record{clean, failed} {
+		s.record(r)
+	}
+	assert.Equal(t, "EM 0.50", lastDescription(t, s))
+}
+
+func lastDescription(t *testing.T, p *progress) string {
+	t.Helper()
+	return p.bar.State().Description
+}
