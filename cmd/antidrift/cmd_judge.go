@@ -76,10 +76,7 @@ are reused); 130 interrupted (nothing written; verdicts so far are cached).`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.judge, "judge", "", "rule, or openai:MODEL (an LLM judge on an OpenAI-compatible endpoint)")
-	fl.StringVar(&f.endpoint.baseURL, "base-url", "", "OpenAI-compatible base URL, e.g. http://localhost:8000/v1")
-	fl.StringVar(&f.endpoint.apiKeyEnv, "api-key-env", "OPENAI_API_KEY", "environment variable holding the API key")
-	fl.DurationVar(&f.endpoint.requestTimeout, "request-timeout", 5*time.Minute, "timeout of one HTTP request")
-	fl.IntVar(&f.endpoint.maxRetries, "max-retries", 5, "retries of a request on 429, 5xx and timeouts")
+	addEndpointFlags(fl, &f.endpoint, "")
 	fl.IntVar(&f.concurrency, "concurrency", 16, "trajectories judged at once")
 	fl.StringVar(&f.cache, "cache", "", "verdict cache folder (default RUN/.judge-cache)")
 	fl.BoolVar(&f.noCache, "no-cache", false, "neither read nor write the verdict cache")

@@ -71,10 +71,7 @@ The API key comes from the environment variable named by --api-key-env
 	fl.StringSliceVar(&f.scenarios, "scenarios", []string{"builtin"}, "scenario files or folders, or builtin")
 	fl.IntVar(&f.limit, "limit", 0, "use only the first N scenarios (by id); 0: all")
 	fl.StringVar(&f.policy, "policy", "", "sim:NAME (simulated: base, sft, dpo-1, dpo-2, overcautious) or openai:MODEL")
-	fl.StringVar(&f.endpoint.baseURL, "base-url", "", "OpenAI-compatible base URL, e.g. http://localhost:8000/v1")
-	fl.StringVar(&f.endpoint.apiKeyEnv, "api-key-env", "OPENAI_API_KEY", "environment variable holding the API key")
-	fl.DurationVar(&f.endpoint.requestTimeout, "request-timeout", 5*time.Minute, "timeout of one HTTP request")
-	fl.IntVar(&f.endpoint.maxRetries, "max-retries", 5, "retries of a request on 429, 5xx and timeouts")
+	addEndpointFlags(fl, &f.endpoint, "")
 	fl.StringVar(&f.framework, "framework", engine.FrameworkNormal, "agent framework: "+strings.Join(engine.Frameworks, ", ")+
 		" (normal: native tool calls, every tool visible; react: Thought/Action/Observation text; plan-exec: planner then executor; gated: risk-bearing tools visible only when authorised and causally needed; relevance: top-k tools by BM25; state-aware: tools whose requires hold; causal: causal filtering without authorization; see docs/gating.md)")
 	fl.IntVar(&f.rollouts, "rollouts", 4, "rollouts per scenario")

@@ -42,6 +42,19 @@ func (t *temperatureFlag) Set(v string) error {
 
 func (t *temperatureFlag) Type() string { return "float|omit" }
 
+// addEndpointFlags registers the endpoint flags of a command that runs
+// a model: base URL (described by baseURLHelp, "" for the usual words), key
+// variable, request timeout and retries, then the fidelity extras.
+func addEndpointFlags(fl *pflag.FlagSet, ef *endpointFlags, baseURLHelp string) {
+	if baseURLHelp == "" {
+		baseURLHelp = "OpenAI-compatible base URL, e.g. http://localhost:8000/v1"
+	}
+	fl.StringVar(&ef.baseURL, "base-url", "", baseURLHelp)
+	fl.StringVar(&ef.apiKeyEnv, "api-key-env", "OPENAI_API_KEY", "environment variable holding the API key")
+	fl.DurationVar(&ef.requestTimeout, "request-timeout", 5*time.Minute, "timeout of one HTTP request")
+	fl.IntVar(&ef.maxRetries, "max-retries", 5, "retries of a request on 429, 5xx and timeouts")
+}
+
 // addEndpointExtras registers the endpoint-fidelity flags every command
 // that talks to a model shares.
 func addEndpointExtras(fl *pflag.FlagSet, ef *endpointFlags) {
