@@ -190,21 +190,7 @@ func normaliseIDs(r *trajectory.Record) trajectory.Record {
 // the fake server checks every request of every framework against the
 // protocol while the episodes stay those of the in-process policy.
 func simHandler(pol *sim.Policy) func(*fakeserver.Request) fakeserver.Reply {
-	return func(req *fakeserver.Request) fakeserver.Reply {
-		preq := policy.Request{Messages: req.Messages, Tools: req.Tools}
-		if req.Seed != nil {
-			preq.Seed = *req.Seed
-		}
-		resp, err := pol.Complete(context.Background(), preq)
-		if err != nil {
-			return fakeserver.Error(400, err.Error(), "invalid_request_error", "")
-		}
-		reply := fakeserver.Reply{Content: resp.Message.Content, FinishReason: resp.FinishReason, Usage: &resp.Usage}
-		for _, tc := range resp.Message.ToolCalls {
-			reply.ToolCalls = append(reply.ToolCalls, fakeserver.Call{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
-		}
-		return reply
-	}
+	return fakeserver.PolicyHandler(pol)
 }
 
 // TestFrameworksOverHTTP runs every framework over the whole suite through

@@ -16,6 +16,7 @@ import (
 
 	"github.com/antidrift/antidrift/rollout/engine"
 	"github.com/antidrift/antidrift/rollout/policy/openai"
+	"github.com/antidrift/antidrift/rollout/policy/openai/fakeserver"
 	"github.com/antidrift/antidrift/rollout/policy/sim"
 	"github.com/antidrift/antidrift/rollout/store"
 )
@@ -343,5 +344,46 @@ func TestCoordinatorWarnsOnceOfCutConversations(t *testing.T) {
 	}
 	if len(warned) != 1 || !strings.Contains(warned[0], "num_ctx") {
 		t.Fatalf("want one num_ctx warning, got %q", warned)
+	}
+}
+
+// Queued runs against each server family's quirks (Ollama cutting the
+// context, llama.cpp loading its model, an OpenAI reasoning model refusing
+// max_tokens and any temperature) give exactly a local run's records.
+func TestQueuedRunsMatchLocalRunsOnEveryServerFamily(t *testing.T) {
+	ss := testSuite(t)
+	prof, err := sim.Lookup("base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		mode fakeserver.Mode
+		sp   func(*spec)
+	}{
+		{"vllm", fakeserver.Mode{Family: fakeserver.FamilyVLLM}, nil},
+		{"ollama-num-ctx", fakeserver.Mode{Family: fakeserver.FamilyOllama, NumCtx: 300}, nil},
+		{"llamacpp-loading", fakeserver.Mode{Family: fakeserver.FamilyLlamaCpp, LoadingPolls: 3}, nil},
+		{"openai-reasoning", fakeserver.Mode{Family: fakeserver.FamilyOpenAI, RequireCompletionTokens: true, FixedTemperature: true},
+			func(sp *spec) { sp.OmitTemperature, sp.TurnTokens = true, 4096 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			server := func() string {
+				mode := tc.mode
+				return fakeserver.Start(t, fakeserver.Options{Mode: &mode, Handler: fakeserver.PolicyHandler(sim.New(prof, ss))}).URL()
+			}
+			sp := spec{Policy: "openai:sim:base", BaseURL: server(), Rollouts: 1, Seed: 13, Conc: 4}
+			if tc.sp != nil {
+				tc.sp(&sp)
+			}
+			want := sp.local(t)
+			sp.BaseURL = server() // a fresh one: loading again, say
+			run, dir := queuedSpec(t, sp, nil)
+			sum, err := run()
+			if err != nil || sum.Ran != sum.Planned {
+				t.Fatalf("%+v, %v", sum, err)
+			}
+			sameRecords(t, folderRecords(t, dir, sum.Planned), want)
+		})
 	}
 }

@@ -1,9 +1,12 @@
 package fakeserver
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/antidrift/antidrift/rollout/policy"
 )
 
 // Text answers with assistant text and finish_reason "stop".
@@ -22,6 +25,27 @@ func (r Reply) With(q Quirk) Reply {
 func (r Reply) Delayed(d time.Duration) Reply {
 	r.Delay = d
 	return r
+}
+
+// PolicyHandler answers every request as pol does (a simulated policy, for
+// a server of some family around it): its message, finish reason and
+// usage; an error of pol becomes a 400.
+func PolicyHandler(pol policy.Policy) func(*Request) Reply {
+	return func(req *Request) Reply {
+		preq := policy.Request{Messages: req.Messages, Tools: req.Tools}
+		if req.Seed != nil {
+			preq.Seed = *req.Seed
+		}
+		resp, err := pol.Complete(context.Background(), preq)
+		if err != nil {
+			return Error(400, err.Error(), "invalid_request_error", "")
+		}
+		reply := Reply{Content: resp.Message.Content, FinishReason: resp.FinishReason, Usage: &resp.Usage}
+		for _, tc := range resp.Message.ToolCalls {
+			reply.ToolCalls = append(reply.ToolCalls, Call{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+		}
+		return reply
+	}
 }
 
 // Error answers with an OpenAI-style error body.
