@@ -78,13 +78,9 @@ func TestFatalEndpointErrorStopsTheQueuedRun(t *testing.T) {
 	ep, url := newSwitchable(t)
 	ep.refuse.Store(&refusal{401, `{"error":{"message":"Invalid API key","type":"invalid_request_error"}}`})
 	run, dir := queuedRun(t, url)
-	start := time.Now()
-	sum, err := run()
+	sum, err := run() // before the change, this ran until its deadline
 	if !errors.Is(err, ErrStopped) || !strings.Contains(err.Error(), "HTTP 401") {
 		t.Fatalf("want the run stopped by the 401, got %v (%+v)", err, sum)
-	}
-	if d := time.Since(start); d > 30*time.Second {
-		t.Errorf("the run took %v to stop", d)
 	}
 	if sum.Ran != 0 {
 		t.Errorf("%d records written for a refused endpoint", sum.Ran)
