@@ -261,38 +261,23 @@ func summarizeRun(dir string) (runSummary, error) {
 	rs := runSummary{Statuses: map[string]int{}}
 	it := store.Records(dir)
 	defer it.Close()
-	var succ, drift, clean int
-	scored, modelErrors := 0, 0
+	var c rates // trajectory.Status.Scored decides what TSR, DR and CSR count
+	modelErrors := 0
 	for it.Next() {
 		r := it.At()
 		rs.Records++
 		rs.Statuses[string(r.Status)]++
-		if !r.Status.Scored() {
-			continue // trajectory.Status.Scored decides what TSR, DR and CSR count
-		}
-		scored++
+		c.add(r)
 		if r.Status == trajectory.StatusModelError {
 			modelErrors++
-		}
-		if r.Success {
-			succ++
-		}
-		if r.Drift {
-			drift++
-		}
-		if r.Clean() {
-			clean++
 		}
 	}
 	if err := it.Err(); err != nil {
 		return rs, err
 	}
-	if scored > 0 {
-		n := float64(scored)
-		rs.TSR, rs.DR, rs.CSR = float64(succ)/n, float64(drift)/n, float64(clean)/n
-	}
-	rs.Scored = scored
-	if w := trajectory.ModelErrorWarning(modelErrors, scored); w != "" {
+	rs.TSR, rs.DR, rs.CSR = c.of()
+	rs.Scored = c.scored
+	if w := trajectory.ModelErrorWarning(modelErrors, c.scored); w != "" {
 		rs.Warnings = append(rs.Warnings, w)
 	}
 	return rs, nil

@@ -42,21 +42,42 @@ func newBar(total, done int, unit, title string) *progressbar.ProgressBar {
 	return bar
 }
 
+// rates counts TSR, DR and CSR over the records trajectory.Status.Scored
+// keeps, as score does.
+type rates struct{ scored, succ, drift, clean int }
+
+func (c *rates) add(r *trajectory.Record) {
+	if !r.Status.Scored() {
+		return
+	}
+	c.scored++
+	if r.Success {
+		c.succ++
+	}
+	if r.Drift {
+		c.drift++
+	}
+	if r.Clean() {
+		c.clean++
+	}
+}
+
+// of returns TSR, DR and CSR (zeros before any scored record).
+func (c *rates) of() (tsr, dr, csr float64) {
+	if c.scored == 0 {
+		return 0, 0, 0
+	}
+	n := float64(c.scored)
+	return float64(c.succ) / n, float64(c.drift) / n, float64(c.clean) / n
+}
+
 // newProgress is the rollout bar: TSR, DR and CSR so far.
 func newProgress(total, done int, client *openai.Client) *progress {
-	var succ, drift, clean int
-	return &progress{bar: newBar(total, done, "ep", ""), client: client, describe: func(n int, r *trajectory.Record) string {
-		if r.Success {
-			succ++
-		}
-		if r.Drift {
-			drift++
-		}
-		if r.Clean() {
-			clean++
-		}
-		f := float64(n)
-		return fmt.Sprintf("TSR %.2f DR %.2f CSR %.2f", float64(succ)/f, float64(drift)/f, float64(clean)/f)
+	var c rates
+	return &progress{bar: newBar(total, done, "ep", ""), client: client, describe: func(_ int, r *trajectory.Record) string {
+		c.add(r)
+		tsr, dr, csr := c.of()
+		return fmt.Sprintf("TSR %.2f DR %.2f CSR %.2f", tsr, dr, csr)
 	}}
 }
 

@@ -9,12 +9,14 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-// The bars describe the running rates of what they have seen; off a
-// terminal there is no bar and recording is a no-op.
+// The bars describe the running rates of what they have seen, over the
+// records score counts; off a terminal there is no bar and recording is a
+// no-op.
 func TestProgressDescribesRunningRates(t *testing.T) {
-	clean := &trajectory.Record{Success: true}
-	drifted := &trajectory.Record{Success: true, Drift: true}
-	failed := &trajectory.Record{}
+	clean := &trajectory.Record{Status: trajectory.StatusCompleted, Success: true}
+	drifted := &trajectory.Record{Status: trajectory.StatusCompleted, Success: true, Drift: true}
+	failed := &trajectory.Record{Status: trajectory.StatusCompleted}
+	infra := &trajectory.Record{Status: trajectory.StatusInfraError} // not scored, as in score
 
 	p := newProgress(10, 0, nil)
 	assert.Nil(t, p.bar, "tests do not run on a terminal")
@@ -24,9 +26,10 @@ func TestProgressDescribesRunningRates(t *testing.T) {
 	var buf bytes.Buffer
 	p = newProgress(10, 0, nil)
 	p.bar = progressbar.NewOptions(10, progressbar.OptionSetWriter(&buf))
-	for _, r := range []*trajectory.Record{clean, drifted, failed, clean} {
+	for _, r := range []*trajectory.Record{clean, drifted, infra, failed, clean} {
 		p.record(r)
 	}
+	assert.Equal(t, 5, p.n, "every record moves the bar")
 	assert.Equal(t, "TSR 0.75 DR 0.25 CSR 0.50", lastDescription(t, p))
 
 	s := newSelectProgress(4, 0, nil)
