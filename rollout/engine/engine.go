@@ -116,6 +116,23 @@ type Config struct {
 	Warn func(msg string)
 }
 
+// FilterOf is the exposure filter a run's plan recorded (store.Plan.Filter:
+// nil for the defaults), as Config.Filter takes it.
+func FilterOf(fp *store.FilterPlan) (agent.FilterOptions, error) {
+	if fp == nil {
+		return agent.FilterOptions{}, nil
+	}
+	o := agent.FilterOptions{RelevanceK: fp.RelevanceK, RiskLambda: fp.RiskLambda}
+	if fp.RiskWeights != "" {
+		w, err := scenario.ParseRiskWeights(fp.RiskWeights)
+		if err != nil {
+			return o, err
+		}
+		o.RiskWeights = &w
+	}
+	return o, o.Check()
+}
+
 // ContextTruncatedWarning is said once per run (Config.Warn) when an
 // episode is recorded as context_truncated.
 const ContextTruncatedWarning = "the server cut conversations silently (a turn's prompt tokens fell below the previous turn's): such episodes are recorded as context_truncated and not scored. With Ollama, raise num_ctx (the context window, 2048 or 4096 tokens by default) in the Modelfile or with OLLAMA_CONTEXT_LENGTH."

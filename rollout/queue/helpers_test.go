@@ -56,16 +56,9 @@ func (sp spec) framework() string {
 
 // filter is sp.Filter as the engine takes it.
 func (sp spec) filter(t testing.TB) agent.FilterOptions {
-	if sp.Filter == nil {
-		return agent.FilterOptions{}
-	}
-	o := agent.FilterOptions{RelevanceK: sp.Filter.RelevanceK, RiskLambda: sp.Filter.RiskLambda}
-	if sp.Filter.RiskWeights != "" {
-		w, err := scenario.ParseRiskWeights(sp.Filter.RiskWeights)
-		if err != nil {
-			t.Fatal(err)
-		}
-		o.RiskWeights = &w
+	o, err := engine.FilterOf(sp.Filter)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return o
 }

@@ -402,19 +402,8 @@ func (w *Worker) prepare(rc *RunConfig) (*runner, error) {
 	if err := engine.CheckFramework(r.cfg.Framework); err != nil {
 		return nil, fmt.Errorf("refusing run %s: %v", m.Run, err)
 	}
-	if fp := m.Plan.Filter; fp != nil { // the exposure filter the run planned (relevance k, risk penalty)
-		o := agent.FilterOptions{RelevanceK: fp.RelevanceK, RiskLambda: fp.RiskLambda}
-		if fp.RiskWeights != "" {
-			rw, err := scenario.ParseRiskWeights(fp.RiskWeights)
-			if err != nil {
-				return nil, fmt.Errorf("refusing run %s: risk weights: %v", m.Run, err)
-			}
-			o.RiskWeights = &rw
-		}
-		if err := o.Check(); err != nil {
-			return nil, fmt.Errorf("refusing run %s: exposure filter: %v", m.Run, err)
-		}
-		r.cfg.Filter = o
+	if r.cfg.Filter, err = engine.FilterOf(m.Plan.Filter); err != nil { // the exposure filter the run planned
+		return nil, fmt.Errorf("refusing run %s: exposure filter: %v", m.Run, err)
 	}
 	kind, name, _ := strings.Cut(m.Plan.Policy, ":")
 	switch kind {
