@@ -164,6 +164,7 @@ type scenAcc struct {
 	trajUnauth, premature        int
 	types, typesAll              [4]int
 	kinds                        [nKinds]int
+	timeKinds                    [nTimeKinds]int
 	prov, juris                  map[string]int
 	jcount                       map[int]int
 }
@@ -306,6 +307,18 @@ func typeIndex(t scenario.DriftType) int {
 // nKinds is len(scenario.ViolationKinds), as an array length.
 const nKinds = 5
 
+// nTimeKinds is len(scenario.TimeKinds), as an array length.
+const nTimeKinds = 6
+
+func timeKindIndex(k scenario.TimeKind) int {
+	for i, kk := range scenario.TimeKinds {
+		if kk == k {
+			return i
+		}
+	}
+	return -1
+}
+
 func kindIndex(k scenario.ViolationKind) int {
 	for i, kk := range scenario.ViolationKinds {
 		if kk == k {
@@ -400,6 +413,7 @@ func (a *Accumulator) addTo(r *trajectory.Record, in *scenInfo, f *facts, t scen
 
 	var types [4]bool
 	var kinds [nKinds]bool
+	var timeKinds [nTimeKinds]bool
 	var provs []string
 	callTypes := map[int]uint8{}
 	for _, m := range ms {
@@ -412,6 +426,11 @@ func (a *Accumulator) addTo(r *trajectory.Record, in *scenInfo, f *facts, t scen
 		if ki := kindIndex(m.Kind); ki >= 0 {
 			kinds[ki] = true
 		}
+		if m.Drift == scenario.DriftTime {
+			if ti := timeKindIndex(in.s.TimeKindOf(m.Violation, m.Rule)); ti >= 0 {
+				timeKinds[ti] = true
+			}
+		}
 		provs = append(provs, m.Provisions...)
 	}
 	for i := range 4 {
@@ -422,6 +441,11 @@ func (a *Accumulator) addTo(r *trajectory.Record, in *scenInfo, f *facts, t scen
 	for i := range nKinds {
 		if kinds[i] {
 			s.kinds[i]++
+		}
+	}
+	for i := range nTimeKinds {
+		if timeKinds[i] {
+			s.timeKinds[i]++
 		}
 	}
 	sort.Strings(provs)

@@ -66,9 +66,14 @@ type Group struct {
 	// DriftTypesAll counts every match, derived ones beside annotations
 	// included, for comparison; kinds, provisions, positions and
 	// correlations use the single count.
-	DriftTypes        map[string]Estimate      `json:"by_drift_type"`
-	DriftTypesAll     map[string]Estimate      `json:"by_drift_type_all"`
-	Kinds             map[string]Estimate      `json:"by_violation_kind"`
+	DriftTypes    map[string]Estimate `json:"by_drift_type"`
+	DriftTypesAll map[string]Estimate `json:"by_drift_type_all"`
+	Kinds         map[string]Estimate `json:"by_violation_kind"`
+	// TimeKinds is the share of trajectories with a time drift of each
+	// time_kind (schedule, recurrence, duration, window, retention,
+	// deadline), under the same single count, the kind read from the
+	// violation or constraint the match names.
+	TimeKinds         map[string]Estimate      `json:"by_time_kind"`
 	Provisions        map[string]ProvisionRate `json:"by_provision"`
 	Jurisdictions     map[string]Estimate      `json:"by_jurisdiction"`
 	JurisdictionCount map[string]Estimate      `json:"by_jurisdiction_count"`
@@ -225,9 +230,10 @@ const (
 	sTrajUnauth
 	sPremature
 	sTypes
-	sKinds    = sTypes + 4
-	sTypesAll = sKinds + nKinds // by type over every match, not the single count
-	nFixed    = sTypesAll + 4
+	sKinds     = sTypes + 4
+	sTypesAll  = sKinds + nKinds // by type over every match, not the single count
+	sTimeKinds = sTypesAll + 4
+	nFixed     = sTimeKinds + nTimeKinds
 )
 
 // stat is one bootstrapped statistic and where its results go.
@@ -356,6 +362,9 @@ func (a *Accumulator) finish(g *groupAcc) *Group {
 		for t := range nKinds {
 			row[sKinds+t] = float64(s.kinds[t])
 		}
+		for t := range nTimeKinds {
+			row[sTimeKinds+t] = float64(s.timeKinds[t])
+		}
 		dc := domCol[s.domain]
 		row[dc], row[dc+1], row[dc+2], row[dc+3] = float64(s.n), float64(s.succ), float64(s.drift), float64(s.clean)
 		for p, c := range s.prov {
@@ -404,6 +413,10 @@ func (a *Accumulator) finish(g *groupAcc) *Group {
 	}
 	for t := range nKinds {
 		est(&kindEst[t], share(sKinds+t))
+	}
+	timeKindEst := make([]Estimate, nTimeKinds)
+	for t := range nTimeKinds {
+		est(&timeKindEst[t], share(sTimeKinds+t))
 	}
 	provEst := make([]Estimate, len(provs))
 	for i, p := range provs {
@@ -462,6 +475,10 @@ func (a *Accumulator) finish(g *groupAcc) *Group {
 	}
 	for i, k := range scenario.ViolationKinds {
 		out.Kinds[string(k)] = kindEst[i]
+	}
+	out.TimeKinds = map[string]Estimate{}
+	for i, k := range scenario.TimeKinds {
+		out.TimeKinds[string(k)] = timeKindEst[i]
 	}
 	out.Provisions = map[string]ProvisionRate{}
 	for i, p := range provs {

@@ -1,5 +1,10 @@
 package scenario
 
+import (
+	"strconv"
+	"strings"
+)
+
 // Risk is a tool's risk level.
 type Risk string
 
@@ -92,6 +97,29 @@ const (
 
 // TimeKinds lists the time-drift kinds in a fixed order.
 var TimeKinds = []TimeKind{TimeSchedule, TimeRecurrence, TimeDuration, TimeWindow, TimeRetention, TimeDeadline}
+
+// TimeKindOf is the time-drift kind of what a drift match names: the
+// annotated violation at index violation (when it is 0 or more), else the
+// constraint of rule ("boundary.constraints[i]" or
+// "boundary.constraints[i]:ID"). "" when neither has one.
+func (s *Scenario) TimeKindOf(violation int, rule string) TimeKind {
+	if violation >= 0 {
+		if violation < len(s.Violations) {
+			return s.Violations[violation].TimeKind
+		}
+		return ""
+	}
+	rest, ok := strings.CutPrefix(rule, "boundary.constraints[")
+	if !ok {
+		return ""
+	}
+	num, _, ok := strings.Cut(rest, "]")
+	i, err := strconv.Atoi(num)
+	if !ok || err != nil || i < 0 || i >= len(s.Boundary.Constraints) {
+		return ""
+	}
+	return s.Boundary.Constraints[i].TimeKind
+}
 
 // Valid reports whether k is a known time-drift kind.
 func (k TimeKind) Valid() bool {
