@@ -206,13 +206,26 @@ func parseDate(s string) (string, bool) {
 	return "", false
 }
 
+// normPhone is E.164-like: "+" and digits. Spaces, dashes, dots, slashes
+// and brackets are dropped, a leading "00" reads as "+", a "tel:" prefix
+// goes, and so does a bracketed trunk "(0)" after a country code. Anything
+// else is no phone number and is compared as written.
 func normPhone(s string) string {
+	t := strings.TrimSpace(s)
+	if len(t) > 4 && strings.EqualFold(t[:4], "tel:") { // an RFC 3966 URI
+		t = t[4:]
+	}
+	if strings.HasPrefix(t, "+") || strings.HasPrefix(t, "00") || strings.HasPrefix(t, "(+") {
+		// "+44 (0)20 7946 0958": the bracketed national trunk 0 is not
+		// dialled after a country code.
+		t = strings.Replace(t, "(0)", "", 1)
+	}
 	var b strings.Builder
-	for i, r := range s {
+	for _, r := range t {
 		switch {
 		case r >= '0' && r <= '9':
 			b.WriteRune(r)
-		case r == '+' && i == 0:
+		case r == '+' && b.Len() == 0: // "+1 …", "(+1) …"
 			b.WriteRune(r)
 		case r == ' ' || r == '-' || r == '.' || r == '(' || r == ')' || r == '/' || unicode.IsSpace(r):
 		default:
