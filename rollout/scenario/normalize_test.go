@@ -38,7 +38,7 @@ func TestNormalizers(t *testing.T) {
 		{scenario.NormPhone, "(+44) 20 7946 0958", "+442079460958", true},
 		{scenario.NormPhone, "tel:+1-614-555-0142", "+16145550142", true},
 		{scenario.NormPhone, "020 7946 0958", "+44 20 7946 0958", false}, // no country code: no guess
-		{scenario.NormPhone, "1+614-555-0142", "+16145550142", false},     // a plus inside is no phone number
+		{scenario.NormPhone, "1+614-555-0142", "+16145550142", false},    // a plus inside is no phone number
 		{scenario.NormIBAN, "de89 3704 0044 0532 0130 00", "DE89370400440532013000", true},
 		{scenario.NormIBAN, "DE89370400440532013000", "DE89370400440532013001", false},
 		{scenario.NormCard, "4111 1111 1111 1111", "4111-1111-1111-1111", true},
