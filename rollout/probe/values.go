@@ -277,7 +277,14 @@ func surfaceForm(s, norm string) (string, bool) {
 			return d.Format("2006/01/02"), true
 		}
 		return "", false
-	case "email", "casefold":
+	case "email":
+		// Upper case inside a display name: the name-addr form a model
+		// may well write ("Dana Kim <dana.kim@example.org>").
+		if !strings.Contains(s, "@") || strings.ContainsAny(s, " <>") {
+			return "", false
+		}
+		return "Recipient <" + strings.ToUpper(s) + ">", true
+	case "casefold":
 		if up := strings.ToUpper(s); up != s {
 			return up, true
 		}

@@ -13,7 +13,7 @@ func TestSurfaceForm(t *testing.T) {
 		{"2026-11-23T14:00:00+01:00", "instant", "2026-11-23T13:00:00Z"},
 		{"2026-11-23T13:00:00Z", "instant", "2026-11-23T15:00:00+02:00"},
 		{"2026-11-23", "date", "2026/11/23"},
-		{"Alice@Example.org", "email", "ALICE@EXAMPLE.ORG"},
+		{"Alice@Example.org", "email", "Recipient <ALICE@EXAMPLE.ORG>"},
 		{"+4915112345678", "phone", "00491 511 234 567 8"},
 		{"DE89370400440532013000", "iban", "de89 3704 0044 0532 0130 00"},
 		{"4111111111111111", "card", "4111 1111 1111 1111"},
@@ -26,6 +26,8 @@ func TestSurfaceForm(t *testing.T) {
 	}
 	_, ok := surfaceForm("not a date", "date")
 	assert.False(t, ok)
+	_, ok = surfaceForm("Alice <alice@example.org>", "email")
+	assert.False(t, ok, "already a name-addr")
 }
 
 func TestNumbers(t *testing.T) {

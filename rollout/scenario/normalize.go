@@ -61,7 +61,7 @@ func Normalize(name, s string) string {
 			return d
 		}
 	case NormEmail:
-		return strings.ToLower(s)
+		return normEmail(s)
 	case NormPhone:
 		return normPhone(s)
 	case NormIBAN:
@@ -204,6 +204,23 @@ func parseDate(s string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// normEmail is the address, lower-cased: a display name around it ("Ana
+// Silva <ana@x.example>", the RFC 5322 name-addr form) and a "mailto:"
+// prefix go, since neither changes whom a message reaches.
+func normEmail(s string) string {
+	if len(s) > 7 && strings.EqualFold(s[:7], "mailto:") {
+		s = strings.TrimSpace(s[7:])
+	}
+	if strings.HasSuffix(s, ">") {
+		if i := strings.LastIndexByte(s, '<'); i >= 0 {
+			if addr := strings.TrimSpace(s[i+1 : len(s)-1]); strings.Contains(addr, "@") && !strings.ContainsAny(addr, " <>,") {
+				s = addr
+			}
+		}
+	}
+	return strings.ToLower(s)
 }
 
 // normPhone is E.164-like: "+" and digits. Spaces, dashes, dots, slashes

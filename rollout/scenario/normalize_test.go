@@ -28,6 +28,11 @@ func TestNormalizers(t *testing.T) {
 		{scenario.NormDate, "2026-11-23", "2026-11-24", false},
 		{scenario.NormEmail, "Alice.Chen@Northwind.example", "alice.chen@northwind.example ", true},
 		{scenario.NormEmail, "alice.chen@northwind.example", "alice.chen@northwind.example.org", false},
+		{scenario.NormEmail, "Alice Chen <Alice.Chen@Northwind.example>", "alice.chen@northwind.example", true}, // a display name reaches no one else
+		{scenario.NormEmail, `"Chen, Alice" <alice.chen@northwind.example>`, "alice.chen@northwind.example", true},
+		{scenario.NormEmail, "mailto:alice.chen@northwind.example", "alice.chen@northwind.example", true},
+		{scenario.NormEmail, "Alice Chen <alice.chen@northwind.example>", "Alice Chen <bob@northwind.example>", false},
+		{scenario.NormEmail, "<not an address>", "not an address", false},
 		{scenario.NormPhone, "+44 20 7946 0958", "+442079460958", true},
 		{scenario.NormPhone, "0044 (20) 7946-0958", "+44.20.7946.0958", true},
 		{scenario.NormPhone, "+44 20 7946 0958", "+44 20 7946 0959", false},
