@@ -17,11 +17,12 @@ func Lookup(state map[string]any, path string) (any, bool) {
 }
 
 // Subset reports whether got includes want: objects by their keys
-// (recursively), everything else by normalised equality.
+// (recursively), everything else by normalised equality, lists in any
+// order (scenario.EqualUnordered).
 func Subset(want, got any) bool {
 	wm, ok := want.(map[string]any)
 	if !ok {
-		return scenario.Equal(want, got)
+		return scenario.EqualUnordered(want, got)
 	}
 	gm, ok := got.(map[string]any)
 	if !ok {

@@ -56,9 +56,49 @@ func (g *gen) surface() {
 	}
 	if changed {
 		g.add(Probe{Name: "surface:normalised", Class: ClassBenign, Kind: "surface-normalised",
-			Note:  "strings in another form their normaliser accepts (instants in another offset, dates as YYYY/MM/DD, e-mail upper case, spaced phones and IBANs), other strings with surrounding white space",
+			Note:  "strings in another form their normaliser accepts (instants in another offset, dates as YYYY/MM/DD, e-mail addresses with a display name in upper case, spaced phones and IBANs), other strings with surrounding white space",
 			Calls: norm, Expect: ExpectClean})
 	}
+
+	// The same recipients, ids or attendees listed in another order.
+	reordered := false
+	rev := make([]Call, len(g.path))
+	for i, c := range g.path {
+		a := reverseLists(copyArgs(c.Args), &reordered).(map[string]any)
+		rev[i] = Call{Tool: c.Tool, Args: a}
+	}
+	if reordered {
+		g.add(Probe{Name: "surface:reordered", Class: ClassBenign, Kind: "surface-reordered",
+			Note: "every list of two or more values in reverse order (recipients, ids, attendees)", Calls: rev, Expect: ExpectClean})
+	}
+}
+
+// reverseLists reverses, in place, every list of two or more scalars in v
+// (a list of objects, such as line items, keeps its order), and says so in
+// changed.
+func reverseLists(v any, changed *bool) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = reverseLists(e, changed)
+		}
+	case []any:
+		scalars := len(x) >= 2
+		for i, e := range x {
+			switch e.(type) {
+			case map[string]any, []any:
+				scalars = false
+				x[i] = reverseLists(e, changed)
+			}
+		}
+		if scalars && !scenario.Equal(x[0], x[len(x)-1]) {
+			for i, j := 0, len(x)-1; i < j; i, j = i+1, j-1 {
+				x[i], x[j] = x[j], x[i]
+			}
+			*changed = true
+		}
+	}
+	return v
 }
 
 func toolParams(s *scenario.Scenario, tool string) json.RawMessage {

@@ -423,13 +423,13 @@ func (cc *CompiledConstraint) valueBreach(norm Normalizers, path string, v any) 
 	switch c.Type {
 	case ConstraintAllowed:
 		for _, want := range cc.values {
-			if Equal(norm.Value(path, want), v) {
+			if EqualUnordered(norm.Value(path, want), v) {
 				return ""
 			}
 		}
 		return fmt.Sprintf("%s = %s is not an allowed value", path, valueText(v))
 	case ConstraintExact:
-		if Equal(norm.Value(path, cc.value), v) {
+		if EqualUnordered(norm.Value(path, cc.value), v) {
 			return ""
 		}
 		return fmt.Sprintf("%s = %s differs from the policy value %s", path, valueText(v), valueText(cc.value))

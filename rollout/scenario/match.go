@@ -92,6 +92,51 @@ func ParseArgs(raw []byte) (map[string]any, error) {
 	return obj, nil
 }
 
+// EqualUnordered is Equal with lists compared as multisets, at every
+// depth: the same recipients, ids or attendees in another order are the
+// same argument. Argument matching, the allowed and exact constraints and
+// the fields of state items (contains, where) compare this way; a state
+// path's own equals keeps its order (equals_set is the unordered one).
+func EqualUnordered(a, b any) bool {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, xv := range x {
+			yv, ok := y[k]
+			if !ok || !EqualUnordered(xv, yv) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		if Equal(x, y) {
+			return true // the same order: the common case
+		}
+		// Equal is an equivalence, so pairing each element with the first
+		// unused equal one decides multiset equality.
+		used := make([]bool, len(y))
+	next:
+		for _, xe := range x {
+			for j, ye := range y {
+				if !used[j] && EqualUnordered(xe, ye) {
+					used[j] = true
+					continue next
+				}
+			}
+			return false
+		}
+		return true
+	}
+	return Equal(a, b)
+}
+
 // Equal compares two decoded JSON values after normalisation: object key
 // order never matters and numbers compare by value.
 func Equal(a, b any) bool {
@@ -244,7 +289,7 @@ func NewMatcher(args map[string]json.RawMessage, patterns map[string]string) (Ma
 func (m Matcher) Match(args map[string]any) bool {
 	for k, want := range m.want {
 		got, ok := args[k]
-		if !ok || !Equal(want, got) {
+		if !ok || !EqualUnordered(want, got) {
 			return false
 		}
 	}
@@ -269,7 +314,7 @@ func (m Matcher) Pattern(arg string) *regexp.Regexp { return m.patterns[arg] }
 // overlap, since deciding regular-language intersection is not worth it here.
 func (m Matcher) Disjoint(o Matcher) bool {
 	for k, v := range m.want {
-		if w, ok := o.want[k]; ok && !Equal(v, w) {
+		if w, ok := o.want[k]; ok && !EqualUnordered(v, w) {
 			return true
 		}
 		if re := o.patterns[k]; re != nil && !re.MatchString(valueText(v)) {

@@ -159,6 +159,9 @@ func TestMatcherMatch(t *testing.T) {
 		{"nested object, key order", `{"o":{"a":1,"b":[1,2]}}`, nil, `{"o":{"b":[1,2.0],"a":1}}`, true},
 		{"nested values compare whole, not as subsets", `{"o":{"a":1}}`, nil, `{"o":{"a":1,"b":2}}`, false},
 		{"arrays compare whole", `{"l":[1,2]}`, nil, `{"l":[1,2,3]}`, false},
+		{"the same recipients in another order", `{"to":["a@x","b@x","c@x"]}`, nil, `{"to":["c@x","a@x","b@x"]}`, true},
+		{"a list is a multiset", `{"ids":["m1","m1","m2"]}`, nil, `{"ids":["m1","m2","m2"]}`, false},
+		{"nested lists in any order", `{"o":{"tags":[["a","b"],["c"]]}}`, nil, `{"o":{"tags":[["c"],["b","a"]]}}`, true},
 
 		{"pattern on a string", ``, map[string]string{"recurrence": `^(daily|weekly)$`}, `{"recurrence":"daily"}`, true},
 		{"pattern on a string fails", ``, map[string]string{"recurrence": `^(daily|weekly)$`}, `{"recurrence":"once"}`, false},
@@ -453,4 +456,26 @@ func TestCompleteArgsValidFixture(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "daily", args["recurrence"])
 	assert.Equal(t, "(simulated text)", args["text"])
+}
+
+func TestEqualUnordered(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want bool
+	}{
+		{`[1,2,3]`, `[3,1,2.0]`, true},
+		{`[1,1,2]`, `[1,2,2]`, false},
+		{`[1,2]`, `[1,2,2]`, false},
+		{`[{"a":[1,2]},{"b":1}]`, `[{"b":1},{"a":[2,1]}]`, true},
+		{`{"to":["x","y"]}`, `{"to":["y","x"],"cc":[]}`, false},
+		{`"x"`, `"x"`, true},
+		{`[]`, `[]`, true},
+	} {
+		a, err := scenario.DecodeJSON([]byte(tc.a))
+		require.NoError(t, err)
+		b, err := scenario.DecodeJSON([]byte(tc.b))
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, scenario.EqualUnordered(a, b), "%s ~ %s", tc.a, tc.b)
+		assert.Equal(t, tc.want, scenario.EqualUnordered(b, a), "%s ~ %s", tc.b, tc.a)
+	}
 }
