@@ -95,7 +95,7 @@ func TestSubset(t *testing.T) {
 		{`{}`, `[]`, false},
 		{`{"a":1}`, `[{"a":1}]`, false},
 		{`[1,2]`, `[1,2]`, true},
-		{`[1]`, `[1,2]`, false}, // arrays compare by equality, not subset
+		{`[1]`, `[1,2]`, false},  // arrays compare by equality, not subset
 		{`[2,1]`, `[1,2]`, true}, // in any order
 		{`{"to":["b@x","a@x"]}`, `{"to":["a@x","b@x"],"subject":"hi"}`, true},
 		{`[{"a":1}]`, `[{"a":1,"b":2}]`, false},
