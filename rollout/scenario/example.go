@@ -46,7 +46,7 @@ func (s *Scenario) CompleteArgs(tool string, args map[string]json.RawMessage, pa
 		for _, tt := range s.Tools {
 			for _, r := range tt.Responses {
 				if x, err := DecodeJSON(r.Return); err == nil {
-					walkLeaves(x, "", func(y any, _ string) { cands = append(cands, y) })
+					cands = append(cands, Leaves(x)...)
 				}
 			}
 		}
