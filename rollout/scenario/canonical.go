@@ -61,10 +61,24 @@ func (v *validator) stateWriters() map[string][]stateWriter {
 // that tools write their arguments to.
 func (v *validator) canonical() {
 	writers := v.stateWriters()
+	var initial map[string]any
+	if x, err := DecodeJSON(v.s.State); err == nil {
+		initial, _ = x.(map[string]any)
+	}
 	for i, a := range v.s.Success.State {
 		ws := writers[a.Path]
 		if len(ws) == 0 {
 			continue
+		}
+		// The initial state is written as the author wrote it: an
+		// expected value found there can match what was there already.
+		seeded := map[string]bool{}
+		if x, ok := LookupPath(initial, a.Path); ok {
+			for _, leaf := range Leaves(x) {
+				if s, ok := leaf.(string); ok {
+					seeded[s] = true
+				}
+			}
 		}
 		fields := map[string]json.RawMessage{"contains": a.Contains, "not_contains": a.NotContains, "equals": a.Equals, "equals_set": a.EqualsSet, "where": a.Where}
 		names := make([]string, 0, len(fields))
@@ -84,18 +98,19 @@ func (v *validator) canonical() {
 			p := pathf("success.state[%d].%s", i, f)
 			if list, ok := x.([]any); ok && f != "contains" && f != "not_contains" && f != "where" {
 				for k, item := range list { // equals / equals_set: the items
-					v.canonicalItem(pathf("%s[%d]", p, k), item, ws)
+					v.canonicalItem(pathf("%s[%d]", p, k), item, ws, seeded)
 				}
 				continue
 			}
-			v.canonicalItem(p, x, ws)
+			v.canonicalItem(p, x, ws, seeded)
 		}
 	}
 }
 
 // canonicalItem reports the first string of an expected item that every
-// writer's normaliser would change.
-func (v *validator) canonicalItem(path string, item any, ws []stateWriter) {
+// writer's normaliser would change (unless the initial state holds it as
+// written: seeded).
+func (v *validator) canonicalItem(path string, item any, ws []stateWriter, seeded map[string]bool) {
 	var first string
 	var from, to any
 	changed := 0
@@ -104,6 +119,9 @@ func (v *validator) canonicalItem(path string, item any, ws []stateWriter) {
 		p, f, t, ok := firstChange(path, item, canon)
 		if !ok {
 			return // one writer writes it as it stands
+		}
+		if s, isStr := f.(string); isStr && seeded[s] {
+			return
 		}
 		if changed == 0 {
 			first, from, to = p, f, t

@@ -54,9 +54,11 @@ func TestExpectedValuesInCanonicalForm(t *testing.T) {
 			`success.state[0].contains.text: " agenda " is not in the form`},
 		{"free text as written", `{"path": "notes", "contains": {"text": "Agenda: Q4 Review"}}`, ""},
 		{"a path no tool writes", `{"path": "calendar", "contains": {"to": "Ana@X.example"}}`, ""},
+		{"as the initial state holds it", `{"path": "addresses", "contains": "Old.Friend@X.example"}`, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			doc := strings.Replace(canonicalDoc, "ASSERTION", tc.assertion, 1)
+			doc = strings.Replace(doc, `"required_calls"`, `"state": {"addresses": ["Old.Friend@X.example"]}, "required_calls"`, 1)
 			_, ps := scenario.Parse("canon.json", []byte(doc), provisions.Builtin())
 			var msgs []string // only this check's: the fixture is not complete otherwise
 			for _, p := range ps {
