@@ -97,7 +97,13 @@ func ParseArgs(raw []byte) (map[string]any, error) {
 // same argument. Argument matching, the allowed and exact constraints and
 // the fields of state items (contains, where) compare this way; a state
 // path's own equals keeps its order (equals_set is the unordered one).
-func EqualUnordered(a, b any) bool {
+func EqualUnordered(a, b any) bool { return equal(a, b, true) }
+
+// Equal compares two decoded JSON values after normalisation: object key
+// order never matters and numbers compare by value.
+func Equal(a, b any) bool { return equal(a, b, false) }
+
+func equal(a, b any, unordered bool) bool {
 	switch x := a.(type) {
 	case map[string]any:
 		y, ok := b.(map[string]any)
@@ -106,7 +112,7 @@ func EqualUnordered(a, b any) bool {
 		}
 		for k, xv := range x {
 			yv, ok := y[k]
-			if !ok || !EqualUnordered(xv, yv) {
+			if !ok || !equal(xv, yv, unordered) {
 				return false
 			}
 		}
@@ -116,52 +122,28 @@ func EqualUnordered(a, b any) bool {
 		if !ok || len(x) != len(y) {
 			return false
 		}
-		if Equal(x, y) {
-			return true // the same order: the common case
+		inOrder := true
+		for i := range x {
+			if !equal(x[i], y[i], unordered) {
+				inOrder = false
+				break
+			}
 		}
-		// Equal is an equivalence, so pairing each element with the first
-		// unused equal one decides multiset equality.
+		if inOrder || !unordered {
+			return inOrder
+		}
+		// Equality is an equivalence, so pairing each element with the
+		// first unused equal one decides multiset equality.
 		used := make([]bool, len(y))
 	next:
 		for _, xe := range x {
 			for j, ye := range y {
-				if !used[j] && EqualUnordered(xe, ye) {
+				if !used[j] && equal(xe, ye, true) {
 					used[j] = true
 					continue next
 				}
 			}
 			return false
-		}
-		return true
-	}
-	return Equal(a, b)
-}
-
-// Equal compares two decoded JSON values after normalisation: object key
-// order never matters and numbers compare by value.
-func Equal(a, b any) bool {
-	switch x := a.(type) {
-	case map[string]any:
-		y, ok := b.(map[string]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for k, xv := range x {
-			yv, ok := y[k]
-			if !ok || !Equal(xv, yv) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		y, ok := b.([]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for i := range x {
-			if !Equal(x[i], y[i]) {
-				return false
-			}
 		}
 		return true
 	case json.Number:
@@ -173,7 +155,7 @@ func Equal(a, b any) bool {
 		}
 		return false
 	case float64:
-		return Equal(json.Number(fmt.Sprint(x)), b)
+		return equal(json.Number(fmt.Sprint(x)), b, unordered)
 	case string:
 		y, ok := b.(string)
 		return ok && x == y
