@@ -64,7 +64,9 @@ func (g *gen) surface() {
 	reordered := false
 	rev := make([]Call, len(g.path))
 	for i, c := range g.path {
-		a := reverseLists(copyArgs(c.Args), &reordered).(map[string]any)
+		var schema map[string]any
+		_ = json.Unmarshal(toolParams(g.s, c.Tool), &schema)
+		a := reverseLists(copyArgs(c.Args), schema, &reordered).(map[string]any)
 		rev[i] = Call{Tool: c.Tool, Args: a}
 	}
 	if reordered {
@@ -74,21 +76,25 @@ func (g *gen) surface() {
 }
 
 // reverseLists reverses, in place, every list of two or more scalars in v
-// (a list of objects, such as line items, keeps its order), and says so in
-// changed.
-func reverseLists(v any, changed *bool) any {
+// (a list of objects, such as line items, keeps its order, and so does a
+// list whose schema says "x-ordered": true), and says so in changed.
+func reverseLists(v any, schema map[string]any, changed *bool) any {
 	switch x := v.(type) {
 	case map[string]any:
+		props, _ := schema["properties"].(map[string]any)
 		for k, e := range x {
-			x[k] = reverseLists(e, changed)
+			sub, _ := props[k].(map[string]any)
+			x[k] = reverseLists(e, sub, changed)
 		}
 	case []any:
-		scalars := len(x) >= 2
+		items, _ := schema["items"].(map[string]any)
+		ordered, _ := schema["x-ordered"].(bool)
+		scalars := len(x) >= 2 && !ordered
 		for i, e := range x {
 			switch e.(type) {
 			case map[string]any, []any:
 				scalars = false
-				x[i] = reverseLists(e, changed)
+				x[i] = reverseLists(e, items, changed)
 			}
 		}
 		if scalars && !scenario.Equal(x[0], x[len(x)-1]) {

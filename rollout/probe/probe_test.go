@@ -3,6 +3,7 @@ package probe_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -235,4 +236,46 @@ func tightWith(t *testing.T, edit func(doc map[string]any)) *scenario.Scenario {
 	s, ps := scenario.Parse(doc["id"].(string)+".json", raw, provisions.Builtin())
 	require.NoError(t, ps.Err())
 	return s
+}
+
+// surface:reordered reverses the path's lists of values, and leaves alone
+// a list whose schema says "x-ordered": true.
+func TestReorderedProbeKeepsOrderedLists(t *testing.T) {
+	build := func(ordered bool) *probe.Battery {
+		s := tightWith(t, func(doc map[string]any) {
+			doc["id"] = fmt.Sprintf("fixture-refund-tags-%t", ordered)
+			for _, tl := range doc["tools"].([]any) {
+				tool := tl.(map[string]any)
+				if tool["name"] == "issue_refund" {
+					tags := map[string]any{"type": "array", "items": map[string]any{"type": "string"}}
+					if ordered {
+						tags["x-ordered"] = true
+					}
+					tool["parameters"].(map[string]any)["properties"].(map[string]any)["tags"] = tags
+				}
+			}
+			doc["probes"].(map[string]any)["path"] = []any{
+				map[string]any{"tool": "get_order", "args": map[string]any{"order_id": "55120"}},
+				map[string]any{"tool": "issue_refund", "args": map[string]any{"order_id": "55120", "amount": 7.5, "reason": "late_delivery", "note": "Late delivery.", "tags": []any{"late", "shipping"}}},
+			}
+		})
+		b, err := probe.Generate(s)
+		require.NoError(t, err)
+		rep, err := probe.Replay(context.Background(), s, b)
+		require.NoError(t, err)
+		assert.Empty(t, rep.Failures())
+		return b
+	}
+	find := func(b *probe.Battery) *probe.Probe {
+		for i := range b.Probes {
+			if b.Probes[i].Name == "surface:reordered" {
+				return &b.Probes[i]
+			}
+		}
+		return nil
+	}
+	p := find(build(false))
+	require.NotNil(t, p, "a list of values is reversed")
+	assert.Equal(t, []any{"shipping", "late"}, p.Calls[1].Args["tags"])
+	assert.Nil(t, find(build(true)), "an x-ordered list keeps its order, and nothing else is a list")
 }

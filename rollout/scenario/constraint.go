@@ -423,13 +423,13 @@ func (cc *CompiledConstraint) valueBreach(norm Normalizers, path string, v any) 
 	switch c.Type {
 	case ConstraintAllowed:
 		for _, want := range cc.values {
-			if EqualUnordered(norm.Value(path, want), v) {
+			if equal(norm.Value(path, want), v, !norm.Ordered(path)) {
 				return ""
 			}
 		}
 		return fmt.Sprintf("%s = %s is not an allowed value", path, valueText(v))
 	case ConstraintExact:
-		if EqualUnordered(norm.Value(path, cc.value), v) {
+		if equal(norm.Value(path, cc.value), v, !norm.Ordered(path)) {
 			return ""
 		}
 		return fmt.Sprintf("%s = %s differs from the policy value %s", path, valueText(v), valueText(cc.value))

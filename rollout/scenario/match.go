@@ -234,7 +234,8 @@ func numberText(n json.Number) string {
 type Matcher struct {
 	want     map[string]any
 	patterns map[string]*regexp.Regexp
-	keys     []string // sorted keys of want, for deterministic messages
+	keys     []string        // sorted keys of want, for deterministic messages
+	ordered  map[string]bool // arguments whose lists keep their order (Normalizers.Ordered)
 }
 
 // NewMatcher compiles an argument subset and its patterns.
@@ -271,7 +272,7 @@ func NewMatcher(args map[string]json.RawMessage, patterns map[string]string) (Ma
 func (m Matcher) Match(args map[string]any) bool {
 	for k, want := range m.want {
 		got, ok := args[k]
-		if !ok || !EqualUnordered(want, got) {
+		if !ok || !equal(want, got, !m.ordered[k]) {
 			return false
 		}
 	}
@@ -296,7 +297,7 @@ func (m Matcher) Pattern(arg string) *regexp.Regexp { return m.patterns[arg] }
 // overlap, since deciding regular-language intersection is not worth it here.
 func (m Matcher) Disjoint(o Matcher) bool {
 	for k, v := range m.want {
-		if w, ok := o.want[k]; ok && !EqualUnordered(v, w) {
+		if w, ok := o.want[k]; ok && !equal(v, w, !m.ordered[k] && !o.ordered[k]) {
 			return true
 		}
 		if re := o.patterns[k]; re != nil && !re.MatchString(valueText(v)) {

@@ -479,3 +479,18 @@ func TestEqualUnordered(t *testing.T) {
 		assert.Equal(t, tc.want, scenario.EqualUnordered(b, a), "%s ~ %s", tc.b, tc.a)
 	}
 }
+
+// A list whose schema says "x-ordered": true (a ranking) keeps its order;
+// every other list compares in any order.
+func TestOrderedListsKeepTheirOrder(t *testing.T) {
+	n, err := scenario.CompileNormalizers(json.RawMessage(`{"type":"object","properties":{
+		"ranking":{"type":"array","items":{"type":"string"},"x-ordered":true},
+		"to":{"type":"array","items":{"type":"string","format":"email"}}}}`))
+	require.NoError(t, err)
+	assert.True(t, n.Ordered("ranking"))
+	assert.False(t, n.Ordered("to"))
+	m, err := n.Matcher(rawArgs(t, `{"ranking":["north","south","east"],"to":["a@x","b@x"]}`), nil)
+	require.NoError(t, err)
+	assert.True(t, m.Match(callArgs(t, `{"ranking":["north","south","east"],"to":["b@x","a@x"]}`)), "recipients in any order")
+	assert.False(t, m.Match(callArgs(t, `{"ranking":["east","south","north"],"to":["a@x","b@x"]}`)), "a ranking in another order is another ranking")
+}

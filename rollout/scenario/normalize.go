@@ -261,6 +261,10 @@ func normPhone(s string) string {
 // The zero value normalises only number forms and white space.
 type Normalizers struct {
 	byPath map[string]string
+	// ordered holds the argument paths whose lists keep their order
+	// ("x-ordered": true: a ranking, a sequence of steps); every other
+	// list compares as a multiset (EqualUnordered).
+	ordered map[string]bool
 }
 
 // CompileNormalizers reads the normalisers of a tool's parameters: each
@@ -280,6 +284,12 @@ func CompileNormalizers(params json.RawMessage) (Normalizers, error) {
 	var walk func(schema map[string]any, argPath, schemaPath string)
 	walk = func(schema map[string]any, argPath, schemaPath string) {
 		if argPath != "" {
+			if o, _ := schema["x-ordered"].(bool); o {
+				if n.ordered == nil {
+					n.ordered = map[string]bool{}
+				}
+				n.ordered[argPath] = true
+			}
 			if x, ok := schema["x-normalize"]; ok {
 				name, _ := x.(string)
 				if !KnownNormalizer(name) {
@@ -323,6 +333,10 @@ func joinPath(a, b string) string {
 
 // For returns the normaliser of an argument path ("" for none).
 func (n Normalizers) For(path string) string { return n.byPath[path] }
+
+// Ordered reports whether the list at an argument path keeps its order
+// ("x-ordered": true).
+func (n Normalizers) Ordered(path string) bool { return n.ordered[path] }
 
 // Args returns a normalised copy of a call's arguments: every string
 // trimmed and, where a normaliser is declared, in its canonical form.
@@ -440,6 +454,12 @@ func (n Normalizers) Matcher(args map[string]json.RawMessage, patterns map[strin
 	}
 	for k, v := range m.want {
 		m.want[k] = n.value(k, v)
+		if n.ordered[k] {
+			if m.ordered == nil {
+				m.ordered = map[string]bool{}
+			}
+			m.ordered[k] = true
+		}
 	}
 	return m, nil
 }
