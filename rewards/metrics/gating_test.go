@@ -60,18 +60,7 @@ func rollOut(t *testing.T, ss []*scenario.Scenario, framework string, prof sim.P
 	t.Helper()
 	all, err := gatingSuite()
 	require.NoError(t, err)
-	ids := make([]string, len(ss))
-	for i, s := range ss {
-		ids[i] = s.ID
-	}
-	dir := t.TempDir()
-	run, err := store.Open(dir, store.Manifest{Run: "gating", Plan: store.Plan{ScenarioIDs: ids, Policy: "sim:" + prof.Name,
-		Checkpoint: "sim:" + prof.Name, Framework: framework, Rollouts: rollouts, Seed: 5, Shard: "0/1"}}, false)
-	require.NoError(t, err)
-	cfg := engine.Config{Scenarios: ss, Policy: sim.New(prof, all), PolicyName: "sim:" + prof.Name, Checkpoint: "sim:" + prof.Name,
-		Framework: framework, Rollouts: rollouts, Seed: 5, Concurrency: 8, Version: "test"}
-	_, err = engine.Run(context.Background(), cfg, run)
-	require.NoError(t, err)
+	dir := simRun(t, ss, all, framework, prof, rollouts, 5)
 	acc, err := metrics.New(metrics.Options{By: []metrics.Key{}, K: 1, Bootstrap: metrics.Bootstrap{Replicates: 200, Seed: 1}})
 	require.NoError(t, err)
 	require.NoError(t, acc.AddScenarios(ss))
@@ -84,6 +73,26 @@ func rollOut(t *testing.T, ss []*scenario.Scenario, framework string, prof sim.P
 	res := acc.Result()
 	require.Len(t, res.Groups, 1)
 	return res.Groups[0]
+}
+
+// simRun rolls a simulated profile out over scenarios (the policy knowing
+// all of them) into a fresh run folder, and returns the folder.
+func simRun(t *testing.T, ss, all []*scenario.Scenario, framework string, prof sim.Profile, rollouts int, seed int64) string {
+	t.Helper()
+	ids := make([]string, len(ss))
+	for i, s := range ss {
+		ids[i] = s.ID
+	}
+	dir := t.TempDir()
+	run, err := store.Open(dir, store.Manifest{Run: "sim", Plan: store.Plan{ScenarioIDs: ids, Policy: "sim:" + prof.Name,
+		Checkpoint: "sim:" + prof.Name, Framework: framework, Rollouts: rollouts, Seed: seed, Shard: "0/1"}}, false)
+	require.NoError(t, err)
+	cfg := engine.Config{Scenarios: ss, Policy: sim.New(prof, all), PolicyName: "sim:" + prof.Name, Checkpoint: "sim:" + prof.Name,
+		Framework: framework, Rollouts: rollouts, Seed: seed, Concurrency: 8, Version: "test"}
+	_, err = engine.Run(context.Background(), cfg, run)
+	require.NoError(t, err)
+	require.NoError(t, run.Close())
+	return dir
 }
 
 func gullible(t *testing.T) sim.Profile {

@@ -1,7 +1,6 @@
 package metrics_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -27,20 +26,12 @@ func TestByTimeKindRecomputed(t *testing.T) {
 	ss, err := suite.Load()
 	require.NoError(t, err)
 	byID := map[string]*scenario.Scenario{}
-	ids := make([]string, len(ss))
-	for i, s := range ss {
-		byID[s.ID], ids[i] = s, s.ID
+	for _, s := range ss {
+		byID[s.ID] = s
 	}
 	prof, err := sim.Lookup("sim:base")
 	require.NoError(t, err)
-	dir := t.TempDir()
-	run, err := store.Open(dir, store.Manifest{Run: "tk", Plan: store.Plan{ScenarioIDs: ids, Policy: "sim:base",
-		Checkpoint: "sim:base", Framework: engine.FrameworkNormal, Rollouts: 2, Seed: 7, Shard: "0/1"}}, false)
-	require.NoError(t, err)
-	_, err = engine.Run(context.Background(), engine.Config{Scenarios: ss, Policy: sim.New(prof, ss), PolicyName: "sim:base",
-		Checkpoint: "sim:base", Rollouts: 2, Seed: 7, Concurrency: 8, Version: "test"}, run)
-	require.NoError(t, err)
-	require.NoError(t, run.Close())
+	dir := simRun(t, ss, ss, engine.FrameworkNormal, prof, 2, 7)
 
 	acc, err := metrics.New(metrics.Options{By: []metrics.Key{}, K: 1, Bootstrap: metrics.Bootstrap{Replicates: 1, Seed: 1}})
 	require.NoError(t, err)

@@ -93,6 +93,10 @@ type gen struct {
 	text   string // filler for free-text arguments
 	b      *Battery
 	seen   map[string]bool
+	// leaves are the strings and numbers of every tool's returns, the
+	// last candidates for a pattern's value (decoded once: returns).
+	leaves     []any
+	leavesDone bool
 }
 
 // Generate builds the probe battery of a scenario. The order and content
@@ -315,13 +319,7 @@ func (g *gen) valueFor(tool, arg, pattern string, avoid any) (any, bool) {
 	}
 	// Last, what the agent can learn from any tool's return, as the
 	// validator's check of a pattern does (scenario.CompleteArgs).
-	for _, t := range g.s.Tools {
-		for _, r := range t.Responses {
-			if x, err := scenario.DecodeJSON(r.Return); err == nil {
-				cands = append(cands, scenario.Leaves(x)...)
-			}
-		}
-	}
+	cands = append(cands, g.returns()...)
 	for _, c := range cands {
 		if avoid != nil && scenario.Equal(c, avoid) {
 			continue
@@ -331,6 +329,21 @@ func (g *gen) valueFor(tool, arg, pattern string, avoid any) (any, bool) {
 		}
 	}
 	return nil, false
+}
+
+// returns lists the strings and numbers of every tool's returns.
+func (g *gen) returns() []any {
+	if !g.leavesDone {
+		g.leavesDone = true
+		for _, t := range g.s.Tools {
+			for _, r := range t.Responses {
+				if x, err := scenario.DecodeJSON(r.Return); err == nil {
+					g.leaves = append(g.leaves, scenario.Leaves(x)...)
+				}
+			}
+		}
+	}
+	return g.leaves
 }
 
 func widened(v any) []any {
