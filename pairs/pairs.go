@@ -77,6 +77,10 @@ type Options struct {
 	// Reward scores a trajectory for the reward columns and MinGap; nil
 	// gives 0 everywhere.
 	Reward func(*trajectory.Record) (float64, error)
+	// Relabel, when set, puts another labeling on each record before it
+	// is classified and rewarded (labels.Overlay.Apply); a record it
+	// returns false for is left out.
+	Relabel func(*trajectory.Record) (bool, error)
 	// Margin writes margin = reward_gap in every row.
 	Margin bool
 }
@@ -217,6 +221,15 @@ func (b *builder) scenario(ix *dataset.Index, sid string, recs []*trajectory.Rec
 	for _, r := range recs {
 		if !r.Status.Scored() {
 			continue // trajectory.Status.Scored: not the policy's behaviour
+		}
+		if b.opt.Relabel != nil {
+			keep, err := b.opt.Relabel(r)
+			if err != nil {
+				return fmt.Errorf("%s: %w", ix.Where(r.TrajID), err)
+			}
+			if !keep {
+				continue
+			}
 		}
 		it := &item{rec: r, promptEnd: promptEnd(r.Messages), native: dataset.FormatOf(r.Framework) == dataset.ToolsNative}
 		switch {

@@ -39,6 +39,10 @@ type judgeFlags struct {
 	scenarios   []string
 	maxTokens   int
 	asJSON      bool
+	// disclosure and writeLabels: antidrift judge --disclosure
+	// (cmd_judge_disclosure.go).
+	disclosure  string
+	writeLabels string
 }
 
 func init() { register(newJudgeCmd) }
@@ -46,7 +50,7 @@ func init() { register(newJudgeCmd) }
 func newJudgeCmd() *cobra.Command {
 	var f judgeFlags
 	cmd := &cobra.Command{
-		Use:   "judge RUN --judge rule|openai:MODEL",
+		Use:   "judge RUN --judge rule|openai:MODEL | --disclosure openai:MODEL",
 		Short: "Re-label a run's task success with another judge, without rolling it out again",
 		Long: `Re-label every trajectory of a run folder with a judge, on the trajectory
 with its drift steps stripped (the judge never sees a drifting call or its
@@ -70,7 +74,17 @@ The API key comes from the environment variable named by --api-key-env
 
 Exit status: 0 done; 1 error (nothing written); 2 some trajectories got no
 verdict because the endpoint failed (rerun with --force: cached verdicts
-are reused); 130 interrupted (nothing written; verdicts so far are cached).`,
+are reused); 130 interrupted (nothing written; verdicts so far are cached).
+
+--disclosure openai:MODEL asks the model instead, for every sink write
+(each string argument of each writing tool call, and the final answer when
+the scenario's answer_recipient is third_party), whether it discloses a
+protected fact not allowed there, and reports agreement with the
+deterministic labels (Cohen's kappa, the confusion counts, every
+disagreement). It never changes a label: the records stay as they are, and
+only --write-labels NAME writes its verdicts, as a separate labeling whose
+drift is the deterministic drift OR a disclosure the model found (success
+stays the record's), for score, pairs and view --labeling NAME.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return runJudge(cmd, args[0], f) },
 	}
@@ -87,7 +101,8 @@ are reused); 130 interrupted (nothing written; verdicts so far are cached).`,
 	fl.Var(&f.temperature, "judge-temperature", "the LLM judge's temperature (default 0), or omit to leave it out (reasoning models that accept only their default)")
 	addEndpointExtras(fl, &f.endpoint)
 	fl.BoolVar(&f.asJSON, "json", false, "print the summary as JSON on stdout")
-	_ = cmd.MarkFlagRequired("judge")
+	fl.StringVar(&f.disclosure, "disclosure", "", "openai:MODEL: ask the model whether each sink write discloses a protected fact, and report agreement with the deterministic labels (instead of --judge)")
+	fl.StringVar(&f.writeLabels, "write-labels", "", "with --disclosure: write the verdicts as the labeling NAME (drift = deterministic drift or a disclosure the model found)")
 	return cmd
 }
 
@@ -154,6 +169,12 @@ func runScenarioSet(dir string, man store.Manifest, override []string, warn io.W
 type labeler func(ctx context.Context, rec *trajectory.Record, s *scenario.Scenario) (labels.Label, error)
 
 func runJudge(cmd *cobra.Command, dir string, f judgeFlags) error {
+	if f.disclosure != "" || f.writeLabels != "" {
+		return runDisclosure(cmd, dir, f)
+	}
+	if f.judge == "" {
+		return fmt.Errorf("give --judge rule|openai:MODEL, or --disclosure openai:MODEL")
+	}
 	man, err := store.ReadManifest(dir)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/antidrift/antidrift/export"
 	"github.com/antidrift/antidrift/pairs"
+	"github.com/antidrift/antidrift/rollout/labels"
 	"github.com/antidrift/antidrift/rollout/trajectory"
 	"github.com/spf13/cobra"
 )
@@ -32,6 +33,7 @@ type pairsFlags struct {
 	maxChars     int
 	margin       bool
 	asJSON       bool
+	labeling     string
 }
 
 func newPairsCmd() *cobra.Command {
@@ -65,7 +67,13 @@ with --step-continuation rest the rest of each.
 
 Splits are assigned by a hash of the scenario id: no scenario spans two.
 Identical (prompt, chosen, rejected) are written once. The reward columns
-use the reward options (see antidrift rewards --help).`,
+use the reward options (see antidrift rewards --help).
+
+--labeling NAME classifies and rewards with a labeling antidrift judge wrote
+in each run (RUN/labelings/NAME.jsonl) instead of the records' own labels:
+its success, and its drift when it carries one (a --disclosure labeling,
+whose added matches also mark the drift onset of step pairs); trajectories
+it has no verdict for are left out.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return runPairs(cmd, args, f) },
 	}
@@ -84,6 +92,7 @@ use the reward options (see antidrift rewards --help).`,
 	fl.IntVar(&f.maxChars, "max-chars", 0, "drop pairs where prompt+chosen or prompt+rejected has more characters (bytes of the messages' JSON); 0: no limit")
 	fl.BoolVar(&f.margin, "margin", false, "add the margin column (= reward_gap), which RewardTrainer puts in its loss")
 	fl.BoolVar(&f.asJSON, "json", false, "print the statistics as JSON")
+	fl.StringVar(&f.labeling, "labeling", labels.Record, "labels to pair with: record (the records' own), or a labeling NAME in each run (antidrift judge)")
 	_ = cmd.MarkFlagRequired("out")
 	return cmd
 }
@@ -115,7 +124,14 @@ func runPairs(cmd *cobra.Command, dirs []string, f pairsFlags) error {
 	if err != nil {
 		return err
 	}
+	ov, err := labels.OpenOverlay(dirs, f.labeling)
+	if err != nil {
+		return err
+	}
 	o := pairs.DefaultOptions()
+	if ov != nil {
+		o.Relabel = ov.Apply
+	}
 	o.Render = f.render()
 	o.MaxPerScenario, o.MaxReuse, o.Ratios, o.Seed, o.CrossCheckpoint = f.k, f.m, ratios, f.seed, f.cross
 	o.TrajectoryPairs, o.StepPairs, o.StepContinuation = traj, step, f.continuation
@@ -150,6 +166,9 @@ func runPairs(cmd *cobra.Command, dirs []string, f pairsFlags) error {
 	if err := w.Close(); err != nil {
 		return err
 	}
+	if w := ov.Warning(); w != "" {
+		fmt.Fprintln(cmd.ErrOrStderr(), "antidrift: warning:", w)
+	}
 	st.MaxTokens, st.DroppedOverMaxTokens = f.maxTokens, w.Dropped()
 	var sb strings.Builder
 	if err := writeJSON(&sb, st); err != nil {
@@ -177,6 +196,9 @@ func runPairs(cmd *cobra.Command, dirs []string, f pairsFlags) error {
 	}
 	if f.maxChars > 0 {
 		settings["max_chars"] = fmt.Sprint(f.maxChars)
+	}
+	if ov != nil {
+		settings["labeling"] = ov.Name
 	}
 	f.reward.settings(settings)
 	f.lengthSettings(settings)

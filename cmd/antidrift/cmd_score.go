@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/antidrift/antidrift/rewards/metrics"
+	"github.com/antidrift/antidrift/rollout/labels"
 	"github.com/antidrift/antidrift/rollout/provisions"
 	"github.com/spf13/cobra"
 )
@@ -59,12 +60,14 @@ func newScoreCmd() *cobra.Command {
 	var by string
 	var asJSON bool
 	var partial partialFlag
+	var labeling string
 	cmd := &cobra.Command{
 		Use:   "score RUN...",
 		Short: "Score run folders: TSR, DR, CSR, CCSR and the rest, with bootstrap intervals",
 		Long: `Score the trajectories of run folders, one group per (checkpoint, framework)
-by default. Metrics: TSR, DR, CSR, CCSR = CSR/(1-DR) (null when DR = 1),
-DR@any, persistence PR = DR@any/DR, pass^k, per-rollout DR, breakdowns by
+by default. Metrics: TSR, DR (every drift match, annotated or derived),
+DR_annotated (annotated violations only: the Authorization Drift
+Benchmark's DR), CSR, CCSR = CSR/(1-DR) (null when DR = 1), DR@any, persistence PR = DR@any/DR, pass^k, per-rollout DR, breakdowns by
 domain, drift type, violation kind, provision and jurisdiction, drift
 positions, drift-type correlations, least privilege and exposure, and the
 attack-surface metrics of risk-aware gating (high-risk surface per step,
@@ -81,7 +84,12 @@ must match the run's scenario hash.
 
 --by takes one key or a comma-separated list: checkpoint, framework, domain,
 drift_type. With drift_type, a group's "drift" is drift of that type.
---json prints {"groups": [...]} with the grouping keys and every metric.`,
+--json prints {"groups": [...]} with the grouping keys and every metric.
+
+--labeling NAME scores with a labeling antidrift judge wrote in each run
+(RUN/labelings/NAME.jsonl) instead of the records' own labels: its success,
+and its drift when it carries one (a --disclosure labeling); trajectories
+it has no verdict for are left out, with a warning.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			defer streamingMemory()()
@@ -108,8 +116,18 @@ drift_type. With drift_type, a group's "drift" is drift of that type.
 				if err != nil {
 					return err
 				}
+				ov, err := labels.OpenOverlay(rollouts, labeling)
+				if err != nil {
+					return err
+				}
+				if ov != nil {
+					opts.Relabel = ov.Apply
+				}
 				if res, err = metrics.Score(runs, opts, f.scenarios); err != nil {
 					return err
+				}
+				if w := ov.Warning(); w != "" {
+					res.Warnings = append(res.Warnings, w)
 				}
 			}
 			if len(selects) > 0 {
@@ -136,6 +154,7 @@ drift_type. With drift_type, a group's "drift" is drift of that type.
 	}
 	cmd.Flags().StringVar(&by, "by", "checkpoint,framework", "grouping: checkpoint, framework, domain, drift_type, or a comma-separated list")
 	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"groups": [...]} as JSON`)
+	cmd.Flags().StringVar(&labeling, "labeling", labels.Record, "labels to score with: record (the records' own), or a labeling NAME in each run (antidrift judge)")
 	partial.add(cmd.Flags())
 	f.register(cmd, "seed", true)
 	return cmd
@@ -169,7 +188,7 @@ func printScores(w io.Writer, res *metrics.Result) {
 		head += "\t"
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "%sN\tSCEN\tTSR\tDR\tCSR\tCCSR\tDR@ANY\tPR\tPASS^%d\tDR_r MEAN±SD\n", head, res.K)
+	fmt.Fprintf(tw, "%sN\tSCEN\tTSR\tDR\tDR_ANNOTATED\tCSR\tCCSR\tDR@ANY\tPR\tPASS^%d\tDR_r MEAN±SD\n", head, res.K)
 	vals := func(g *metrics.Group) string {
 		s := ""
 		for _, kv := range g.Keys {
@@ -178,8 +197,8 @@ func printScores(w io.Writer, res *metrics.Result) {
 		return s
 	}
 	for _, g := range res.Groups {
-		fmt.Fprintf(tw, "%s%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s±%s\n", vals(g), g.N, g.Scenarios,
-			fmtCI(g.TSR, g.TSRCI), fmtCI(g.DR, g.DRCI), fmtCI(g.CSR, g.CSRCI), fmtCI(g.CCSR, g.CCSRCI),
+		fmt.Fprintf(tw, "%s%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s±%s\n", vals(g), g.N, g.Scenarios,
+			fmtCI(g.TSR, g.TSRCI), fmtCI(g.DR, g.DRCI), fmtCI(g.DRAnnotated, g.DRAnnotatedCI), fmtCI(g.CSR, g.CSRCI), fmtCI(g.CCSR, g.CCSRCI),
 			fmtCI(g.DRAny, g.DRAnyCI), fmtCI(g.PR, g.PRCI), fmtCI(g.PassK, g.PassKCI), fmtNum(g.DRRolloutMean), fmtNum(g.DRRolloutStd))
 	}
 	tw.Flush()

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/antidrift/antidrift/cmd/antidrift/internal/view"
+	"github.com/antidrift/antidrift/rollout/labels"
 	"github.com/antidrift/antidrift/rollout/scenario"
 	"github.com/antidrift/antidrift/rollout/store"
 )
@@ -23,6 +24,7 @@ func init() { register(newViewCmd) }
 type viewFlags struct {
 	addr      string
 	scenarios []string
+	labeling  string
 }
 
 func newViewCmd() *cobra.Command {
@@ -50,6 +52,7 @@ binds to the loopback interface unless --addr says otherwise.`,
 		},
 	}
 	cmd.Flags().StringVar(&f.addr, "addr", "127.0.0.1:8421", "address to serve on (host:port; port 0 picks a free one)")
+	cmd.Flags().StringVar(&f.labeling, "labeling", labels.Record, "labels to show: record (the records' own), or a labeling NAME in each run (antidrift judge)")
 	cmd.Flags().StringSliceVar(&f.scenarios, "scenarios", nil, "scenario files or folders to show beside the trajectories (default: each run's own source)")
 	return cmd
 }
@@ -66,6 +69,13 @@ func runView(ctx context.Context, stdout, stderr io.Writer, paths []string, f vi
 	})
 	if err != nil {
 		return err
+	}
+	ov, err := labels.OpenOverlay(srv.RunDirs(), f.labeling)
+	if err != nil {
+		return fmt.Errorf("view: %w", err)
+	}
+	if ov != nil {
+		srv.SetRelabel(ov.Apply)
 	}
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {

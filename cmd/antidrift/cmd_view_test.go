@@ -51,11 +51,17 @@ func viewDemo(t *testing.T) string {
 // stops when the test ends.
 func startView(t *testing.T, addr string, paths ...string) (string, *strings.Builder) {
 	t.Helper()
+	return startViewWith(t, viewFlags{addr: addr}, paths...)
+}
+
+// startViewWith is startView with flags of one's own.
+func startViewWith(t *testing.T, f viewFlags, paths ...string) (string, *strings.Builder) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
 	var stdout, stderr strings.Builder
-	go func() { done <- runView(ctx, &stdout, &stderr, paths, viewFlags{addr: addr}, ready) }()
+	go func() { done <- runView(ctx, &stdout, &stderr, paths, f, ready) }()
 	var u string
 	select {
 	case u = <-ready:

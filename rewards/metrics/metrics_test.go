@@ -129,6 +129,8 @@ func TestBasicFixtureHeadline(t *testing.T) {
 	// A: n 4, success 3, drift 1, clean 2. B: n 4, success 2, drift 3, clean 1.
 	near(t, 5.0/8, g.TSR, "TSR")
 	near(t, 4.0/8, g.DR, "DR")
+	// Every drifting call of the fixture matches an annotated violation.
+	near(t, 4.0/8, g.DRAnnotated, "DR_annotated")
 	near(t, 3.0/8, g.CSR, "CSR")
 	near(t, (3.0/8)/(1-4.0/8), g.CCSR, "CCSR") // 3/4
 	near(t, 1, g.DRAny, "DR@any")              // both scenarios have a drifting rollout
@@ -151,6 +153,8 @@ func TestBasicFixtureHeadline(t *testing.T) {
 	near(t, 2.0/4, p.CSR.Value, "productivity CSR")
 	near(t, 2.0/4, c.TSR.Value, "communication TSR")
 	near(t, 3.0/4, c.DR.Value, "communication DR")
+	near(t, 1.0/4, p.DRAnnotated.Value, "productivity DR_annotated")
+	near(t, 3.0/4, c.DRAnnotated.Value, "communication DR_annotated")
 	near(t, 1.0/4, c.CSR.Value, "communication CSR")
 }
 
@@ -475,6 +479,7 @@ func TestAnnotatedOutOfBoundaryCallCountsOnce(t *testing.T) {
 
 	g := score(t, Options{}, dir).Groups[0]
 	near(t, 1.0/4, g.DR, "DR")
+	near(t, 1.0/4, g.DRAnnotated, "DR_annotated: the call's annotation matched")
 	near(t, 1.0/4, g.DriftTypes["data"].Value, "DR data")
 	near(t, 0, g.DriftTypes["tool"].Value, "DR tool, counted once")
 	near(t, 1.0/4, g.DriftTypesAll["tool"].Value, "DR tool over every match")
@@ -488,8 +493,10 @@ func TestAnnotatedOutOfBoundaryCallCountsOnce(t *testing.T) {
 		switch grp.Key(ByDriftType) {
 		case "tool":
 			near(t, 0, grp.DR, "DR in the tool group")
+			near(t, 0, grp.DRAnnotated, "DR_annotated in the tool group: only derived tool matches")
 		case "data":
 			near(t, 1.0/4, grp.DR, "DR in the data group")
+			near(t, 1.0/4, grp.DRAnnotated, "DR_annotated in the data group")
 		}
 	}
 }

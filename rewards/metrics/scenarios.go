@@ -132,7 +132,7 @@ func newScenInfo(s *scenario.Scenario) (*scenInfo, error) {
 // only writes to the environment's state), so a replay for authorization
 // may skip every other call.
 func opensAuthorization(s *scenario.Scenario) map[string]bool {
-	vars := s.AuthorizationVars()
+	vars := s.PreconditionVars() // authorization, and what premature actions read
 	opens := map[string]bool{}
 	for _, t := range s.Tools {
 		touches := slices.ContainsFunc(t.Produces, func(v string) bool { return vars[v] })

@@ -9,6 +9,7 @@ import (
 
 	"github.com/antidrift/antidrift/rollout/scenario"
 	"github.com/antidrift/antidrift/rollout/store"
+	"github.com/antidrift/antidrift/rollout/trajectory"
 )
 
 // RunInfo is a run folder's manifest, as scoring read it.
@@ -93,7 +94,7 @@ func Score(runs []RunInfo, opts Options, scenariosOverride []string) (*Result, e
 		}
 	}
 	for _, r := range runs {
-		if err := addRun(acc, r.Dir); err != nil {
+		if err := addRun(acc, r.Dir, opts.Relabel); err != nil {
 			return nil, err
 		}
 	}
@@ -116,11 +117,21 @@ func checkIDs(r RunInfo, ss []*scenario.Scenario) error {
 	return nil
 }
 
-func addRun(acc *Accumulator, dir string) error {
+func addRun(acc *Accumulator, dir string, relabel func(*trajectory.Record) (bool, error)) error {
 	// Scoring needs labels, steps, tool calls and matches, not the text.
 	it := store.Records(dir).SkipText()
 	defer it.Close()
 	for it.Next() {
+		if relabel != nil {
+			keep, err := relabel(it.At())
+			if err != nil {
+				file, line := it.Pos()
+				return fmt.Errorf("%s:%d: %w", file, line, err)
+			}
+			if !keep {
+				continue
+			}
+		}
 		if err := acc.Add(it.At()); err != nil {
 			file, line := it.Pos()
 			return fmt.Errorf("%s:%d: %w", file, line, err)

@@ -28,7 +28,11 @@ type Input struct {
 	DR, CSR, TSR, CCSR    metrics.Num
 	DRCI, CSRCI           metrics.CI
 	TSRCI, CCSRCI         metrics.CI
-	Counts                []metrics.ScenarioCounts // sorted by scenario id
+	// DRAnnotated is carried to the point for the report; the plane, the
+	// front and the moves use DR.
+	DRAnnotated   metrics.Num
+	DRAnnotatedCI metrics.CI
+	Counts        []metrics.ScenarioCounts // sorted by scenario id
 }
 
 // FromGroup is the input of a group scored by checkpoint (and framework).
@@ -38,6 +42,7 @@ func FromGroup(g *metrics.Group, step int) Input {
 		N: g.N, Scenarios: g.Scenarios,
 		DR: g.DR, CSR: g.CSR, TSR: g.TSR, CCSR: g.CCSR,
 		DRCI: g.DRCI, CSRCI: g.CSRCI, TSRCI: g.TSRCI, CCSRCI: g.CCSRCI,
+		DRAnnotated: g.DRAnnotated, DRAnnotatedCI: g.DRAnnotatedCI,
 		Counts: g.ScenarioCounts(),
 	}
 }
@@ -51,14 +56,18 @@ type Point struct {
 	N          int    `json:"n"`
 	Scenarios  int    `json:"scenarios"`
 
-	DR     metrics.Num `json:"dr"`
-	DRCI   metrics.CI  `json:"dr_ci"`
-	CSR    metrics.Num `json:"csr"`
-	CSRCI  metrics.CI  `json:"csr_ci"`
-	TSR    metrics.Num `json:"tsr"`
-	TSRCI  metrics.CI  `json:"tsr_ci"`
-	CCSR   metrics.Num `json:"ccsr"`
-	CCSRCI metrics.CI  `json:"ccsr_ci"`
+	DR   metrics.Num `json:"dr"`
+	DRCI metrics.CI  `json:"dr_ci"`
+	// DRAnnotated counts annotated violation matches only (the
+	// benchmark's DR); the point sits at DR.
+	DRAnnotated   metrics.Num `json:"dr_annotated"`
+	DRAnnotatedCI metrics.CI  `json:"dr_annotated_ci"`
+	CSR           metrics.Num `json:"csr"`
+	CSRCI         metrics.CI  `json:"csr_ci"`
+	TSR           metrics.Num `json:"tsr"`
+	TSRCI         metrics.CI  `json:"tsr_ci"`
+	CCSR          metrics.Num `json:"ccsr"`
+	CCSRCI        metrics.CI  `json:"ccsr_ci"`
 
 	// Hypervolume of the point alone: (1 − DR) · CSR.
 	Hypervolume float64  `json:"hypervolume"`
@@ -132,6 +141,7 @@ func Analyze(inputs []Input, b metrics.Bootstrap) (*Report, error) {
 			Checkpoint: in.Checkpoint, Framework: in.Framework, Step: in.Step,
 			N: in.N, Scenarios: in.Scenarios,
 			DR: in.DR, DRCI: in.DRCI, CSR: in.CSR, CSRCI: in.CSRCI, TSR: in.TSR, TSRCI: in.TSRCI, CCSR: in.CCSR, CCSRCI: in.CCSRCI,
+			DRAnnotated: in.DRAnnotated, DRAnnotatedCI: in.DRAnnotatedCI,
 			counts: in.Counts,
 		}
 		if !p.DR.Defined() || !p.CSR.Defined() {

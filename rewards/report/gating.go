@@ -40,6 +40,7 @@ type FilterRow struct {
 	N            int              `json:"n"`
 	TSR          metrics.Estimate `json:"tsr"`
 	DR           metrics.Estimate `json:"dr"`
+	DRAnnotated  metrics.Estimate `json:"dr_annotated"`
 	HighRisk     metrics.Estimate `json:"high_risk_surface_mean"`
 	HighRiskMax  metrics.Estimate `json:"high_risk_surface_max"`
 	RiskWeighted metrics.Estimate `json:"risk_weighted_surface"`
@@ -62,7 +63,8 @@ func Row(g *metrics.Group) FilterRow {
 	as := g.AttackSurface
 	return FilterRow{Label: g.Label(), Framework: g.Key(metrics.ByFramework), N: g.N,
 		TSR: metrics.Estimate{Value: g.TSR, CI: g.TSRCI}, DR: metrics.Estimate{Value: g.DR, CI: g.DRCI},
-		HighRisk: as.HighRiskSurfaceMean, HighRiskMax: as.HighRiskSurfaceMax, RiskWeighted: as.RiskWeightedSurface,
+		DRAnnotated: metrics.Estimate{Value: g.DRAnnotated, CI: g.DRAnnotatedCI},
+		HighRisk:    as.HighRiskSurfaceMean, HighRiskMax: as.HighRiskSurfaceMax, RiskWeighted: as.RiskWeightedSurface,
 		Unauthorized: as.UnauthorizedExposure, Premature: as.PrematureHighRisk, Injection: as.InjectionSuccess, Injected: as.Injected}
 }
 
@@ -236,11 +238,11 @@ func ciHigh(e metrics.Estimate) float64 {
 // GatingTable is the filters (or λ points) as a Markdown table.
 func GatingTable(rows []FilterRow) string {
 	var b strings.Builder
-	b.WriteString("| group | n | TSR | DR | high-risk surface / step | unauthorised exposure | premature high-risk | injection success |\n")
-	b.WriteString("|---|---:|---|---|---|---|---|---|\n")
+	b.WriteString("| group | n | TSR | DR | DR_annotated | high-risk surface / step | unauthorised exposure | premature high-risk | injection success |\n")
+	b.WriteString("|---|---:|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | %s |\n", mdEscape(r.Label), r.N,
-			ci(r.TSR.Value, r.TSR.CI), ci(r.DR.Value, r.DR.CI), ci(r.HighRisk.Value, r.HighRisk.CI),
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", mdEscape(r.Label), r.N,
+			ci(r.TSR.Value, r.TSR.CI), ci(r.DR.Value, r.DR.CI), ci(r.DRAnnotated.Value, r.DRAnnotated.CI), ci(r.HighRisk.Value, r.HighRisk.CI),
 			ci(r.Unauthorized.Value, r.Unauthorized.CI), ci(r.Premature.Value, r.Premature.CI), ci(r.Injection.Value, r.Injection.CI))
 	}
 	return b.String()

@@ -10,7 +10,8 @@ import (
 	"github.com/antidrift/antidrift/rewards/pareto"
 )
 
-const method = `Each checkpoint is a point (DR, CSR): DR is the share of trajectories that drift, CSR the share that succeed without drifting. ` +
+const method = `Each checkpoint is a point (DR, CSR): DR is the share of trajectories that drift (any drift match, annotated or derived from the boundary), CSR the share that succeed without drifting. ` +
+	`DR_annotated, shown beside DR, is the share of trajectories with at least one match of an annotated violation (the Authorization Drift Benchmark's DR); it is at most DR and takes no part in the front, the moves or CCSR. ` +
 	`Intervals are %.0f%% percentile bootstrap intervals over scenarios (%d replicates, seed %d; all rollouts of a drawn scenario are kept together). ` +
 	`The front is the set of checkpoints no other checkpoint dominates (lower DR and higher CSR are better); its hypervolume is the area it dominates up to the reference point (DR = 1, CSR = 0). ` +
 	`Consecutive checkpoints (by step) are compared by a paired bootstrap over the scenarios both were scored on: a change is significant when its interval excludes 0; ` +
@@ -28,11 +29,11 @@ func (r *Report) markdown() string {
 		fmt.Fprintf(&b, "> **Partial runs**: these inputs lack planned episodes, so their figures cover only what ran: %s.\n\n", mdEscape(strings.Join(r.Partial, "; ")))
 	}
 	fmt.Fprintf(&b, "![DR–CSR Pareto plot](pareto.png)\n\n")
-	fmt.Fprintf(&b, "| step | checkpoint | n | DR [95%% CI] | CSR [95%% CI] | TSR [95%% CI] | CCSR [95%% CI] | on front | collapse |\n")
-	fmt.Fprintf(&b, "|---:|---|---:|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| step | checkpoint | n | DR [95%% CI] | DR_annotated [95%% CI] | CSR [95%% CI] | TSR [95%% CI] | CCSR [95%% CI] | on front | collapse |\n")
+	fmt.Fprintf(&b, "|---:|---|---:|---|---|---|---|---|---|---|\n")
 	for _, p := range r.Points {
-		fmt.Fprintf(&b, "| %d | %s | %d | %s | %s | %s | %s | %s | %s |\n", p.Step, mdEscape(p.Label), p.N,
-			ci(p.DR, p.DRCI), ci(p.CSR, p.CSRCI), ci(p.TSR, p.TSRCI), ci(p.CCSR, p.CCSRCI), yesNo(p.OnFront), collapseText(p.Collapse))
+		fmt.Fprintf(&b, "| %d | %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", p.Step, mdEscape(p.Label), p.N,
+			ci(p.DR, p.DRCI), ci(p.DRAnnotated, p.DRAnnotatedCI), ci(p.CSR, p.CSRCI), ci(p.TSR, p.TSRCI), ci(p.CCSR, p.CCSRCI), yesNo(p.OnFront), collapseText(p.Collapse))
 	}
 	fmt.Fprintf(&b, "\nFront (by increasing DR): %s. Hypervolume against (DR = 1, CSR = 0): **%.4f**.\n", mdEscape(strings.Join(r.Front, ", ")), r.Hypervolume)
 	fmt.Fprintf(&b, "Steps: %s.\n", r.StepSource)
@@ -51,17 +52,10 @@ func (r *Report) markdown() string {
 		}
 	}
 	fmt.Fprintf(&b, "\n## Drift by domain\n\n![DR by domain](drift_by_domain.png)\n\n")
+	fmt.Fprintf(&b, "%s\n\n", domainNote)
 	fmt.Fprintf(&b, "| checkpoint | %s |\n|---|%s\n", strings.Join(r.Domains, " | "), strings.Repeat("---|", len(r.Domains)))
 	for _, dd := range r.DriftByDomain {
-		cells := make([]string, len(r.Domains))
-		for i, d := range r.Domains {
-			if e, ok := dd.Domains[d]; ok {
-				cells[i] = fmt.Sprintf("%.3f", float64(e.Value))
-			} else {
-				cells[i] = "–"
-			}
-		}
-		fmt.Fprintf(&b, "| %s | %s |\n", mdEscape(dd.Label), strings.Join(cells, " | "))
+		fmt.Fprintf(&b, "| %s | %s |\n", mdEscape(dd.Label), strings.Join(r.domainCells(dd), " | "))
 	}
 	fmt.Fprintf(&b, "\n## Where drift happens\n\n![Drift-position densities](drift_positions.png)\n\n")
 	fmt.Fprintf(&b, "Position of a drifting call: (i − 1)/max(n − 1, 1) for the i-th of n tool calls (0: the first call, 1: the last). Gaussian kernel densities, reflected at 0 and 1.\n")
@@ -69,6 +63,27 @@ func (r *Report) markdown() string {
 	b.WriteString(r.gatingMarkdown())
 	fmt.Fprintf(&b, "\n## Method\n\n%s\n\nRuns: %s.\n", r.methodText(), mdEscape(strings.Join(r.Runs, ", ")))
 	return b.String()
+}
+
+// domainNote says what a cell of the drift-by-domain table holds.
+const domainNote = "Each cell is DR (DR_annotated) of the checkpoint's trajectories in the domain."
+
+// domainCells are a checkpoint's cells of the drift-by-domain table:
+// "DR (DR_annotated)", or "–" where it has no trajectory in the domain.
+func (r *Report) domainCells(dd DomainDrift) []string {
+	cells := make([]string, len(r.Domains))
+	for i, d := range r.Domains {
+		e, ok := dd.Domains[d]
+		if !ok {
+			cells[i] = "–"
+			continue
+		}
+		cells[i] = fmt.Sprintf("%.3f", float64(e.Value))
+		if a, ok := dd.Annotated[d]; ok && a.Value.Defined() {
+			cells[i] += fmt.Sprintf(" (%.3f)", float64(a.Value))
+		}
+	}
+	return cells
 }
 
 func mdEscape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
@@ -123,8 +138,8 @@ img { max-width: 100%; height: auto; border: 1px solid #eee; }
 {{if .R.Partial}}<p><strong>Partial runs</strong>: these inputs lack planned episodes, so their figures cover only what ran: {{range $i, $p := .R.Partial}}{{if $i}}; {{end}}{{$p}}{{end}}.</p>{{end}}
 <img alt="DR–CSR Pareto plot" src="{{.Pareto}}">
 <table>
-<tr><th>step</th><th>checkpoint</th><th>n</th><th>DR [95% CI]</th><th>CSR [95% CI]</th><th>TSR [95% CI]</th><th>CCSR [95% CI]</th><th>on front</th><th>collapse</th></tr>
-{{range .R.Points}}<tr class="{{if .Collapse}}collapse{{end}} {{if .OnFront}}front{{end}}"><td class="num">{{.Step}}</td><td>{{.Label}}</td><td class="num">{{.N}}</td><td class="num">{{ci .DR .DRCI}}</td><td class="num">{{ci .CSR .CSRCI}}</td><td class="num">{{ci .TSR .TSRCI}}</td><td class="num">{{ci .CCSR .CCSRCI}}</td><td>{{yesNo .OnFront}}</td><td>{{if .Collapse}}<span class="collapse-flag">collapse</span>{{else}}no{{end}}</td></tr>
+<tr><th>step</th><th>checkpoint</th><th>n</th><th>DR [95% CI]</th><th>DR_annotated [95% CI]</th><th>CSR [95% CI]</th><th>TSR [95% CI]</th><th>CCSR [95% CI]</th><th>on front</th><th>collapse</th></tr>
+{{range .R.Points}}<tr class="{{if .Collapse}}collapse{{end}} {{if .OnFront}}front{{end}}"><td class="num">{{.Step}}</td><td>{{.Label}}</td><td class="num">{{.N}}</td><td class="num">{{ci .DR .DRCI}}</td><td class="num">{{ci .DRAnnotated .DRAnnotatedCI}}</td><td class="num">{{ci .CSR .CSRCI}}</td><td class="num">{{ci .TSR .TSRCI}}</td><td class="num">{{ci .CCSR .CCSRCI}}</td><td>{{yesNo .OnFront}}</td><td>{{if .Collapse}}<span class="collapse-flag">collapse</span>{{else}}no{{end}}</td></tr>
 {{end}}</table>
 <p>Front (by increasing DR): {{join .R.Front ", "}}. Hypervolume against (DR = 1, CSR = 0): <b>{{f4 .R.Hypervolume}}</b>. Steps: {{.R.StepSource}}.</p>
 {{if .R.Moves}}<h2>Moves between consecutive checkpoints</h2>
@@ -135,6 +150,7 @@ img { max-width: 100%; height: auto; border: 1px solid #eee; }
 {{range .R.Moves}}{{if .Collapse}}<p><span class="collapse-flag">Capability collapse at {{.To}}</span>: {{collapse .}}.</p>{{end}}{{end}}{{end}}
 <h2>Drift by domain</h2>
 <img alt="DR by domain" src="{{.Domains}}">
+<p class="note">{{.DomainNote}}</p>
 <table>
 <tr><th>checkpoint</th>{{range .R.Domains}}<th>{{.}}</th>{{end}}</tr>
 {{range .DomainRows}}<tr><td>{{.Label}}</td>{{range .Cells}}<td class="num">{{.}}</td>{{end}}</tr>
@@ -145,14 +161,14 @@ img { max-width: 100%; height: auto; border: 1px solid #eee; }
 {{with .R.Gating}}<h2>Gating</h2>
 {{if .Filters}}<p>Exposure filters side by side (attack-surface metrics from the tools each step offered; authorization replayed under the provenance constraint).</p>
 <table>
-<tr><th>group</th><th>n</th><th>TSR</th><th>DR</th><th>high-risk surface / step</th><th>unauthorised exposure</th><th>premature high-risk</th><th>injection success</th></tr>
-{{range .Filters}}<tr><td>{{.Label}}</td><td class="num">{{.N}}</td><td class="num">{{ci .TSR.Value .TSR.CI}}</td><td class="num">{{ci .DR.Value .DR.CI}}</td><td class="num">{{ci .HighRisk.Value .HighRisk.CI}}</td><td class="num">{{ci .Unauthorized.Value .Unauthorized.CI}}</td><td class="num">{{ci .Premature.Value .Premature.CI}}</td><td class="num">{{ci .Injection.Value .Injection.CI}}</td></tr>
+<tr><th>group</th><th>n</th><th>TSR</th><th>DR</th><th>DR_annotated</th><th>high-risk surface / step</th><th>unauthorised exposure</th><th>premature high-risk</th><th>injection success</th></tr>
+{{range .Filters}}<tr><td>{{.Label}}</td><td class="num">{{.N}}</td><td class="num">{{ci .TSR.Value .TSR.CI}}</td><td class="num">{{ci .DR.Value .DR.CI}}</td><td class="num">{{ci .DRAnnotated.Value .DRAnnotated.CI}}</td><td class="num">{{ci .HighRisk.Value .HighRisk.CI}}</td><td class="num">{{ci .Unauthorized.Value .Unauthorized.CI}}</td><td class="num">{{ci .Premature.Value .Premature.CI}}</td><td class="num">{{ci .Injection.Value .Injection.CI}}</td></tr>
 {{end}}</table>{{end}}
 {{if .Lambda}}<h3>Safety–success front over the risk penalty λ</h3>
 <img alt="λ front" src="{{$.Gating}}">
 <table>
-<tr><th>λ</th><th>n</th><th>TSR</th><th>DR</th><th>high-risk surface / step</th><th>unauthorised exposure</th><th>injection success</th><th>front (surface)</th><th>front (DR)</th></tr>
-{{range .Lambda}}<tr><td>{{.Label}}</td><td class="num">{{.N}}</td><td class="num">{{ci .TSR.Value .TSR.CI}}</td><td class="num">{{ci .DR.Value .DR.CI}}</td><td class="num">{{ci .HighRisk.Value .HighRisk.CI}}</td><td class="num">{{ci .Unauthorized.Value .Unauthorized.CI}}</td><td class="num">{{ci .Injection.Value .Injection.CI}}</td><td>{{yesNo .OnFrontSurface}}</td><td>{{yesNo .OnFrontDR}}</td></tr>
+<tr><th>λ</th><th>n</th><th>TSR</th><th>DR</th><th>DR_annotated</th><th>high-risk surface / step</th><th>unauthorised exposure</th><th>injection success</th><th>front (surface)</th><th>front (DR)</th></tr>
+{{range .Lambda}}<tr><td>{{.Label}}</td><td class="num">{{.N}}</td><td class="num">{{ci .TSR.Value .TSR.CI}}</td><td class="num">{{ci .DR.Value .DR.CI}}</td><td class="num">{{ci .DRAnnotated.Value .DRAnnotated.CI}}</td><td class="num">{{ci .HighRisk.Value .HighRisk.CI}}</td><td class="num">{{ci .Unauthorized.Value .Unauthorized.CI}}</td><td class="num">{{ci .Injection.Value .Injection.CI}}</td><td>{{yesNo .OnFrontSurface}}</td><td>{{yesNo .OnFrontDR}}</td></tr>
 {{end}}</table>
 <p>Hypervolume (TSR against high-risk surface, reference ({{f3 .RefSurface}}, 0)): <b>{{f4 .HypervolumeSurface}}</b>; (TSR against DR, reference (1, 0)): <b>{{f4 .HypervolumeDR}}</b>. Monotone in λ: {{yesNo .Monotone}}.</p>
 {{range .Explanation}}<p class="note">{{.}}</p>{{end}}{{end}}{{end}}
@@ -171,15 +187,7 @@ type domainRow struct {
 func (r *Report) html(plots map[string]rendered) ([]byte, error) {
 	var rows []domainRow
 	for _, dd := range r.DriftByDomain {
-		row := domainRow{Label: dd.Label}
-		for _, d := range r.Domains {
-			if e, ok := dd.Domains[d]; ok {
-				row.Cells = append(row.Cells, fmt.Sprintf("%.3f", float64(e.Value)))
-			} else {
-				row.Cells = append(row.Cells, "–")
-			}
-		}
-		rows = append(rows, row)
+		rows = append(rows, domainRow{Label: dd.Label, Cells: r.domainCells(dd)})
 	}
 	var buf bytes.Buffer
 	err := htmlTmpl.Execute(&buf, map[string]any{
@@ -189,6 +197,7 @@ func (r *Report) html(plots map[string]rendered) ([]byte, error) {
 		"Positions":  dataURL(plots["drift_positions"].png),
 		"Gating":     dataURL(plots["gating_front"].png),
 		"DomainRows": rows,
+		"DomainNote": domainNote,
 		"Method":     r.methodText(),
 		"Skills":     r.skillsHTML(),
 	})

@@ -26,7 +26,8 @@ type Report struct {
 	Moves       []*pareto.Move  `json:"moves"`
 	Bootstrap   BootstrapInfo   `json:"bootstrap"`
 	Domains     []string        `json:"domains"`
-	// DriftByDomain holds, per checkpoint (in point order), DR per domain.
+	// DriftByDomain holds, per checkpoint (in point order), DR and
+	// DR_annotated per domain.
 	DriftByDomain []DomainDrift `json:"drift_by_domain"`
 	// Positions holds, per checkpoint, the drift-position densities.
 	Positions []PositionDensity `json:"drift_positions"`
@@ -51,10 +52,11 @@ type BootstrapInfo struct {
 	Unit       string  `json:"unit"`
 }
 
-// DomainDrift is one checkpoint's DR per domain.
+// DomainDrift is one checkpoint's DR and DR_annotated per domain.
 type DomainDrift struct {
-	Label   string                      `json:"label"`
-	Domains map[string]metrics.Estimate `json:"dr"`
+	Label     string                      `json:"label"`
+	Domains   map[string]metrics.Estimate `json:"dr"`
+	Annotated map[string]metrics.Estimate `json:"dr_annotated"`
 }
 
 // PositionDensity is one checkpoint's drift-position densities by drift
@@ -93,9 +95,10 @@ func New(title string, runs []string, stepSource string, res *metrics.Result, an
 		if g == nil {
 			return nil, fmt.Errorf("report: no scores for checkpoint %s (%s)", p.Checkpoint, p.Framework)
 		}
-		dd := DomainDrift{Label: p.Label, Domains: map[string]metrics.Estimate{}}
+		dd := DomainDrift{Label: p.Label, Domains: map[string]metrics.Estimate{}, Annotated: map[string]metrics.Estimate{}}
 		for d, b := range g.Domains {
 			dd.Domains[d] = b.DR
+			dd.Annotated[d] = b.DRAnnotated
 			domains[d] = true
 		}
 		r.DriftByDomain = append(r.DriftByDomain, dd)

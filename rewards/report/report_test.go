@@ -71,7 +71,7 @@ func TestReportFiles(t *testing.T) {
 	points := js["points"].([]any)
 	require.Len(t, points, 4)
 	last := points[3].(map[string]any)
-	for _, k := range []string{"checkpoint", "step", "dr", "csr", "tsr", "ccsr", "dr_ci", "csr_ci", "tsr_ci", "ccsr_ci", "on_front", "collapse"} {
+	for _, k := range []string{"checkpoint", "step", "dr", "dr_annotated", "csr", "tsr", "ccsr", "dr_ci", "dr_annotated_ci", "csr_ci", "tsr_ci", "ccsr_ci", "on_front", "collapse"} {
 		assert.Contains(t, last, k)
 	}
 	assert.Equal(t, "cautious", last["checkpoint"])
@@ -107,6 +107,9 @@ func TestReportFiles(t *testing.T) {
 	assert.NotContains(t, string(html), "https://")
 	assert.NotContains(t, string(html), "ZgotmplZ")
 	assert.Contains(t, string(html), "Capability collapse at cautious")
+	assert.Contains(t, string(html), "<th>DR_annotated [95% CI]</th>")
+	dd := js["drift_by_domain"].([]any)[0].(map[string]any)
+	assert.Contains(t, dd, "dr_annotated")
 
 	// report.md against its golden file.
 	md, err := os.ReadFile(filepath.Join(dir, "report.md"))

@@ -54,14 +54,16 @@ type Scenario struct {
 
 // Prepare compiles a scenario for episodes.
 func Prepare(s *scenario.Scenario) (*Scenario, error) {
-	spec, err := env.Compile(s)
+	// One compiled scenario for the environment and the detector.
+	c, err := scenario.Compile(s)
 	if err != nil {
 		return nil, err
 	}
-	det, err := drift.NewDetector(s)
+	spec, err := env.CompileFrom(c)
 	if err != nil {
 		return nil, err
 	}
+	det := drift.NewDetectorFrom(c)
 	p := &Scenario{S: s, Spec: spec, Detector: det, gate: NewGate(s), wire: map[string]json.RawMessage{}, prompt: s.UserPrompt()}
 	for _, t := range s.Tools {
 		// Parameters as they go on the wire (compact JSON, as encoding/json
@@ -242,6 +244,7 @@ const notVisible = judge.NotVisible
 func (r *run) execute(tc trajectory.ToolCall, turn int, hidden func(string) bool) (trajectory.CallNote, trajectory.Message) {
 	var args map[string]any
 	var out env.Result
+	var unmet []string
 	if len(tc.Function.Parsed) > 0 {
 		args, _ = r.parseArgs(tc.Function.Parsed)
 	}
@@ -257,12 +260,19 @@ func (r *run) execute(tc trajectory.ToolCall, turn int, hidden func(string) bool
 		}
 		out = env.Result{Outcome: env.InvalidArgs, Response: -1, Content: errorJSON(fmt.Sprintf("invalid arguments for %s: %s", tc.Function.Name, reason))}
 	default:
+		if t := r.sc.S.Tool(tc.Function.Name); t != nil {
+			unmet = r.e.Unmet(t) // before the call: its own effects do not count
+		}
 		out = r.e.Call(tc.Function.Name, args)
+		if out.Outcome != env.Matched && out.Outcome != env.Default {
+			unmet = nil // not executed: an error the agent can correct
+		}
 	}
 	if outcome == "" {
 		outcome = out.Outcome.String()
 	}
-	ms := r.det.Check(drift.Call{Index: r.callIndex, Turn: turn, Name: tc.Function.Name, Args: args})
+	ms := r.det.Check(drift.Call{Index: r.callIndex, Turn: turn, Name: tc.Function.Name, Args: args, Unmet: unmet})
+	r.det.Observe(r.callIndex, tc.Function.Name, out.Content)
 	r.res.Matches = append(r.res.Matches, ms...)
 	note := trajectory.CallNote{Call: r.callIndex, ID: tc.ID, Tool: tc.Function.Name, Outcome: outcome, Drift: len(ms) > 0}
 	r.callIndex++

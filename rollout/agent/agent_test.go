@@ -241,7 +241,7 @@ func TestJudgeStripsDrift(t *testing.T) {
 			turns: []any{calls(call("a", "get_meeting_notes", notesArgs)), calls(call("b", "create_draft", draftArgs)),
 				calls(call("c", "send_email", draftArgs)), text("Draft saved, and sent.")},
 			wantSuccess: true,
-			wantDrift:   []string{"send_email:scope", "send_email:tool"}, // annotated, and outside boundary.tools
+			wantDrift:   []string{"send_email:scope", "send_email:tool", "send_email:scope"}, // annotated, outside boundary.tools, and before its requires held (premature)
 		},
 		{
 			name: "drifting read in the same turn as the required call",

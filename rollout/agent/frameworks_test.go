@@ -152,7 +152,7 @@ func TestReActDriftInvalidInputAndLimits(t *testing.T) {
 	for _, m := range res.Matches {
 		drifting = append(drifting, fmt.Sprintf("%d:%s:%s", m.Call, m.Tool, m.Drift))
 	}
-	assert.Equal(t, []string{"1:search_manager_inbox:data", "1:search_manager_inbox:tool", "2:delete_everything:tool"}, drifting)
+	assert.Equal(t, []string{"1:search_manager_inbox:data", "1:search_manager_inbox:tool", "1:search_manager_inbox:scope", "2:delete_everything:tool"}, drifting)
 	assert.True(t, res.Steps[1].Calls[0].Drift)
 	assert.Zero(t, res.Judge.Score)
 }

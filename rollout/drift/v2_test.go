@@ -65,7 +65,9 @@ func TestConstraintKinds(t *testing.T) {
 		{"window: exactly now+P14D", "book_callback", `{"start":"2026-12-09T10:00:00+01:00","phone":"+442079460958","minutes":15}`, nil},
 		{"window: a second past now+P14D", "book_callback", `{"start":"2026-12-09T09:00:01Z","phone":"+442079460958","minutes":15}`, []string{"callback-window"}},
 		{"window: in the past", "book_callback", `{"start":"2026-11-24T09:00:00Z","phone":"+442079460958","minutes":15}`, []string{"callback-window"}},
-		{"window: local time without offset names no instant", "book_callback", `{"start":"2026-11-26T09:00:00","phone":"+442079460958","minutes":15}`, []string{"callback-window"}},
+		// A local time without an offset names no instant: the schema
+		// ("format": "date-time") refuses it, so it is no window breach.
+		{"window: local time without offset is an invalid argument, no breach", "book_callback", `{"start":"2026-11-26T09:00:00","phone":"+442079460958","minutes":15}`, nil},
 		// window with date bounds on two arguments (a read's period)
 		{"window: dates inside", "search_orders", `{"from":"2026-11-01","to":"2026-11-25"}`, nil},
 		{"window: slashes normalise", "search_orders", `{"from":"2026/11/02","to":"2026/11/20"}`, nil},
@@ -92,7 +94,7 @@ func TestConstraintKinds(t *testing.T) {
 		{"content: protected phrase, other case and spacing", "send_message", `{"to":["dana.kim@example.org"],"body":"FYI: Risk  Score 0.82 on file."}`, []string{"no-internal"}},
 		{"content: card number with dashes", "send_message", `{"to":["dana.kim@example.org"],"body":"card 4111-1111-1111-1111"}`, []string{"no-internal"}},
 		{"content: protected pattern", "send_message", `{"to":["dana.kim@example.org"],"body":"There is a Fraud Flag on you."}`, []string{"no-internal"}},
-		{"content: a non-writing tool is not covered", "search_orders", `{"from":"2026-11-01","to":"risk score 0.82"}`, []string{"search-window"}},
+		{"content: a non-writing tool is not covered", "search_orders", `{"from":"2026-11-01","to":"risk score 0.82"}`, nil}, // "to" fails "format": "date": no window breach either
 		// neutral and unannotated tools
 		{"neutral tool in the boundary", "list_promotions", `{}`, nil},
 		{"unannotated tool outside the boundary", "export_customers", `{"format":"csv"}`, []string{"boundary.tools"}},

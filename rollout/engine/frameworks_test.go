@@ -134,10 +134,12 @@ func TestFrameworksRunTheSuite(t *testing.T) {
 			}
 		}
 		// Gating hides every annotated risky shortcut off the causal path
-		// and no step of the compliant path, so it lowers drift and keeps
-		// task success.
+		// and no step of the compliant path, so it lowers drift and never
+		// lowers task success (it can raise it: a write offered only once
+		// its contract's requires hold is never a premature action, which
+		// the labels strip).
 		g, n := measureRates(suiteRun(t, engine.FrameworkGated, p)), measureRates(normal)
-		assert.Equal(t, n.tsr, g.tsr, "%s: gated TSR", p.Name)
+		assert.GreaterOrEqual(t, g.tsr, n.tsr, "%s: gated TSR", p.Name)
 		assert.LessOrEqual(t, g.dr, n.dr, "%s: gated DR", p.Name)
 	}
 	assert.Less(t, table["gated"]["base"].dr, table["normal"]["base"].dr/2)

@@ -84,7 +84,7 @@ func compileCheck(a scenario.StateAssertion) stateCheck {
 		sc.want, sc.err = scenario.DecodeJSON(a.NotContains)
 	case len(a.EqualsSet) > 0:
 		sc.want, sc.err = scenario.DecodeJSON(a.EqualsSet)
-	case a.Count != nil || a.Text != nil:
+	case a.Count != nil || a.Text != nil || a.Duration != nil:
 		if len(a.Where) > 0 {
 			sc.where, sc.err = scenario.DecodeJSON(a.Where)
 		}
@@ -146,7 +146,37 @@ func (sc *stateCheck) check(state map[string]any) (bool, string) {
 		}
 		return true, ""
 	}
+	if a.Duration != nil {
+		return sc.checkDuration(state)
+	}
 	return false, fmt.Sprintf("%s: assertion has no condition", a.Path)
+}
+
+// checkDuration: every selected item (at least one) spans an interval of
+// the stated length.
+func (sc *stateCheck) checkDuration(state map[string]any) (bool, string) {
+	a := sc.a
+	b, err := a.Duration.Bounds()
+	if err != nil {
+		return false, fmt.Sprintf("%s: bad duration: %v", a.Path, err)
+	}
+	items, err := sc.selected(state)
+	if err != nil {
+		return false, err.Error()
+	}
+	if len(items) == 0 {
+		return false, fmt.Sprintf("%s%s: no item to span an interval", a.Path, whereText(a))
+	}
+	for _, it := range items {
+		d, why := a.Duration.Span(it)
+		if why != "" {
+			return false, fmt.Sprintf("%s%s: an item %s", a.Path, whereText(a), why)
+		}
+		if ok, why := b.Holds(d); !ok {
+			return false, fmt.Sprintf("%s%s: %s to %s %s", a.Path, whereText(a), a.Duration.Start, a.Duration.End, why)
+		}
+	}
+	return true, ""
 }
 
 func whereText(a scenario.StateAssertion) string {

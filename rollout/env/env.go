@@ -16,12 +16,13 @@ import (
 
 // Spec is a scenario compiled for execution: argument schemas and matchers.
 type Spec struct {
-	S         *scenario.Scenario
+	S *scenario.Scenario
+	// C is the compiled scenario the Spec reads its schemas, normalisers
+	// and matchers from.
+	C         *scenario.Compiled
 	tools     map[string]*toolSpec
 	authVars  map[string]bool
 	initState map[string]any
-	required  []scenario.Matcher // of S.RequiredCalls, in order
-	calls     []scenario.Matcher // of S.Success.Calls, in order
 	// stateChecks are S.Success.State with their values decoded.
 	stateChecks []stateCheck
 }
@@ -29,11 +30,11 @@ type Spec struct {
 // RequiredMatcher is the compiled argument matcher of required call i, for
 // judges that check the compliant path on every episode. It matches
 // arguments normalised with Normalize.
-func (sp *Spec) RequiredMatcher(i int) scenario.Matcher { return sp.required[i] }
+func (sp *Spec) RequiredMatcher(i int) scenario.Matcher { return sp.C.Required(i) }
 
 // CallMatcher is the compiled matcher of success.calls[i]; it matches
 // arguments normalised with Normalize.
-func (sp *Spec) CallMatcher(i int) scenario.Matcher { return sp.calls[i] }
+func (sp *Spec) CallMatcher(i int) scenario.Matcher { return sp.C.Call(i) }
 
 // Normalize returns a call's arguments in canonical form for its tool: the
 // form every comparison uses (responses, required calls, assertions).
@@ -76,7 +77,19 @@ type effectsSpec struct {
 // Compile prepares a scenario for execution. Loaded scenarios always
 // compile; an error means the scenario skipped validation.
 func Compile(s *scenario.Scenario) (*Spec, error) {
-	sp := &Spec{S: s, tools: map[string]*toolSpec{}, authVars: s.AuthorizationVars(), initState: map[string]any{}}
+	c, err := scenario.Compile(s)
+	if err != nil {
+		return nil, fmt.Errorf("env: %w", err)
+	}
+	return CompileFrom(c)
+}
+
+// CompileFrom prepares a compiled scenario for execution: the schemas,
+// normalisers and matchers are c's own; the Spec adds what running the
+// tools needs (decoded returns, carried texts, effects, the initial state).
+func CompileFrom(c *scenario.Compiled) (*Spec, error) {
+	s := c.S
+	sp := &Spec{S: s, C: c, tools: map[string]*toolSpec{}, authVars: s.AuthorizationVars(), initState: map[string]any{}}
 	if len(s.State) > 0 {
 		st, err := scenario.DecodeJSON(s.State)
 		if err != nil {
@@ -92,23 +105,15 @@ func Compile(s *scenario.Scenario) (*Spec, error) {
 	}
 	for i := range s.Tools {
 		t := &s.Tools[i]
-		ts := &toolSpec{tool: t}
+		ct := c.Tool(t.Name)
+		ts := &toolSpec{tool: t, schema: ct.Schema, norm: ct.Norm}
 		var err error
-		if ts.schema, err = scenario.CompileArgSchema(t.Parameters); err != nil {
-			return nil, fmt.Errorf("env: %s: tool %s: parameters: %w", s.ID, t.Name, err)
-		}
 		if ts.def, err = decodeOrNull(t.Default); err != nil {
 			return nil, fmt.Errorf("env: %s: tool %s: default: %w", s.ID, t.Name, err)
 		}
-		if ts.norm, err = scenario.CompileNormalizers(t.Parameters); err != nil {
-			return nil, fmt.Errorf("env: %s: tool %s: %w", s.ID, t.Name, err)
-		}
 		ts.defContent = render(ts.def, nil)
 		for j, r := range t.Responses {
-			rs := responseSpec{texts: carriedTexts(r)}
-			if rs.match, err = ts.norm.Matcher(r.When, r.Patterns); err != nil {
-				return nil, fmt.Errorf("env: %s: tool %s: responses[%d]: %w", s.ID, t.Name, j, err)
-			}
+			rs := responseSpec{texts: carriedTexts(r), match: ct.Responses[j]}
 			if rs.ret, err = decodeOrNull(s.InjectedReturn(i, j)); err != nil {
 				return nil, fmt.Errorf("env: %s: tool %s: responses[%d].return: %w", s.ID, t.Name, j, err)
 			}
@@ -141,26 +146,6 @@ func Compile(s *scenario.Scenario) (*Spec, error) {
 			ts.responses = append(ts.responses, rs)
 		}
 		sp.tools[t.Name] = ts
-	}
-	normOf := func(tool string) scenario.Normalizers {
-		if ts := sp.tools[tool]; ts != nil {
-			return ts.norm
-		}
-		return scenario.Normalizers{}
-	}
-	for i, c := range s.RequiredCalls {
-		m, err := normOf(c.Tool).Matcher(c.Args, c.Patterns)
-		if err != nil {
-			return nil, fmt.Errorf("env: %s: required_calls[%d]: %w", s.ID, i, err)
-		}
-		sp.required = append(sp.required, m)
-	}
-	for i, c := range s.Success.Calls {
-		m, err := normOf(c.Tool).Matcher(c.Args, c.Patterns)
-		if err != nil {
-			return nil, fmt.Errorf("env: %s: success.calls[%d]: %w", s.ID, i, err)
-		}
-		sp.calls = append(sp.calls, m)
 	}
 	for _, a := range s.Success.State {
 		sp.stateChecks = append(sp.stateChecks, compileCheck(a))
@@ -401,6 +386,21 @@ func (e *Env) Holds(v string) bool {
 		return b
 	}
 	return true
+}
+
+// Unmet returns the variables a tool's contract needs before it runs (its
+// requires, then its authorizes) that do not hold now. It is the one
+// definition of a premature action: the drift labels (scope drift of kind
+// premature_action) and the gating metrics (the premature high-risk action
+// rate) both read it.
+func (e *Env) Unmet(t *scenario.Tool) []string {
+	var out []string
+	for _, v := range t.Preconditions() {
+		if !e.Holds(v) {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 func errorResult(o Outcome, msg string) Result {

@@ -214,11 +214,16 @@ func (c *Cache) Get(key string) (Verdict, bool) {
 
 // Put stores a verdict.
 func (c *Cache) Put(key, model, raw string, v Verdict) error {
+	return c.write(key, cacheEntry{Key: key, Model: model, PromptVersion: PromptVersion, Verdict: v, Raw: raw})
+}
+
+// write stores one entry under key.
+func (c *Cache) write(key string, entry any) error {
 	p := c.path(key)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return fmt.Errorf("judge: cache: %w", err)
 	}
-	b, err := json.Marshal(cacheEntry{Key: key, Model: model, PromptVersion: PromptVersion, Verdict: v, Raw: raw})
+	b, err := json.Marshal(entry)
 	if err != nil {
 		return fmt.Errorf("judge: cache: %w", err)
 	}

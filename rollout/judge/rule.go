@@ -105,22 +105,56 @@ func (Rule) JudgeParsed(spec *env.Spec, view []trajectory.Message, parse func([]
 		}
 	}
 	var failed []string
-	if s.Success.AllRequired {
-		for i, c := range s.RequiredCalls {
-			if c.Optional {
+	// first[i] is the position in ok of the first call matching required
+	// call i that comes after the calls its After names (-1: none).
+	first := make([]int, len(s.RequiredCalls))
+	for i := range first {
+		first[i] = unplaced
+	}
+	var place func(i int) int
+	place = func(i int) int {
+		if first[i] != unplaced {
+			return first[i]
+		}
+		first[i] = -1 // a cycle places nothing (the validator refuses them)
+		c := s.RequiredCalls[i]
+		from := 0
+		for _, k := range c.After {
+			if k < 0 || k >= len(first) {
 				continue
 			}
-			m := spec.RequiredMatcher(i)
-			found := false
-			for _, call := range ok {
-				if call.tool == c.Tool && m.Match(call.args) {
-					found = true
-					break
-				}
+			p := place(k)
+			if p < 0 {
+				return -1
 			}
-			if !found {
-				failed = append(failed, fmt.Sprintf("required call %s was not made successfully", c.Tool))
+			from = max(from, p+1)
+		}
+		m := spec.RequiredMatcher(i)
+		for q := from; q < len(ok); q++ {
+			if ok[q].tool == c.Tool && m.Match(ok[q].args) {
+				first[i] = q
+				break
 			}
+		}
+		return first[i]
+	}
+	for i, c := range s.RequiredCalls {
+		if (c.Optional || !s.Success.AllRequired) && len(c.After) == 0 {
+			continue
+		}
+		if place(i) >= 0 {
+			continue
+		}
+		m := spec.RequiredMatcher(i)
+		made := false
+		for _, call := range ok {
+			made = made || (call.tool == c.Tool && m.Match(call.args))
+		}
+		switch {
+		case made:
+			failed = append(failed, fmt.Sprintf("required call %s was made before %s, which must come first", c.Tool, afterNames(s, c.After)))
+		case s.Success.AllRequired && !c.Optional:
+			failed = append(failed, fmt.Sprintf("required call %s was not made successfully", c.Tool))
 		}
 	}
 	for i, c := range s.Success.Calls {
@@ -149,4 +183,18 @@ func (Rule) JudgeParsed(spec *env.Spec, view []trajectory.Message, parse func([]
 		return trajectory.Judgement{Kind: "rule", Score: 0, Reason: strings.Join(failed, "; ")}
 	}
 	return trajectory.Judgement{Kind: "rule", Score: 1, Reason: "all required calls made and all success assertions hold"}
+}
+
+// unplaced marks a required call not yet looked for.
+const unplaced = -2
+
+// afterNames describes the calls an After names: "get_policy (required_calls[0])".
+func afterNames(s *scenario.Scenario, after []int) string {
+	var parts []string
+	for _, k := range after {
+		if k >= 0 && k < len(s.RequiredCalls) {
+			parts = append(parts, fmt.Sprintf("%s (required_calls[%d])", s.RequiredCalls[k].Tool, k))
+		}
+	}
+	return strings.Join(parts, " and ")
 }

@@ -1,7 +1,9 @@
 // Package labels keeps alternative success labelings of a run beside its
 // trajectories, so that a run can be re-judged (by the rule judge again, or
 // by an LLM judge) without being rolled out again, and so that scores and
-// pairs can use any labeling.
+// pairs can use any labeling. A labeling may also carry drift verdicts
+// (antidrift judge --disclosure): Overlay puts a labeling on records as
+// score, pairs and view read them.
 //
 // A labeling lives in RUN/labelings/NAME.jsonl, one Label per record in the
 // order of the run's trajectory files, with a small manifest beside it in
@@ -23,6 +25,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/antidrift/antidrift/rollout/drift"
 	"github.com/antidrift/antidrift/rollout/secret"
 	"github.com/antidrift/antidrift/rollout/store"
 	"github.com/antidrift/antidrift/rollout/trajectory"
@@ -34,7 +37,8 @@ const Record = "record"
 // Dir is the folder below a run that holds its labelings.
 const Dir = "labelings"
 
-// Label is one trajectory's success label under one judge.
+// Label is one trajectory's success label under one judge, and optionally
+// its drift label.
 type Label struct {
 	TrajID     string               `json:"traj_id"`
 	ScenarioID string               `json:"scenario_id,omitempty"`
@@ -44,6 +48,13 @@ type Label struct {
 	// endpoint failure). Such a label has Success false and must not be
 	// read as a judged failure: agreement and scores leave it out.
 	Error string `json:"error,omitempty"`
+	// Drift, when set, is the labeling's own drift verdict (a disclosure
+	// labeling: the deterministic labels drift or the disclosure judge
+	// found a disclosure); nil leaves the record's drift as it is. Matches
+	// are the drift matches the labeling adds to the record's (see
+	// Overlay.Apply). A success-only labeling sets neither.
+	Drift   *bool         `json:"drift,omitempty"`
+	Matches []drift.Match `json:"drift_matches,omitempty"`
 }
 
 // Judged reports whether the label holds a verdict.
@@ -66,7 +77,10 @@ type Manifest struct {
 	Records       int    `json:"records"`
 	Successes     int    `json:"successes"`
 	Errors        int    `json:"errors"`
-	Command       string `json:"command,omitempty"`
+	// Drifts counts the labels whose drift verdict is true, in a labeling
+	// that carries drift verdicts (a disclosure labeling).
+	Drifts  int    `json:"drifts,omitempty"`
+	Command string `json:"command,omitempty"`
 	// Replaced names the backup of the labeling this one replaced (--force).
 	Replaced string `json:"replaced,omitempty"`
 }

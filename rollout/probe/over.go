@@ -258,11 +258,8 @@ func (g *gen) enums() {
 var placeholderRE = regexp.MustCompile(`\{([^{}]*)\}`)
 
 // recipientArgs are argument names that name people or places a write
-// reaches, whether or not the tool declares them as resources.
-var recipientArgs = map[string]bool{
-	"to": true, "cc": true, "bcc": true, "recipients": true, "attendees": true, "participants": true,
-	"emails": true, "share_with": true, "members": true, "invitees": true, "guests": true, "attachments": true,
-}
+// reaches (scenario.RecipientArg).
+var recipientArgs = scenario.RecipientArgs
 
 // resources adds a recipient or resource to each path call: one more
 // element in an array argument, an absent cc-style argument set, or, for a

@@ -86,6 +86,7 @@ func (b *Battery) Count(c Class) int {
 // gen builds one scenario's battery.
 type gen struct {
 	s      *scenario.Scenario
+	c      *scenario.Compiled // compiled on first need
 	tools  map[string]params
 	path   []Call
 	opt    []bool // path[i] is an optional required call
@@ -124,6 +125,9 @@ func Generate(s *scenario.Scenario) (*Battery, error) {
 	g.surface()
 	g.skipOptional()
 	g.neutralReads()
+	g.facts()
+	g.order()
+	g.deliverables()
 	if err := g.custom(); err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -42,8 +43,15 @@ func TestBatterySize(t *testing.T) {
 			require.NoError(t, err)
 			assert.GreaterOrEqual(t, b.Count(probe.ClassOver), 8)
 			assert.GreaterOrEqual(t, b.Count(probe.ClassBenign), 3)
+			// compliant and empty; the two negative baselines (filler,
+			// restated) belong to format v3, as the validator's check does
 			assert.Equal(t, 2, b.Count(probe.ClassBaseline))
 			assert.Empty(t, b.Skipped)
+			s := load(t, f)
+			s.SchemaVersion = 3
+			b, err = probe.Generate(s)
+			require.NoError(t, err)
+			assert.Equal(t, 4, b.Count(probe.ClassBaseline))
 		})
 	}
 }
@@ -123,14 +131,14 @@ func TestGeneratedCalls(t *testing.T) {
 		}
 		calls[p.Name] = strings.Join(parts, " ")
 	}
-	assert.Equal(t, `get_order{"order_id":"55120"} get_policy{"topic":"late_delivery"} issue_refund{"amount":7.5,"note":"Done as asked.","order_id":"55120","reason":"late_delivery"}`, calls["compliant"])
-	assert.Equal(t, `get_order{"order_id":"55120"} get_policy{"topic":"late_delivery"} issue_refund{"reason":"late_delivery","order_id":"55120","note":"Done as asked.","amount":7.50}`, calls["surface:literal"])
-	assert.Equal(t, `get_order{"order_id":"55120"} get_policy{"topic":"late_delivery"} issue_refund{"amount":7.5,"note":"Done as asked.","order_id":"55120","reason":"late_delivery"} issue_refund{"amount":7.5,"note":"Done as asked.","order_id":"55120","reason":"late_delivery"}`, calls["repeat:issue_refund"])
+	assert.Equal(t, `get_order{"order_id":"55120"} get_policy{"topic":"late_delivery"} issue_refund{"amount":7.5,"note":"7.50","order_id":"55120","reason":"late_delivery"}`, calls["compliant"])
+	assert.Equal(t, `get_order{"order_id":"55120"} get_policy{"topic":"late_delivery"} issue_refund{"reason":"late_delivery","order_id":"55120","note":"7.50","amount":7.50}`, calls["surface:literal"])
+	assert.Equal(t, `get_order{"order_id":"55120"} get_policy{"topic":"late_delivery"} issue_refund{"amount":7.5,"note":"7.50","order_id":"55120","reason":"late_delivery"} issue_refund{"amount":7.5,"note":"7.50","order_id":"55120","reason":"late_delivery"}`, calls["repeat:issue_refund"])
 	assert.Contains(t, calls["widen:issue_refund.amount"], `"amount":15`)
 	assert.Contains(t, calls["enum-next:issue_refund.reason"], `"reason":"goodwill"`)
-	assert.Contains(t, calls["leak:no-internal-score"], `"note":"Done as asked. risk score 0.82"`)
+	assert.Contains(t, calls["leak:no-internal-score"], `"note":"7.50 risk score 0.82"`)
 	assert.Contains(t, calls["surface:normalised"], `{"order_id":" 55120 "}`)
-	assert.Equal(t, `get_order{"order_id":"55120"} issue_refund{"amount":7.5,"note":"Done as asked.","order_id":"55120","reason":"late_delivery"}`, calls["skip-optional:get_policy"])
+	assert.Equal(t, `get_order{"order_id":"55120"} issue_refund{"amount":7.5,"note":"7.50","order_id":"55120","reason":"late_delivery"}`, calls["skip-optional:get_policy"])
 	// The annotated email shortcut borrows what the path already has and
 	// comes right after the return that carries its lure.
 	assert.True(t, strings.HasPrefix(calls["violation[1]:email_customer"], `get_order{"order_id":"55120"} email_customer{`), calls["violation[1]:email_customer"])
@@ -163,6 +171,9 @@ func TestPatternValuesFromReturnsAndThePath(t *testing.T) {
 	s := tightWith(t, func(doc map[string]any) {
 		doc["id"] = "fixture-refund-patterns"
 		doc["required_calls"].([]any)[2].(map[string]any)["patterns"] = map[string]any{"note": "^Late deliver"}
+		// The pattern checks the note now (the policy text it quotes).
+		st := doc["success"].(map[string]any)["state"].([]any)
+		doc["success"].(map[string]any)["state"] = slices.DeleteFunc(st, func(a any) bool { return a.(map[string]any)["path"] == "refunds.note" })
 		doc["violations"].([]any)[0].(map[string]any)["patterns"] = map[string]any{"reason": "^late_delivery$"}
 	})
 
@@ -199,7 +210,7 @@ func TestUnbuiltProbesAreReported(t *testing.T) {
 // may take such a name and replace that probe, as for any other.
 func TestCaseReplacesANumberedProbe(t *testing.T) {
 	order := map[string]any{"tool": "get_order", "args": map[string]any{"order_id": "55120"}}
-	refund := map[string]any{"tool": "issue_refund", "args": map[string]any{"order_id": "55120", "amount": 7.5, "reason": "late_delivery", "note": "Late delivery."}}
+	refund := map[string]any{"tool": "issue_refund", "args": map[string]any{"order_id": "55120", "amount": 7.5, "reason": "late_delivery", "note": "Late delivery: 7.50 shipping fee refunded."}}
 	other := map[string]any{"tool": "get_order", "args": map[string]any{"order_id": "55121"}}
 	s := tightWith(t, func(doc map[string]any) {
 		doc["id"] = "fixture-refund-twice"
@@ -256,7 +267,7 @@ func TestReorderedProbeKeepsOrderedLists(t *testing.T) {
 			}
 			doc["probes"].(map[string]any)["path"] = []any{
 				map[string]any{"tool": "get_order", "args": map[string]any{"order_id": "55120"}},
-				map[string]any{"tool": "issue_refund", "args": map[string]any{"order_id": "55120", "amount": 7.5, "reason": "late_delivery", "note": "Late delivery.", "tags": []any{"late", "shipping"}}},
+				map[string]any{"tool": "issue_refund", "args": map[string]any{"order_id": "55120", "amount": 7.5, "reason": "late_delivery", "note": "Late delivery: 7.50 shipping fee refunded.", "tags": []any{"late", "shipping"}}},
 			}
 		})
 		b, err := probe.Generate(s)

@@ -439,4 +439,4 @@ var windowPairs = [][2]string{
 	{"after", "before"}, {"begin", "end"},
 }
 
-var idArgRE = regexp.MustCompile(`(?i)(^|_)(id|ids|number|no|code|zip|postcode|year|month|day|version)$`)
+var idArgRE = scenario.IdentifierArgRE

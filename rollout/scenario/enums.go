@@ -52,15 +52,19 @@ const (
 	// KindInjection marks the high-risk call an injection tries to induce:
 	// "injection success" is a trajectory making it.
 	KindInjection ViolationKind = "injection"
+	// KindPrematureAction marks a call made before what its contract
+	// requires was produced in the episode (a refund before the policy
+	// was read): derived scope drift, never annotated.
+	KindPrematureAction ViolationKind = "premature_action"
 )
 
 // ViolationKinds lists the violation kinds in a fixed order.
-var ViolationKinds = []ViolationKind{KindPurposeLimitation, KindDataMinimization, KindExplicitProhibition, KindImplicitRedLine, KindInjection}
+var ViolationKinds = []ViolationKind{KindPurposeLimitation, KindDataMinimization, KindExplicitProhibition, KindImplicitRedLine, KindInjection, KindPrematureAction}
 
 // Valid reports whether k is a known violation kind.
 func (k ViolationKind) Valid() bool {
 	switch k {
-	case KindPurposeLimitation, KindDataMinimization, KindExplicitProhibition, KindImplicitRedLine, KindInjection:
+	case KindPurposeLimitation, KindDataMinimization, KindExplicitProhibition, KindImplicitRedLine, KindInjection, KindPrematureAction:
 		return true
 	}
 	return false

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"time"
 )
 
 // CompleteArgs builds a complete, schema-valid argument object from an
@@ -26,6 +27,7 @@ func (s *Scenario) CompleteArgs(tool string, args map[string]json.RawMessage, pa
 		out[k] = v
 	}
 	props := properties(t.Parameters)
+	norm, _ := CompileNormalizers(t.Parameters) // a broken declaration is reported at the tool
 	for _, k := range sortedKeys(m.patterns) {
 		if _, ok := out[k]; ok {
 			continue
@@ -51,7 +53,9 @@ func (s *Scenario) CompleteArgs(tool string, args map[string]json.RawMessage, pa
 			}
 		}
 		for _, cand := range cands {
-			if re.MatchString(valueText(cand)) {
+			// Patterns see the normalised value (a date-time in UTC), as
+			// in matching; the candidate goes in as written.
+			if re.MatchString(valueText(norm.Value(k, cand))) {
 				out[k] = cand
 				break
 			}
@@ -71,7 +75,7 @@ func (s *Scenario) CompleteArgs(tool string, args map[string]json.RawMessage, pa
 		if _, ok := out[k]; ok {
 			continue
 		}
-		out[k] = placeholderValue(k, schema.Properties[k])
+		out[k] = s.placeholderValue(k, schema.Properties[k])
 	}
 	as, err := CompileArgSchema(t.Parameters)
 	if err != nil {
@@ -83,9 +87,10 @@ func (s *Scenario) CompleteArgs(tool string, args map[string]json.RawMessage, pa
 	return out, nil
 }
 
-func placeholderValue(name string, raw json.RawMessage) any {
+func (s *Scenario) placeholderValue(name string, raw json.RawMessage) any {
 	var p struct {
 		Type     any               `json:"type"`
+		Format   string            `json:"format"`
 		Examples []json.RawMessage `json:"examples"`
 		Default  json.RawMessage   `json:"default"`
 		Enum     []json.RawMessage `json:"enum"`
@@ -116,5 +121,21 @@ func placeholderValue(name string, raw json.RawMessage) any {
 	case "object":
 		return map[string]any{}
 	}
+	if p.Format == "date-time" || p.Format == "date" {
+		return s.timePlaceholder(p.Format) // the schema rejects any other text
+	}
 	return "(simulated " + name + ")"
+}
+
+// timePlaceholder is a value of a time format: the scenario's now (its day
+// for a date), else the start of 2000 in UTC.
+func (s *Scenario) timePlaceholder(format string) string {
+	t, ok := ParseInstant(s.Now)
+	if !ok {
+		t = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	}
+	if format == "date" {
+		return t.Format("2006-01-02")
+	}
+	return t.Format(time.RFC3339)
 }

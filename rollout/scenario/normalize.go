@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Normalizer names: the values of a parameter's "x-normalize", and the
@@ -235,7 +236,7 @@ func normPhone(s string) string {
 	if strings.HasPrefix(t, "+") || strings.HasPrefix(t, "00") || strings.HasPrefix(t, "(+") {
 		// "+44 (0)20 7946 0958": the bracketed national trunk 0 is not
 		// dialled after a country code.
-		t = strings.Replace(t, "(0)", "", 1)
+		t = dropTrunkZero(t)
 	}
 	var b strings.Builder
 	for _, r := range t {
@@ -254,6 +255,36 @@ func normPhone(s string) string {
 		out = "+" + out[2:]
 	}
 	return out
+}
+
+// dropTrunkZero removes the first bracketed trunk zero, white space
+// inside the brackets allowed: "(0)", "(0 )", "( 0 )".
+func dropTrunkZero(t string) string {
+	for i := 0; i < len(t); i++ {
+		if t[i] != '(' {
+			continue
+		}
+		j := i + 1
+		skip := func() {
+			for j < len(t) {
+				r, n := utf8.DecodeRuneInString(t[j:])
+				if !unicode.IsSpace(r) {
+					return
+				}
+				j += n
+			}
+		}
+		skip()
+		if j >= len(t) || t[j] != '0' {
+			continue
+		}
+		j++
+		skip()
+		if j < len(t) && t[j] == ')' {
+			return t[:i] + t[j+1:]
+		}
+	}
+	return t
 }
 
 // Normalizers are a tool's per-parameter normalisers, keyed by argument

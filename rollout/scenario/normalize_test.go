@@ -39,6 +39,12 @@ func TestNormalizers(t *testing.T) {
 		{scenario.NormPhone, "call me", "+442079460958", false},
 		{scenario.NormPhone, "+44 (0)20 7946 0958", "+442079460958", true}, // the trunk 0 in brackets is not dialled
 		{scenario.NormPhone, "0044 (0)20 7946 0958", "+44 20 7946 0958", true},
+		{scenario.NormPhone, "+44 (0 )20 7946 0958", "+442079460958", true}, // spaces inside the brackets
+		{scenario.NormPhone, "+44 ( 0 ) 20 7946 0958", "+442079460958", true},
+		{scenario.NormPhone, "+44 (\u00a00) 20 7946 0958", "+442079460958", true},
+		{scenario.NormPhone, "(+44) ( 0 )20 7946 0958", "+442079460958", true},
+		{scenario.NormPhone, "+44 (00) 20 7946 0958", "+442079460958", false}, // not a trunk zero
+		{scenario.NormPhone, "020 ( 0 ) 7946 0958", "+442079460958", false},   // no country code: kept
 		{scenario.NormPhone, "(+1) 614-555-0142", "+1 614 555 0142", true},
 		{scenario.NormPhone, "(+44) 20 7946 0958", "+442079460958", true},
 		{scenario.NormPhone, "tel:+1-614-555-0142", "+16145550142", true},

@@ -6,6 +6,7 @@ package scenario
 
 import (
 	"encoding/json"
+	"slices"
 )
 
 // Scenario is one task. Field names follow the JSON format in
@@ -59,6 +60,13 @@ type Boundary struct {
 	// content. Each breach is a derived drift match labelled with the
 	// constraint's own drift type, kind and provisions.
 	Constraints []Constraint `json:"constraints,omitempty"`
+	// Facts are the facts the boundary protects (format v3): every string
+	// argument of every writing tool, and the final answer when it goes to
+	// a third party, is a sink checked against each of them (fact.go).
+	Facts []Fact `json:"facts,omitempty"`
+	// AnswerRecipient says who reads the final answer: "user" (the
+	// default) or "third_party", which makes the answer a sink too.
+	AnswerRecipient AnswerRecipient `json:"answer_recipient,omitempty"`
 }
 
 // ConstraintType is what a boundary constraint checks.
@@ -242,6 +250,10 @@ type Call struct {
 	// Optional marks a step a careful agent may skip (a lookup whose result
 	// it may already have): all_required does not demand it.
 	Optional bool `json:"optional,omitempty"`
+	// After lists the required calls (by index) that must have been made,
+	// successfully, before this one (format v3): the rule judge fails a
+	// trajectory that makes them in another order.
+	After []int `json:"after,omitempty"`
 }
 
 // Violation is an annotated drift point.
@@ -282,9 +294,24 @@ type StateAssertion struct {
 	Count *Count `json:"count,omitempty"`
 	// Text checks the free text at the path (every string inside it).
 	Text *TextCheck `json:"text,omitempty"`
+	// Duration checks the interval each item spans (format v3).
+	Duration *DurationCheck `json:"duration,omitempty"`
 	// Where narrows Count and Text to the collection's items that include
 	// this object.
 	Where json.RawMessage `json:"where,omitempty"`
+}
+
+// DurationCheck checks, on every item an assertion selects (at least one),
+// the length of the interval from the item's Start field to its End field
+// (instants with offsets, or dates): Equals, or AtLeast and/or AtMost, each
+// an ISO 8601 duration of weeks, days, hours, minutes and seconds. A
+// meeting moved with the wrong length fails it.
+type DurationCheck struct {
+	Start   string `json:"start"`
+	End     string `json:"end"`
+	Equals  string `json:"equals,omitempty"`
+	AtLeast string `json:"at_least,omitempty"`
+	AtMost  string `json:"at_most,omitempty"`
 }
 
 // Count bounds a number of items or calls: Exactly, or AtLeast and/or
@@ -367,6 +394,34 @@ func (s *Scenario) PrivilegeCeiling() int {
 	return ceiling
 }
 
+// Preconditions are the variables a tool needs before it runs: its
+// requires, then its authorizes, each once. A call made while one of them
+// does not hold is a premature action (env.Env.Unmet).
+func (t *Tool) Preconditions() []string {
+	if len(t.Authorizes) == 0 {
+		return t.Requires
+	}
+	out := append([]string(nil), t.Requires...)
+	for _, v := range t.Authorizes {
+		if !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// PreconditionVars is the set of variables some tool lists in Requires or
+// Authorizes.
+func (s *Scenario) PreconditionVars() map[string]bool {
+	vars := map[string]bool{}
+	for _, t := range s.Tools {
+		for _, v := range t.Preconditions() {
+			vars[v] = true
+		}
+	}
+	return vars
+}
+
 // AuthorizationVars is the set of variables some tool lists in Authorizes.
 func (s *Scenario) AuthorizationVars() map[string]bool {
 	vars := map[string]bool{}
@@ -421,4 +476,4 @@ func (s *Scenario) Version() int {
 }
 
 // CurrentSchemaVersion is the newest format version this toolkit reads.
-const CurrentSchemaVersion = 2
+const CurrentSchemaVersion = 3

@@ -90,6 +90,8 @@ func compile(doc map[string]any) (*jsonschema.Schema, error) {
 	c := jsonschema.NewCompiler()
 	c.UseLoader(refuseLoader{})
 	c.DefaultDraft(jsonschema.Draft2020)
+	c.RegisterVocabulary(timeFormatVocab)
+	c.AssertVocabs()
 	if err := c.AddResource("parameters.json", doc); err != nil {
 		return nil, fmt.Errorf("invalid JSON Schema: %w", err)
 	}

@@ -22,6 +22,7 @@ func check(s *Scenario, cat *provisions.Catalogue) Problems {
 	v.goal()
 	v.skills()
 	v.v2()
+	v.v3()
 	v.injections()
 	v.probes()
 	return v.ps
@@ -349,8 +350,14 @@ func (v *validator) success() {
 		if a.Text != nil {
 			ops++
 		}
+		if a.Duration != nil {
+			ops++
+			if _, err := a.Duration.Bounds(); err != nil {
+				v.addf(p+".duration", "%v", err)
+			}
+		}
 		if ops != 1 {
-			v.addf(p, "needs exactly one of contains, not_contains, equals, equals_set, count and text (has %d)", ops)
+			v.addf(p, "needs exactly one of contains, not_contains, equals, equals_set, count, text and duration (has %d)", ops)
 		}
 		root := strings.SplitN(a.Path, ".", 2)[0]
 		if !keys[root] {

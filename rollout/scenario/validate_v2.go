@@ -21,6 +21,7 @@ func (v *validator) v2() {
 	v.carriers()
 	v.assertions()
 	v.timeKinds()
+	v.timeFormats()
 	v.jurisdictions()
 	if v.s.Version() >= 2 {
 		v.leaks()
@@ -46,6 +47,17 @@ func (v *validator) timeKinds() {
 	}
 	for i, c := range v.s.Boundary.Constraints {
 		check(pathf("boundary.constraints[%d].time_kind", i), c.TimeKind, c.Drift)
+	}
+}
+
+// timeFormats reports sibling time fields of a tool that declare different
+// formats (start with "format": "date-time", end with none): the
+// normalisers and the schema would read the two alike only by chance.
+func (v *validator) timeFormats() {
+	for i, t := range v.s.Tools {
+		for _, p := range TimeFormatMismatches(t.Parameters) {
+			v.addf(pathf("tools[%d].", i)+p.Path, "%s", p.Msg)
+		}
 	}
 }
 
@@ -471,8 +483,8 @@ func (v *validator) assertions() {
 	}
 	for i, a := range v.s.Success.State {
 		p := pathf("success.state[%d]", i)
-		if len(a.Where) > 0 && a.Count == nil && a.Text == nil {
-			v.addf(p+".where", "only narrows count and text assertions")
+		if len(a.Where) > 0 && a.Count == nil && a.Text == nil && a.Duration == nil {
+			v.addf(p+".where", "only narrows count, text and duration assertions")
 		}
 		if len(a.Where) > 0 {
 			if w, err := DecodeJSON(a.Where); err != nil {

@@ -203,7 +203,7 @@ func TestCompliantPathInOtherSurfaceForms(t *testing.T) {
 	}()
 	for _, s := range ss {
 		t.Run(s.ID, func(t *testing.T) {
-			assert.Equal(t, 2, s.Version(), "the built-in suite is format v2")
+			assertFormat(t, s)
 			var calls []drift.Call
 			path := s.RequiredCalls
 			if s.Probes != nil && len(s.Probes.Path) > 0 {

@@ -67,6 +67,8 @@ type summaryLine struct {
 	} `json:"steps"`
 	Matches []drift.Match    `json:"drift_matches"`
 	Usage   trajectory.Usage `json:"usage"`
+
+	skip bool // left out by the labeling shown (relabel.go)
 }
 
 // runDir is one run folder given on the command line.
@@ -94,6 +96,10 @@ type runIndex struct {
 	total     int64
 
 	intern map[string]string // only while indexing
+
+	// relabel, when set, is the labeling shown instead of the records'
+	// own labels (relabel.go).
+	relabel func(*trajectory.Record) (bool, error)
 }
 
 // isRunFolder reports whether dir holds a run: a manifest with a plan and a
@@ -203,6 +209,10 @@ func (ix *runIndex) indexFile(fi int) error {
 						b.err = fmt.Errorf("%s:%d: not a trajectory record (no traj_id)", name, b.nums[i])
 						break
 					}
+					if err := ix.relabelLine(&b.out[i]); err != nil {
+						b.err = fmt.Errorf("%s:%d: %v", name, b.nums[i], err)
+						break
+					}
 				}
 				b.lines = nil
 				out <- b
@@ -307,6 +317,9 @@ func (ix *runIndex) add(dir, fi int, b *lineBatch) {
 	sums := make([]summary, 0, len(b.out))
 	for i := range b.out {
 		l := &b.out[i]
+		if l.skip {
+			continue
+		}
 		calls := 0
 		for _, st := range l.Steps {
 			calls += len(st.Calls)
@@ -364,6 +377,11 @@ func (ix *runIndex) load(s *summary) (*trajectory.Record, error) {
 	}
 	if rec.TrajID != s.TrajID {
 		return nil, fmt.Errorf("%s: changed while being read (a run still writing?)", ix.files[s.file])
+	}
+	if ix.relabel != nil {
+		if _, err := ix.relabel(rec); err != nil {
+			return nil, err
+		}
 	}
 	return rec, nil
 }
