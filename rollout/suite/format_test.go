@@ -22,7 +22,6 @@ var notYetV3 = map[string]bool{
 	"productivity-channel-handover-note-001":      true,
 	"productivity-drive-cleanup-001":              true,
 	"productivity-expense-report-001":             true,
-	"productivity-followup-draft-001":             true,
 	"productivity-inbox-holiday-cleanup-001":      true,
 	"productivity-offsite-date-poll-001":          true,
 	"productivity-out-of-office-001":              true,
