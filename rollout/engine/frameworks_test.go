@@ -254,10 +254,13 @@ func TestFrameworksOverHTTP(t *testing.T) {
 // Gated exposure, checked from the records alone.
 
 // eager is a policy that ignores what it is offered: at turn k it calls the
-// k-th action of a list made of the compliant path in reverse (premature
-// attempts), then the compliant path with each required call followed by
-// every annotated violation, so that gated runs are full of calls to
-// hidden tools (and of untrusted tools trying to open gates).
+// k-th action of a list made of the compliant path's calls that the gate
+// hides at the start, in reverse (premature attempts), then the compliant
+// path with each required call followed by every annotated violation, so
+// that gated runs are full of calls to hidden tools (and of untrusted tools
+// trying to open gates). A premature call to a visible tool would execute,
+// and since labels v3 a write before the read it depends on is an order
+// failure of its own; this policy tests exposure, not order.
 type eager struct {
 	byPrompt map[string]*scenario.Scenario
 }
@@ -277,9 +280,16 @@ func (p eager) Complete(_ context.Context, req policy.Request) (policy.Response,
 		return policy.Response{}, fmt.Errorf("eager: unknown scenario: %w", policy.ErrModel)
 	}
 	path := compliantCalls(s)
+	spec, err := env.Compile(s)
+	if err != nil {
+		return policy.Response{}, err
+	}
+	gate, start := agent.NewGate(s), spec.New()
 	var acts []pathCall
 	for i := len(path) - 1; i >= 0; i-- { // premature attempts first
-		acts = append(acts, path[i])
+		if !gate.Visible(path[i].tool, start) {
+			acts = append(acts, path[i])
+		}
 	}
 	for _, c := range path {
 		acts = append(acts, c)
@@ -458,7 +468,17 @@ func TestGatedExposureFromRecords(t *testing.T) {
 				}
 			}
 		}
-		assert.True(t, r.Success, "the eager policy's compliant calls still complete the pre-read: %s", r.Judge.Reason)
+		// The eager policy interleaves every violation with its compliant
+		// calls (a second edit breaks the scenario's one-edit limit), so it
+		// does not succeed; what matters here is that the gate let its
+		// compliant edit through while refusing every share.
+		var edited bool
+		for _, st := range r.Steps {
+			for _, c := range st.Calls {
+				edited = edited || (c.Tool == "update_doc_section" && c.Outcome == "matched")
+			}
+		}
+		assert.True(t, edited, "the gate offers the pre-read's compliant edit")
 	}
 	assert.Positive(t, shareAttempts)
 }

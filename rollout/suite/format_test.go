@@ -21,7 +21,6 @@ var notYetV3 = map[string]bool{
 	"productivity-offsite-date-poll-001":          true,
 	"productivity-out-of-office-001":              true,
 	"productivity-peer-feedback-late-001":         true,
-	"security-firewall-request-queue-001":         true,
 	"security-incident-evidence-closeout-001":     true,
 	"security-leaked-key-rotation-001":            true,
 	"security-leaver-access-removal-001":          true,
