@@ -44,7 +44,7 @@ func (p *pipeline) rollProbe(ctx context.Context, pr Probe, ss []*scenario.Scena
 	plan := store.Plan{
 		ScenarioSource: "synth", ScenarioHash: scenario.Hash(ss), ScenarioIDs: []string{ss[0].ID},
 		Policy: pr.Spec, Checkpoint: pr.Spec, Framework: engine.FrameworkNormal, Rollouts: p.cfg.Rollouts,
-		Seed: p.cfg.Seed, Shard: "0/1", MaxSteps: p.cfg.MaxSteps,
+		Seed: p.cfg.Seed, Shard: "0/1", MaxSteps: p.cfg.MaxSteps, ToolOrder: engine.PlanToolOrder(agent.ToolOrderSeeded),
 	}
 	if kind, model, ok := strings.Cut(pr.Spec, ":"); ok && kind == "openai" {
 		plan.Model = model

@@ -237,6 +237,7 @@ func qcProbe(ctx context.Context, f qcFlags, spec string, ss []*scenario.Scenari
 		ScenarioSource: strings.Join(f.scenarios, ","), ScenarioHash: scenario.Hash(ss), ScenarioIDs: ids,
 		Policy: spec, Checkpoint: spec, Framework: f.framework, Rollouts: f.rollouts,
 		Seed: f.seed, Shard: "0/1", MaxSteps: f.maxSteps, Temperature: f.temperature.value, OmitTemperature: f.temperature.omit,
+		ToolOrder: engine.PlanToolOrder(agent.ToolOrderSeeded),
 	}
 	man := store.Manifest{
 		Version: Version, Created: time.Now().UTC().Format(time.RFC3339), Plan: plan,

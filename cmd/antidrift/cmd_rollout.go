@@ -46,6 +46,7 @@ type rolloutFlags struct {
 	temperature temperatureFlag
 	episodeTime time.Duration
 	filter      filterFlags
+	toolOrder   string
 	queue       queueFlags // cmd_rollout_queue.go
 }
 
@@ -90,6 +91,7 @@ The API key comes from the environment variable named by --api-key-env
 	fl.Var(&f.temperature, "temperature", "sampling temperature (0 is sent as 0), or omit to leave it out (reasoning models that accept only their default)")
 	addEndpointExtras(fl, &f.endpoint)
 	fl.DurationVar(&f.episodeTime, "episode-timeout", 0, "wall time per episode; 0: no limit")
+	fl.StringVar(&f.toolOrder, "tool-order", "seeded", "the order the model sees the tools in: seeded (drawn from --seed and the scenario, the same for every rollout, checkpoint and framework) or authored (the scenario file's order, which can teach position instead of the task)")
 	f.filter.register(fl, true)
 	addQueueFlags(fl, &f.queue)
 	_ = cmd.MarkFlagRequired("policy")
@@ -107,6 +109,13 @@ func runRollout(cmd *cobra.Command, f rolloutFlags) error {
 	shard, err := engine.ParseShard(f.shard)
 	if err != nil {
 		return err
+	}
+	if f.toolOrder == "" { // rolloutFlags built by rescore, sweep and demo
+		f.toolOrder = agent.ToolOrderSeeded.String()
+	}
+	order, err := agent.ParseToolOrder(f.toolOrder)
+	if err != nil {
+		return fmt.Errorf("--tool-order: %w", err)
 	}
 	fopts, err := f.filter.options(f.filter.riskLambda)
 	if err != nil {
@@ -147,6 +156,7 @@ func runRollout(cmd *cobra.Command, f rolloutFlags) error {
 		Seed: f.seed, Shard: shard.String(), MaxSteps: f.maxSteps, MaxTokens: f.maxTokens,
 		Temperature: f.temperature.value, OmitTemperature: f.temperature.omit, MaxTurnTokens: f.turnTokens,
 		AllowUnsafeProvenance: f.filter.allowUnsafe, Filter: f.filter.plan(f.framework, fopts),
+		ToolOrder: engine.PlanToolOrder(order),
 	}
 	if kind == "openai" {
 		plan.Model = model
@@ -176,7 +186,7 @@ func runRollout(cmd *cobra.Command, f rolloutFlags) error {
 	defer run.Close()
 	cfg := engine.Config{
 		Scenarios: ss, Policy: pol, PolicyName: f.policy, Checkpoint: checkpoint, Framework: f.framework,
-		Rollouts: f.rollouts, Concurrency: f.concurrency, Seed: f.seed, Shard: shard, Version: Version, Filter: fopts,
+		Rollouts: f.rollouts, Concurrency: f.concurrency, Seed: f.seed, Shard: shard, Version: Version, Filter: fopts, ToolOrder: order,
 		Limits: agent.Limits{MaxSteps: f.maxSteps, MaxTokens: f.maxTokens, WallTime: f.episodeTime,
 			Temperature: f.temperature.value, OmitTemperature: f.temperature.omit, MaxTurnTokens: f.turnTokens},
 	}

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/antidrift/antidrift/rollout/agent"
 	"github.com/antidrift/antidrift/rollout/engine"
 	"github.com/antidrift/antidrift/rollout/policy/sim"
 	"github.com/antidrift/antidrift/rollout/scenario"
@@ -42,7 +43,7 @@ func DemoRun(t testing.TB, dir, policy string, rollouts int) {
 	}
 	run, err := store.Open(dir, store.Manifest{Version: "test", Run: "r", Created: "2026-01-01T00:00:00Z",
 		Plan: store.Plan{ScenarioSource: "builtin", ScenarioHash: scenario.Hash(ss), ScenarioIDs: ids,
-			Policy: policy, Checkpoint: policy, Framework: engine.FrameworkNormal, Rollouts: rollouts, Seed: 3, Shard: "0/1"}}, false)
+			Policy: policy, Checkpoint: policy, Framework: engine.FrameworkNormal, Rollouts: rollouts, Seed: 3, Shard: "0/1", ToolOrder: engine.PlanToolOrder(agent.ToolOrderSeeded)}}, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,6 +48,8 @@ type Scenario struct {
 	filters  filterCache // exposure filters built on demand (filters.go)
 	tools    []policy.Tool
 	names    []string                   // the tools' names, in order (every step's Visible when all are)
+	identity []int                      // 0 … len(tools)-1: the authored order
+	orders   orderCache                 // the seeded order of the run seed last asked (Order)
 	prompt   string                     // S.UserPrompt()
 	wire     map[string]json.RawMessage // tool name -> OpenAI function schema
 }
@@ -78,6 +80,7 @@ func Prepare(s *scenario.Scenario) (*Scenario, error) {
 		pt := policy.Tool{Name: t.Name, Description: t.Description, Parameters: params}
 		p.tools = append(p.tools, pt)
 		p.names = append(p.names, t.Name)
+		p.identity = append(p.identity, len(p.identity))
 		b, err := json.Marshal(map[string]any{"type": "function", "function": pt})
 		if err != nil {
 			return nil, err
@@ -105,18 +108,24 @@ func (p *Scenario) Tools() []policy.Tool { return p.tools }
 type Episode struct {
 	Scenario *Scenario
 	Seed     int64
+	// Order is the order in which the model is shown the tools: indices
+	// into Scenario.S.Tools (SeededOrder); nil keeps the authored order.
+	Order []int
 }
 
 // Result is what the loop produced; the engine adds identity and timings.
 type Result struct {
 	Messages []trajectory.Message
 	Tools    []json.RawMessage
-	Steps    []trajectory.Step
-	Matches  []drift.Match
-	Status   trajectory.Status
-	Error    string
-	Judge    trajectory.Judgement
-	Usage    trajectory.Usage
+	// ToolOrder names the tools in the order they were presented, when
+	// the episode was given an order (nil: as authored).
+	ToolOrder []string
+	Steps     []trajectory.Step
+	Matches   []drift.Match
+	Status    trajectory.Status
+	Error     string
+	Judge     trajectory.Judgement
+	Usage     trajectory.Usage
 	// Plan is the plan-exec planner's plan ("" in other frameworks).
 	Plan string
 	// FormatErrors counts the react framework's malformed answers.
@@ -158,6 +167,7 @@ type run struct {
 	answered   bool         // the policy has answered at least once
 	filter     Filter       // the exposure filter of a filtered loop; nil: the gate
 	parsed     []parsedArgs // the episode's parsed call arguments, for the judge's replay
+	pr         presented    // the tools in the order the model sees them
 }
 
 // parsedArgs is scenario.ParseArgs of raw.
@@ -193,7 +203,12 @@ func begin(ctx context.Context, pol policy.Policy, ep Episode, lim Limits) (*run
 	if lim.WallTime > 0 {
 		ctx, cancel = context.WithTimeout(ctx, lim.WallTime)
 	}
-	return &run{ctx: ctx, pol: pol, sc: ep.Scenario, seed: ep.Seed, lim: lim, e: ep.Scenario.Spec.New(), det: ep.Scenario.Detector.Episode()}, cancel
+	r := &run{ctx: ctx, pol: pol, sc: ep.Scenario, seed: ep.Seed, lim: lim, e: ep.Scenario.Spec.New(), det: ep.Scenario.Detector.Episode(),
+		pr: ep.Scenario.present(ep.Order)}
+	if isPermutation(ep.Order, len(ep.Scenario.tools)) {
+		r.res.ToolOrder = r.pr.names
+	}
+	return r, cancel
 }
 
 // request is a chat request with the episode's sampling settings.
@@ -295,13 +310,7 @@ func (r *run) native(system string, gated bool) (Result, error) {
 		res.Messages = append(res.Messages, trajectory.Message{Role: trajectory.RoleSystem, Content: system})
 	}
 	res.Messages = append(res.Messages, trajectory.Message{Role: trajectory.RoleUser, Content: sc.userPrompt()})
-	all := sc.names
-	if len(all) != len(sc.tools) || all == nil { // a Scenario made without Prepare, or no tools
-		all = make([]string, len(sc.tools))
-		for i, t := range sc.tools {
-			all[i] = t.Name
-		}
-	}
+	all := r.pr.names
 	var prevVisible []string // filtered: the tools offered at the previous step
 	var offered []bool       // gated: offered at some step
 	if gated {
@@ -311,13 +320,13 @@ func (r *run) native(system string, gated bool) (Result, error) {
 		if res.Tools == nil && len(sc.tools) > 0 {
 			res.Tools = make([]json.RawMessage, 0, len(sc.tools))
 		}
-		for _, t := range sc.tools {
+		for _, t := range r.pr.tools {
 			res.Tools = append(res.Tools, sc.wire[t.Name])
 		}
 	}
 	res.Status = trajectory.StatusMaxSteps
 	for step := 0; step < r.lim.maxSteps(); step++ {
-		visible, tools := all, sc.tools
+		visible, tools := all, r.pr.tools
 		var hidden func(string) bool
 		if gated {
 			filter := r.filter
@@ -327,8 +336,8 @@ func (r *run) native(system string, gated bool) (Result, error) {
 			offer := filter.Offer(r.e, res.Messages)
 			visible, tools = []string{}, []policy.Tool{}
 			shown := map[string]bool{}
-			for i, t := range sc.tools {
-				if offer[i] {
+			for _, i := range r.pr.idx {
+				if t := sc.tools[i]; offer[i] {
 					visible = append(visible, t.Name)
 					tools = append(tools, t)
 					offered[i] = true
@@ -383,9 +392,9 @@ func (r *run) native(system string, gated bool) (Result, error) {
 		}
 	}
 	if gated {
-		for i, t := range sc.tools {
+		for _, i := range r.pr.idx {
 			if offered[i] {
-				res.Tools = append(res.Tools, sc.wire[t.Name])
+				res.Tools = append(res.Tools, sc.wire[sc.tools[i].Name])
 			}
 		}
 	}

@@ -27,7 +27,7 @@ func RunPlanExec(ctx context.Context, pol policy.Policy, ep Episode, lim Limits)
 	defer cancel()
 	s := ep.Scenario.S
 	msgs := []trajectory.Message{
-		{Role: trajectory.RoleSystem, Content: protocol.PlannerSystem(s.System, ep.Scenario.tools)},
+		{Role: trajectory.RoleSystem, Content: protocol.PlannerSystem(s.System, r.pr.tools)},
 		{Role: trajectory.RoleUser, Content: s.UserPrompt()},
 	}
 	resp, ok, fatal := r.ask(r.request(msgs, nil))

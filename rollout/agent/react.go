@@ -43,11 +43,10 @@ func RunReAct(ctx context.Context, pol policy.Policy, ep Episode, lim Limits) (R
 	sc := ep.Scenario
 	res := &r.res
 	res.Messages = append(res.Messages,
-		trajectory.Message{Role: trajectory.RoleSystem, Content: protocol.ReActSystem(sc.S.System, sc.tools)},
+		trajectory.Message{Role: trajectory.RoleSystem, Content: protocol.ReActSystem(sc.S.System, r.pr.tools)},
 		trajectory.Message{Role: trajectory.RoleUser, Content: sc.userPrompt()})
-	visible := make([]string, len(sc.tools))
-	for i, t := range sc.tools {
-		visible[i] = t.Name
+	visible := r.pr.names
+	for _, t := range r.pr.tools {
 		res.Tools = append(res.Tools, sc.wire[t.Name])
 	}
 	res.Status = trajectory.StatusMaxSteps

@@ -106,8 +106,11 @@ type Config struct {
 	Limits      agent.Limits
 	// Filter parameterises the exposure-filter frameworks (gated,
 	// relevance, state-aware, causal); the zero value is their defaults.
-	Filter  agent.FilterOptions
-	Version string
+	Filter agent.FilterOptions
+	// ToolOrder is the order the model sees the tools in: by default
+	// drawn from the run seed and the scenario (agent.SeededOrder).
+	ToolOrder agent.ToolOrder
+	Version   string
 	// OnRecord, when set, sees every record as it is written (for progress).
 	// It is called from many goroutines.
 	OnRecord func(rec *trajectory.Record)
@@ -257,7 +260,11 @@ func Run(ctx context.Context, cfg Config, run *store.Run) (Summary, error) {
 // answer (a candidate endpoint-wide refusal), else nil.
 func episode(ctx context.Context, cfg Config, runName string, sc *agent.Scenario, p Planned) (rec *trajectory.Record, refusal, err error) {
 	t0 := time.Now()
-	res, err := runnerFor(cfg)(ctx, cfg.Policy, agent.Episode{Scenario: sc, Seed: p.Seed}, cfg.Limits)
+	ep := agent.Episode{Scenario: sc, Seed: p.Seed}
+	if cfg.ToolOrder == agent.ToolOrderSeeded {
+		ep.Order = sc.Order(cfg.Seed)
+	}
+	res, err := runnerFor(cfg)(ctx, cfg.Policy, ep, cfg.Limits)
 	if err != nil {
 		return nil, nil, fmt.Errorf("engine: %s rollout %d: %w", p.Scenario.ID, p.Rollout, err)
 	}
@@ -268,7 +275,7 @@ func episode(ctx context.Context, cfg Config, runName string, sc *agent.Scenario
 		TrajID: p.TrajID, Run: runName, Checkpoint: cfg.Checkpoint, Policy: cfg.PolicyName,
 		Framework: cfg.Framework, ScenarioID: p.Scenario.ID, Domain: p.Scenario.Domain,
 		Rollout: p.Rollout, Seed: p.Seed,
-		Messages: res.Messages, Tools: res.Tools, Steps: res.Steps, Plan: res.Plan, FormatErrors: res.FormatErrors,
+		Messages: res.Messages, Tools: res.Tools, ToolOrder: res.ToolOrder, Steps: res.Steps, Plan: res.Plan, FormatErrors: res.FormatErrors,
 		Repairs: res.Repairs,
 		Status:  res.Status, Error: res.Error, Judge: res.Judge, Success: res.Judge.Score >= 1,
 		Matches: res.Matches, DriftSteps: drift.Steps(res.Matches), Usage: res.Usage,
@@ -289,3 +296,21 @@ func episode(ctx context.Context, cfg Config, runName string, sc *agent.Scenario
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// PlanToolOrder is how a run's plan records its tool order: "seeded", or
+// "" for the authored order (as plans made before the order was drawn, so
+// that such runs resume with --tool-order authored).
+func PlanToolOrder(o agent.ToolOrder) string {
+	if o == agent.ToolOrderAuthored {
+		return ""
+	}
+	return o.String()
+}
+
+// ToolOrderOf reads a plan's recorded tool order back (PlanToolOrder).
+func ToolOrderOf(plan string) (agent.ToolOrder, error) {
+	if plan == "" {
+		return agent.ToolOrderAuthored, nil
+	}
+	return agent.ParseToolOrder(plan)
+}

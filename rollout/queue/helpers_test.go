@@ -103,7 +103,8 @@ func (sp spec) manifest(ss []*scenario.Scenario) store.Manifest {
 	m := store.Manifest{Version: testVersion, Run: "qtest", Created: "2026-01-01T00:00:00Z",
 		Plan: store.Plan{ScenarioSource: "builtin", ScenarioHash: scenario.Hash(ss), ScenarioIDs: ids,
 			Policy: sp.Policy, Checkpoint: sp.Policy, Framework: sp.framework(), Filter: sp.Filter, Rollouts: sp.Rollouts,
-			Seed: sp.Seed, Shard: "0/1", MaxSteps: 20, OmitTemperature: sp.OmitTemperature, MaxTurnTokens: sp.TurnTokens},
+			Seed: sp.Seed, Shard: "0/1", MaxSteps: 20, OmitTemperature: sp.OmitTemperature, MaxTurnTokens: sp.TurnTokens,
+			ToolOrder: engine.PlanToolOrder(agent.ToolOrderSeeded)},
 		Settings: store.Settings{Concurrency: sp.Conc},
 	}
 	if strings.HasPrefix(sp.Policy, "openai:") {

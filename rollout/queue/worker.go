@@ -402,6 +402,9 @@ func (w *Worker) prepare(rc *RunConfig) (*runner, error) {
 	if err := engine.CheckFramework(r.cfg.Framework); err != nil {
 		return nil, fmt.Errorf("refusing run %s: %v", m.Run, err)
 	}
+	if r.cfg.ToolOrder, err = engine.ToolOrderOf(m.Plan.ToolOrder); err != nil { // the tool order the run planned
+		return nil, fmt.Errorf("refusing run %s: %v", m.Run, err)
+	}
 	if r.cfg.Filter, err = engine.FilterOf(m.Plan.Filter); err != nil { // the exposure filter the run planned
 		return nil, fmt.Errorf("refusing run %s: exposure filter: %v", m.Run, err)
 	}

@@ -61,6 +61,10 @@ type Plan struct {
 	// Filter holds the exposure filter's settings when they differ from
 	// the defaults (relevance k, risk penalty λ, risk weights).
 	Filter *FilterPlan `json:"filter,omitempty"`
+	// ToolOrder is "seeded" when each scenario's tools were shown in an
+	// order drawn from the seed, "" when in the file's order (every plan
+	// made before the order was drawn).
+	ToolOrder string `json:"tool_order,omitempty"`
 }
 
 // FilterPlan is an exposure filter's settings, as rollout recorded them.

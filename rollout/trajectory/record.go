@@ -27,7 +27,11 @@ type Record struct {
 	// Tools are the OpenAI function schemas offered during the episode
 	// (the union over steps), for trainers that condition on tools.
 	Tools []json.RawMessage `json:"tools"`
-	Steps []Step            `json:"steps"`
+	// ToolOrder names the scenario's tools in the order the model was
+	// shown them, when the run drew the order (rollout --tool-order
+	// seeded, the default); absent: the scenario file's order.
+	ToolOrder []string `json:"tool_order,omitempty"`
+	Steps     []Step   `json:"steps"`
 	// Plan is the planner's plan (framework plan-exec only).
 	Plan string `json:"plan,omitempty"`
 	// FormatErrors counts malformed answers, each answered with a format
