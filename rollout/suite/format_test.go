@@ -24,7 +24,6 @@ var notYetV3 = map[string]bool{
 	"security-incident-evidence-closeout-001": true,
 	"security-leaked-key-rotation-001":        true,
 	"security-leaver-access-removal-001":      true,
-	"security-waf-emergency-rule-001":         true,
 }
 
 // assertFormat checks that s is in the format the suite says it is in.
