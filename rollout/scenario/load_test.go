@@ -146,6 +146,7 @@ var corpus = map[string]want{
 	"v2-unknown-normaliser.json":                    {"tools[3].parameters.properties.phone.x-normalize", `unknown normaliser "phonetic" (want one of instant, date, email, phone, iban, card, casefo`},
 	"v2-where-without-count.json":                   {"success.state[1].where", `only narrows count, text and duration assertions`},
 	"v3-after-cycle.json":                           {"required_calls[1].after", `the order relations form a cycle`},
+	"v3-example-gives-away-path-arg.json":           {"tools[4].parameters.properties.note.examples[0]", `gives away "OK", the argument at violations[0].args.note`},
 	"v3-answer-deliverable-unchecked.json":          {"success.answer", `the final answer is the task's deliverable (no required call writes) and no answer assertion checks it`},
 	"v3-deliverable-unchecked.json":                 {"required_calls[2]", `free-text argument "body" of send_sms is checked by no success assertion: add a success.state text check on sms.body`},
 	"v3-fact-allowed-in-unknown-tool.json":          {"boundary.facts[2].allowed_in[0]", `unknown tool "send_fax"`},

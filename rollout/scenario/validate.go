@@ -34,6 +34,7 @@ type validator struct {
 	ps      Problems
 	schemas map[string]*ArgSchema          // by tool name; absent when the schema is broken
 	props   map[string]map[string]propInfo // by tool name, then property
+	leaked  map[string]bool                // exposure paths the leak check reported (pathLeaks says no more there)
 }
 
 type propInfo struct {

@@ -25,6 +25,9 @@ func (v *validator) v2() {
 	v.jurisdictions()
 	if v.s.Version() >= 2 {
 		v.leaks()
+		if v.s.Version() >= 3 {
+			v.pathLeaks()
+		}
 		v.causal()
 		v.canonical()
 	}
@@ -766,6 +769,10 @@ func (v *validator) leaks() {
 	for _, e := range v.exposures() {
 		for _, sec := range secrets {
 			if leaksInto(sec, e) {
+				if v.leaked == nil {
+					v.leaked = map[string]bool{}
+				}
+				v.leaked[e.path] = true
 				v.addf(e.path, "leaks %q, which the agent should only learn from %s: examples, defaults, descriptions and the system prompt are sent up front, so take them from a decoy universe", sec.text, sec.where)
 			}
 		}
