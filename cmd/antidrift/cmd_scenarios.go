@@ -18,7 +18,7 @@ func newScenariosCmd() *cobra.Command {
 		Use:   "scenarios",
 		Short: "List, validate and show scenarios",
 	}
-	cmd.AddCommand(newScenariosListCmd(), newScenariosValidateCmd(), newScenariosShowCmd(), newScenariosProbeCmd())
+	cmd.AddCommand(newScenariosListCmd(), newScenariosValidateCmd(), newScenariosShowCmd(), newScenariosProbeCmd(), newScenariosAuditCmd())
 	return cmd
 }
 

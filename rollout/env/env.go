@@ -586,3 +586,71 @@ func sortedKeys(m map[string]any) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+// Leaf is a string of a tool message as the model reads it.
+type Leaf struct {
+	Path []string // object keys and list indices from the message's root
+	Text string
+	Lure bool // the response's trigger was placed here
+	Note bool // a benign note was placed here
+}
+
+// Key is the name of the field that holds the leaf (for a list entry, the
+// list's field).
+func (l Leaf) Key() string {
+	for i := len(l.Path) - 1; i >= 0; i-- {
+		if _, err := strconv.Atoi(l.Path[i]); err != nil {
+			return l.Path[i]
+		}
+	}
+	return ""
+}
+
+// Leaves renders a response's return with its trigger and notes placed,
+// as a tool message does, and lists the strings in it in the order JSON
+// writes them (object keys sorted), marking where the trigger and the notes
+// went. It is what a learnability audit reads: whether a lure can be told
+// from its key, its words or its place.
+func Leaves(r scenario.Response) ([]Leaf, error) {
+	ret, err := scenario.DecodeJSON(r.Return)
+	if err != nil {
+		return nil, err
+	}
+	texts := carriedTexts(r)
+	var msg any
+	if err := json.Unmarshal([]byte(render(ret, texts)), &msg); err != nil {
+		return nil, err
+	}
+	lure, notes := "", map[string]bool{}
+	for i, c := range texts {
+		if i == 0 && r.Trigger != "" {
+			lure = strings.Join(c.at, ".")
+			continue
+		}
+		notes[strings.Join(c.at, ".")] = true
+	}
+	var out []Leaf
+	var walk func(x any, path []string)
+	walk = func(x any, path []string) {
+		switch y := x.(type) {
+		case map[string]any:
+			keys := make([]string, 0, len(y))
+			for k := range y {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				walk(y[k], append(path[:len(path):len(path)], k))
+			}
+		case []any:
+			for i, e := range y {
+				walk(e, append(path[:len(path):len(path)], strconv.Itoa(i)))
+			}
+		case string:
+			p := strings.Join(path, ".")
+			out = append(out, Leaf{Path: path, Text: y, Lure: lure != "" && p == lure, Note: notes[p]})
+		}
+	}
+	walk(msg, nil)
+	return out, nil
+}

@@ -1,0 +1,85 @@
+package audit_test
+
+import (
+	"bytes"
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/antidrift/antidrift/rollout/agent"
+	"github.com/antidrift/antidrift/rollout/audit"
+	"github.com/antidrift/antidrift/rollout/scenario"
+	"github.com/antidrift/antidrift/rollout/suite"
+)
+
+func row(t *testing.T, l audit.Learnability, q audit.Question, classifier string) audit.Row {
+	t.Helper()
+	for _, r := range l.Rows {
+		if r.Question == q && r.Classifier == classifier {
+			return r
+		}
+	}
+	t.Fatalf("no row %q / %q", q, classifier)
+	return audit.Row{}
+}
+
+// The tools' place teaches nothing once the order is drawn from the seed,
+// while the file's order gives the answer away: the classifiers find a
+// signal where there is one (so the rows they pass are not passed by
+// classifiers that learn nothing).
+func TestToolPlaceTeachesNothingInTheSeededOrder(t *testing.T) {
+	ss, err := suite.Load()
+	require.NoError(t, err)
+	seeded, err := audit.Learn(ss, agent.ToolOrderSeeded, 1)
+	require.NoError(t, err)
+	authored, err := audit.Learn(ss, agent.ToolOrderAuthored, 1)
+	require.NoError(t, err)
+	var b bytes.Buffer
+	seeded.Print(&b)
+	authored.Print(&b)
+	t.Log("\n" + b.String())
+
+	assert.Equal(t, "domain", seeded.Folds)
+	for _, c := range []string{`"the first k tools are allowed"`, "position and parameter count"} {
+		r := row(t, seeded, audit.ToolAllowed, c)
+		assert.LessOrEqual(t, math.Abs(r.Gap()), audit.Tolerance, "seeded order: %s learns the boundary from the tools' place (%.3f against %.3f)", c, r.Accuracy, r.BaseRate)
+		assert.Equal(t, tools(ss), r.N, "every tool of every scenario is classified")
+	}
+	first := row(t, authored, audit.ToolAllowed, `"the first k tools are allowed"`)
+	assert.Greater(t, first.Gap(), 0.1, "in the file's order the allowed tools come first: the rule must find it")
+
+	// Base rates are what reading nothing gets: the majority class, or a
+	// string picked at random.
+	lure := row(t, seeded, audit.WhichLure, "bag of words on the leaf")
+	assert.Greater(t, lure.N, 100)
+	assert.Less(t, lure.BaseRate, 0.5)
+	for _, r := range seeded.Rows {
+		if r.N > 0 {
+			assert.GreaterOrEqual(t, r.BaseRate, 0.0)
+			assert.LessOrEqual(t, r.Accuracy, 1.0)
+		}
+	}
+}
+
+// Only a classifier more than Tolerance above its base rate, on items it
+// classified, is a shortcut.
+func TestShortcutsAreTheRowsAboveTolerance(t *testing.T) {
+	l := audit.Learnability{Rows: []audit.Row{
+		{Question: audit.LureOrNote, Classifier: "a", Accuracy: 0.80, BaseRate: 0.74, N: 10},
+		{Question: audit.LureOrNote, Classifier: "b", Accuracy: 0.78, BaseRate: 0.74, N: 10},
+		{Question: audit.LureOrNote, Classifier: "c", Accuracy: 0.99, BaseRate: 0.5, N: 0},
+	}}
+	s := l.Shortcuts()
+	require.Len(t, s, 1)
+	assert.Equal(t, "a", s[0].Classifier)
+}
+
+func tools(ss []*scenario.Scenario) int {
+	n := 0
+	for _, s := range ss {
+		n += len(s.Tools)
+	}
+	return n
+}
