@@ -6,10 +6,14 @@ GO ?= go
 # export).
 RACE_PKGS ?= $(shell $(GO) list ./rollout/... ./pairs/... ./rewards/... ./export/... | grep -v -e '/rollout/suite' -e '/rollout/scenario$$')
 
-.PHONY: test build vet race fuzz bench bench-data demo
+.PHONY: test build install vet race fuzz bench bench-data demo
 
 build:
 	$(GO) build -o bin/antidrift ./cmd/antidrift
+
+# antidrift on the PATH: go install puts it in $(go env GOPATH)/bin.
+install:
+	$(GO) install ./cmd/antidrift
 
 vet:
 	$(GO) vet ./...

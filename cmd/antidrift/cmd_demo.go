@@ -178,5 +178,6 @@ func demoSummary(w io.Writer, out, report, logPath string, elapsed time.Duration
 	tw.Flush()
 	fmt.Fprintf(w, "\nOpen %s, or load_dataset(%q) for TRL as its README.md shows.\n",
 		filepath.Join(report, "report.html"), filepath.Join(out, "pairs"))
+	fmt.Fprintf(w, "\nNext, browse the trajectories, their drift marks and the pairs:\n\n  antidrift view %s\n\n(with bin/ on your PATH: export PATH=\"$PWD/bin:$PATH\", or make install)\n", out)
 	return nil
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"net"
+	"net/url"
 	"strings"
 	"time"
 
@@ -86,10 +88,28 @@ func apiKey(ef endpointFlags, stderr io.Writer) (string, error) {
 	if ef.keyWarned != nil {
 		ef.keyWarned[name] = true
 	}
-	if key == "" {
+	if key == "" && !loopbackURL(ef.baseURL) {
 		fmt.Fprintf(stderr, "antidrift: warning: --api-key-env %s: the variable is not set or empty; requests are sent without a key\n", name)
 	}
 	return key, nil
+}
+
+// loopbackURL reports whether a base URL names this machine (localhost or
+// a loopback address): a local server (vLLM, Ollama, llama.cpp, the demo's
+// sim-server) usually needs no key, so no key is no warning there; a
+// server that does want one answers 401, which stops the run with its own
+// message.
+func loopbackURL(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil || u.Hostname() == "" {
+		return false
+	}
+	host := u.Hostname()
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // clientRetries is --max-retries as the client takes it: the flag's 0 means
