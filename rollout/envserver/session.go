@@ -148,6 +148,7 @@ func (s *session) clientName() string {
 // start runs the episode loop and returns the first observation.
 func (s *session) start() (*Observation, error) {
 	cfg := s.srv.engineConfig()
+	cfg.Policy = s
 	go func() {
 		// Not the server's context: a shutdown abandons sessions (gone), so
 		// that every started episode still ends in a record.
