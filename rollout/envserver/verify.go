@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"strings"
 	"sync"
 
 	"github.com/antidrift/antidrift/rollout/agent"
@@ -141,7 +142,7 @@ func Replay(sc *agent.Scenario, tr Trace, rc ReplayConfig) (*Verdict, error) {
 	}
 	script := NewScript(turns)
 	cfg.Policy = script
-	cfg.PolicyName = PolicyName(cleanClient(tr.Policy), rc.Protocol)
+	cfg.PolicyName = PolicyName(cleanClient(strings.TrimPrefix(tr.Policy, "client:")), rc.Protocol)
 	p := engine.Planned{Scenario: sc.S, Rollout: rc.Rollout, Seed: seed,
 		TrajID: trajectory.TrajID(rc.Run, cfg.Checkpoint, cfg.Framework, sc.S.ID, rc.Rollout, seed)}
 	rec, _, err := engine.RunOne(context.Background(), cfg, rc.Run, sc, p)
