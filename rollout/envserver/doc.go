@@ -16,7 +16,8 @@
 // with status infra_error, so nothing is lost and nothing half-done is
 // scored.
 //
-// The package owns sessions, the wire formats and replay; it must not be
-// imported by rollout/engine, rollout/agent or the data packages (pairs,
-// rewards, export).
+// Owns: sessions, the wire formats (actions, observations, OpenEnv and MCP
+// mappings) and trace replay. It must not import pairs or export, and
+// rollout/engine, rollout/agent and the data packages (pairs, rewards,
+// export) must not import it.
 package envserver

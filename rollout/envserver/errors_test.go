@@ -219,6 +219,12 @@ func TestHealthSchemaState(t *testing.T) {
 			t.Errorf("schema %s: %v", k, sc[k])
 		}
 	}
+	var tasks struct {
+		Tasks []Task `json:"tasks"`
+	}
+	if get("/tasks", &tasks); len(tasks.Tasks) != 3 || tasks.Tasks[1].TaskIndex != 1 || len(tasks.Tasks[0].Messages) == 0 || len(tasks.Tasks[0].Tools) == 0 {
+		t.Errorf("tasks: %+v", tasks)
+	}
 	var r Response
 	seed := 42
 	post(t, x.ts.URL+"/reset", map[string]any{"task_index": 1, "seed": seed, "episode_id": "ep-1"}, &r)

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/antidrift/antidrift/rollout/trajectory"
 )
 
 // maxBody bounds a request body (a /verify trajectory is the largest).
@@ -28,6 +30,7 @@ func (s *Server) Handler() http.Handler {
 		writeJSON(w, http.StatusOK, map[string]any{"name": "antidrift", "version": s.cfg.Version,
 			"description": fmt.Sprintf("authorization-drift scenarios as an environment: %d scenarios, framework %s; labels and reward components at episode end", len(s.ids), s.cfg.Framework)})
 	})
+	mux.HandleFunc("GET /tasks", s.handleTasks)
 	mux.HandleFunc("POST /verify", s.handleVerify)
 	mux.HandleFunc("GET /ws", s.handleWS)
 	mcp := s.mcpHandler()
@@ -199,4 +202,38 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	w.Write(append(b, '\n')) //nolint:errcheck // the client's problem
+}
+
+// Task is one served scenario as GET /tasks lists it: what a trainer's
+// dataset row needs (the prompt messages and the tools of the first step
+// under the normal framework).
+type Task struct {
+	TaskIndex  int                  `json:"task_index"`
+	ScenarioID string               `json:"scenario_id"`
+	Domain     string               `json:"domain"`
+	Messages   []trajectory.Message `json:"messages"`
+	Tools      []json.RawMessage    `json:"tools"`
+}
+
+// Tasks lists the served scenarios in task order.
+func (s *Server) Tasks() []Task {
+	out := make([]Task, len(s.ids))
+	for i, id := range s.ids {
+		sc := s.byID[id]
+		t := Task{TaskIndex: i, ScenarioID: id, Domain: sc.S.Domain, Tools: []json.RawMessage{}}
+		if sc.S.System != "" {
+			t.Messages = append(t.Messages, trajectory.Message{Role: trajectory.RoleSystem, Content: sc.S.System})
+		}
+		t.Messages = append(t.Messages, trajectory.Message{Role: trajectory.RoleUser, Content: sc.S.UserPrompt()})
+		for _, tl := range sc.Tools() {
+			b, _ := json.Marshal(map[string]any{"type": "function", "function": tl})
+			t.Tools = append(t.Tools, b)
+		}
+		out[i] = t
+	}
+	return out
+}
+
+func (s *Server) handleTasks(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"framework": s.cfg.Framework, "tasks": s.Tasks()})
 }
