@@ -3,6 +3,7 @@ package envserver
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -49,7 +50,8 @@ type Server struct {
 	cfg      Config
 	run      *store.Run
 	byID     map[string]*agent.Scenario
-	ids      []string // scenario ids in task order (a reset's task index)
+	wire     map[string]map[string]json.RawMessage // scenario -> tool -> OpenAI function schema, made once
+	ids      []string                              // scenario ids in task order (a reset's task index)
 	w, elog  *store.Writer
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -84,7 +86,7 @@ func New(cfg Config, run *store.Run) (*Server, error) {
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = 10 * time.Minute
 	}
-	s := &Server{cfg: cfg, run: run, byID: map[string]*agent.Scenario{}, sessions: map[string]*session{},
+	s := &Server{cfg: cfg, run: run, byID: map[string]*agent.Scenario{}, wire: map[string]map[string]json.RawMessage{}, sessions: map[string]*session{},
 		stop: make(chan struct{}), reaped: make(chan struct{})}
 	for _, sc := range cfg.Scenarios {
 		if sc.Tool(FinalAnswerTool) != nil {
@@ -95,6 +97,15 @@ func New(cfg Config, run *store.Run) (*Server, error) {
 			return nil, fmt.Errorf("envserver: scenario %s: %w", sc.ID, err)
 		}
 		s.byID[sc.ID] = p
+		w := map[string]json.RawMessage{}
+		for _, t := range p.Tools() {
+			b, err := json.Marshal(map[string]any{"type": "function", "function": t})
+			if err != nil {
+				return nil, fmt.Errorf("envserver: scenario %s: tool %s: %w", sc.ID, t.Name, err)
+			}
+			w[t.Name] = b
+		}
+		s.wire[sc.ID] = w
 		s.ids = append(s.ids, sc.ID)
 	}
 	var err error

@@ -201,8 +201,12 @@ func (s *session) wait(sent *policy.Response) (*Observation, error) {
 func (s *session) observe(req policy.Request) *Observation {
 	obs := &Observation{EpisodeID: s.id, TrajID: s.planned.TrajID, ScenarioID: s.sc.S.ID, Step: s.steps,
 		Messages: req.Messages, Tools: make([]json.RawMessage, 0, len(req.Tools))}
+	wire := s.srv.wire[s.sc.S.ID]
 	for _, t := range req.Tools {
-		b, _ := json.Marshal(map[string]any{"type": "function", "function": t})
+		b, ok := wire[t.Name]
+		if !ok { // not a scenario tool: cannot happen with the engine's loops
+			b, _ = json.Marshal(map[string]any{"type": "function", "function": t})
+		}
 		obs.Tools = append(obs.Tools, b)
 	}
 	return obs
