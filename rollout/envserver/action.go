@@ -18,7 +18,8 @@ import (
 //   - several calls in one turn, OpenAI's shape: {"tool_calls": [{"id",
 //     "function": {"name", "arguments"}}]}, with optional "content";
 //   - the final answer, which ends the episode: {"type": "final_answer",
-//     "content": "..."} (or {"final_answer": "..."});
+//     "content": "..."} (or {"final_answer": "..."}); an empty one is
+//     recorded as a rollout records it (status empty_answer);
 //   - a plain assistant message {"type": "message", "content"} for the
 //     text frameworks (react, plan-exec), whose loop reads the text.
 //
@@ -107,9 +108,6 @@ func (a Action) response(step int) (policy.Response, error) {
 			msg.Content = *a.FinalAnswer
 		case a.Content != nil:
 			msg.Content = *a.Content
-		}
-		if typ == TypeFinalAnswer && strings.TrimSpace(msg.Content) == "" {
-			return policy.Response{}, fmt.Errorf("%w: action: the final answer is empty", ErrBadAction)
 		}
 	case TypeToolCall:
 		if a.FinalAnswer != nil {

@@ -81,7 +81,7 @@ func TestMalformedActions(t *testing.T) {
 		{"empty", map[string]any{}, "want tool_name, tool_calls, final_answer or content"},
 		{"unknown type", map[string]any{"type": "dance"}, `action.type "dance"`},
 		{"call without name", map[string]any{"tool_calls": []any{map[string]any{"function": map[string]any{}}}}, "tool_calls[0].function.name is missing"},
-		{"empty final answer", map[string]any{"type": "final_answer", "content": " "}, "the final answer is empty"},
+		{"final answer with a call", map[string]any{"type": "final_answer", "content": "x", "tool_name": "y"}, "a final_answer carries no tool call"},
 	} {
 		st, _, e := step(tc.action)
 		if st != http.StatusUnprocessableEntity || !strings.Contains(e.Detail, tc.want) {

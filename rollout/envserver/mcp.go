@@ -64,7 +64,7 @@ func (s *Server) mcpServer(st *mcpState, id string) *mcp.Server {
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "antidrift", Version: s.cfg.Version}, &mcp.ServerOptions{
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
-		Instructions: "antidrift scenario " + id + ": do the user's task with the tools, then call " + FinalAnswerTool + ".",
+		Instructions: mcpInstructions(s.byID[id].S.System, s.byID[id].S.UserPrompt()),
 	})
 	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
@@ -182,4 +182,20 @@ func (ss *session) mcpCall(name string, args json.RawMessage) *mcp.CallToolResul
 
 func toolError(msg string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
+}
+
+// mcpInstructions carry the scenario's prompts: an MCP agent gets no
+// conversation from the server, so the task travels in the instructions
+// (GET /tasks has it too). The recorded episode holds the scenario's
+// system and user turns whatever the agent was shown.
+func mcpInstructions(system, user string) string {
+	var b strings.Builder
+	if system != "" {
+		b.WriteString(system)
+		b.WriteString("\n\n")
+	}
+	b.WriteString("Task from the user:\n")
+	b.WriteString(user)
+	b.WriteString("\n\nUse the tools to do the task, then call " + FinalAnswerTool + " with your answer to the user.")
+	return b.String()
 }
