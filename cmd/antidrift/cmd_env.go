@@ -18,6 +18,7 @@ import (
 	"github.com/antidrift/antidrift/rollout/envserver"
 	"github.com/antidrift/antidrift/rollout/scenario"
 	"github.com/antidrift/antidrift/rollout/store"
+	"github.com/antidrift/antidrift/rollout/trajectory"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -115,6 +116,15 @@ func rewardConfigOf(f rewardFlags, ss []*scenario.Scenario) (rewards.Config, str
 	return c, desc, c.Validate()
 }
 
+// scorer wires the rewards package into the served episodes' ends (the
+// rollout floor does not import rewards).
+func scorer(c rewards.Config) envserver.Scorer {
+	return func(r *trajectory.Record) (envserver.Score, error) {
+		n, err := c.Named(r)
+		return envserver.Score(n), err
+	}
+}
+
 // scenarioPlan is the plan part naming the scenarios.
 func scenarioPlan(src []string, ss []*scenario.Scenario) store.Plan {
 	ids := make([]string, len(ss))
@@ -159,7 +169,7 @@ func runEnvServe(cmd *cobra.Command, f envFlags) error {
 	defer run.Close()
 	srv, err := envserver.New(envserver.Config{Scenarios: ss, Framework: f.framework, Filter: fopts,
 		Limits: agent.Limits{MaxSteps: f.maxSteps}, Checkpoint: f.checkpoint, Seed: f.seed, MaxSessions: f.maxSessions,
-		IdleTimeout: f.idle, Rewards: rw, RewardsSpec: rwDesc, Version: Version}, run)
+		IdleTimeout: f.idle, Rewards: scorer(rw), RewardsSpec: rwDesc, Version: Version}, run)
 	if err != nil {
 		return err
 	}
@@ -189,4 +199,3 @@ func runEnvServe(cmd *cobra.Command, f envFlags) error {
 	}
 	return errors.Join(err, cerr)
 }
-

@@ -84,7 +84,7 @@ func runLabel(cmd *cobra.Command, f labelFlags, traces string) error {
 		return err
 	}
 	defer run.Close()
-	cfg := envserver.LabelConfig{Scenarios: ss, Seed: f.seed, Rewards: &rw,
+	cfg := envserver.LabelConfig{Scenarios: ss, Seed: f.seed, Rewards: scorer(rw),
 		Engine: engine.Config{Framework: f.framework, Checkpoint: f.checkpoint, Version: Version, Limits: agent.Limits{MaxSteps: f.maxSteps}}}
 	stdout := cmd.OutOrStdout()
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
@@ -126,4 +126,3 @@ func runLabel(cmd *cobra.Command, f labelFlags, traces string) error {
 	fmt.Fprintf(cmd.ErrOrStderr(), "antidrift: %d trajectories labelled into %s; %d differ from the mock environment (use --json for each difference)\n", n, f.out, differ)
 	return nil
 }
-

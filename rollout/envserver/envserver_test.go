@@ -20,7 +20,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/antidrift/antidrift/rewards"
 	"github.com/coder/websocket"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -156,7 +155,7 @@ func TestProtocolsMatchInProcess(t *testing.T) {
 	if !want.Drift || len(want.Matches) == 0 {
 		t.Fatalf("the script should drift: %+v", want.Matches)
 	}
-	wantRw, err := ScoreRewards(rewards.Default(), "", want, false)
+	wantRw, err := rewardsOf(testScorer, "", want, false)
 	if err != nil {
 		t.Fatal(err)
 	}

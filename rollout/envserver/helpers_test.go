@@ -118,7 +118,7 @@ func startServer(t testing.TB, dir string, mod func(*Config)) *testServer {
 		t.Fatal(err)
 	}
 	cfg := Config{Scenarios: ss, Checkpoint: testCk, Seed: testSeed, Version: "test", Limits: agent.Limits{MaxSteps: 20},
-		Rewards: rewards.Default(), RewardsSpec: "uniform α=1 λ=0.5"}
+		Rewards: testScorer, RewardsSpec: "uniform α=1 λ=0.5"}
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -219,4 +219,11 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// testScorer is the rewards package's default configuration, as
+// cmd/antidrift wires it.
+func testScorer(r *trajectory.Record) (Score, error) {
+	n, err := rewards.Default().Named(r)
+	return Score(n), err
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/antidrift/antidrift/rewards"
 	"github.com/antidrift/antidrift/rollout/agent"
 	"github.com/antidrift/antidrift/rollout/engine"
 	"github.com/antidrift/antidrift/rollout/scenario"
@@ -19,7 +18,7 @@ type LabelConfig struct {
 	Scenarios []*scenario.Scenario
 	Engine    engine.Config // framework, filter, limits, checkpoint, version
 	Seed      int64         // the run seed, for traces without one
-	Rewards   *rewards.Config
+	Rewards   Scorer        // nil: no reward in the report
 }
 
 // Labelled is one trace's outcome.
@@ -103,7 +102,7 @@ func LabelFile(path string, cfg LabelConfig, run *store.Run, each func(Labelled)
 		l := Labelled{Line: line, TrajID: v.Record.TrajID, ScenarioID: s.ID, Consistent: v.Consistent,
 			Mismatches: v.Mismatches, Notes: v.Notes, Labels: v.Labels}
 		if cfg.Rewards != nil && v.Record.Status != trajectory.StatusInfraError {
-			rw, err := ScoreRewards(*cfg.Rewards, "", v.Record, false)
+			rw, err := rewardsOf(cfg.Rewards, "", v.Record, false)
 			if err != nil {
 				return fmt.Errorf("%s:%d: %w", path, line, err)
 			}

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/antidrift/antidrift/rewards"
 	"github.com/antidrift/antidrift/rollout/agent"
 	"github.com/antidrift/antidrift/rollout/engine"
 	"github.com/antidrift/antidrift/rollout/policy"
@@ -39,7 +38,7 @@ type Config struct {
 	IdleTimeout time.Duration
 	// Rewards computes the reward components at episode end; RewardsSpec
 	// names it (recorded in the manifest's settings).
-	Rewards     rewards.Config
+	Rewards     Scorer
 	RewardsSpec string
 	Version     string
 }
@@ -77,8 +76,8 @@ func New(cfg Config, run *store.Run) (*Server, error) {
 	if err := cfg.Filter.Check(); err != nil {
 		return nil, fmt.Errorf("envserver: %w", err)
 	}
-	if err := cfg.Rewards.Validate(); err != nil {
-		return nil, fmt.Errorf("envserver: %w", err)
+	if cfg.Rewards == nil {
+		return nil, fmt.Errorf("envserver: no reward scorer")
 	}
 	if cfg.MaxSessions <= 0 {
 		cfg.MaxSessions = 64
@@ -433,41 +432,35 @@ type ProcessReward struct {
 	Reward float64 `json:"reward"`
 }
 
-// rewardsOf scores a record with the server's reward configuration.
-func (s *Server) rewardsOf(rec *trajectory.Record, process bool) (*Rewards, error) {
-	return ScoreRewards(s.cfg.Rewards, s.cfg.RewardsSpec, rec, process)
+// Score is a finished record's reward split into named components, their
+// sum and the per-turn process rewards (the rewards package's Named: the
+// rollout floor does not import rewards, cmd/antidrift wires it in).
+type Score struct {
+	Components map[string]float64
+	Total      float64
+	Turns      []int
+	Process    []float64
 }
 
-// ScoreRewards is the reward components of a record under cfg.
-func ScoreRewards(cfg rewards.Config, spec string, rec *trajectory.Record, process bool) (*Rewards, error) {
-	res, err := cfg.Score(rec)
+// Scorer scores a finished record.
+type Scorer func(*trajectory.Record) (Score, error)
+
+// rewardsOf scores a record with the server's reward configuration.
+func (s *Server) rewardsOf(rec *trajectory.Record, process bool) (*Rewards, error) {
+	return rewardsOf(s.cfg.Rewards, s.cfg.RewardsSpec, rec, process)
+}
+
+// rewardsOf is the Rewards of a record under a scorer.
+func rewardsOf(score Scorer, spec string, rec *trajectory.Record, process bool) (*Rewards, error) {
+	sc, err := score(rec)
 	if err != nil {
 		return nil, fmt.Errorf("envserver: rewards: %w", err)
 	}
-	out := &Rewards{Components: map[string]float64{
-		"reward/success":       res.Outcome,
-		"reward/drift_penalty": -res.Penalty,
-	}, Total: res.Reward, Config: spec}
-	for _, sch := range cfg.Schemes {
-		sum := 0.0
-		for _, c := range res.Calls {
-			switch sch {
-			case rewards.Uniform:
-				sum += c.Uniform
-			case rewards.Provision:
-				sum += c.Provision
-			case rewards.Risk:
-				sum += c.Risk
-			case rewards.Privilege:
-				sum += c.Privilege
-			}
-		}
-		out.Components["reward/drift_penalty/"+string(sch)] = -cfg.Lambda * sum
-	}
+	out := &Rewards{Components: sc.Components, Total: sc.Total, Config: spec}
 	if process {
-		out.Process = make([]ProcessReward, len(res.Turns))
-		for i, t := range res.Turns {
-			out.Process[i] = ProcessReward{Turn: t, Reward: res.Process[i]}
+		out.Process = make([]ProcessReward, len(sc.Turns))
+		for i, t := range sc.Turns {
+			out.Process[i] = ProcessReward{Turn: t, Reward: sc.Process[i]}
 		}
 	}
 	return out, nil
