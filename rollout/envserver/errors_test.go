@@ -240,3 +240,74 @@ func TestHealthSchemaState(t *testing.T) {
 		t.Errorf("unknown episode: %d %+v", code, e)
 	}
 }
+
+// TestMalformedOverWSAndMCP: the same errors through the other protocols:
+// OpenEnv's WebSocket error codes, and MCP tool errors the model can read.
+func TestMalformedOverWSAndMCP(t *testing.T) {
+	x := startServer(t, t.TempDir(), nil)
+	s := testScenario(t)
+	c := dialWS(t, x)
+	ctx := context.Background()
+	code := func(r wsReplyIn) string {
+		var d map[string]any
+		json.Unmarshal(r.Data, &d)
+		c, _ := d["code"].(string)
+		return r.Type + ":" + c
+	}
+	if got := code(wsCall(t, c, "step", map[string]any{"final_answer": "x"})); got != "error:SESSION_ERROR" {
+		t.Errorf("step before reset: %s", got)
+	}
+	c.Write(ctx, websocket.MessageText, []byte("{not json"))
+	_, raw, _ := c.Read(ctx)
+	if !strings.Contains(string(raw), "INVALID_JSON") {
+		t.Errorf("bad JSON: %s", raw)
+	}
+	if got := code(wsCall(t, c, "dance", nil)); got != "error:UNKNOWN_TYPE" {
+		t.Errorf("unknown type: %s", got)
+	}
+	wsCall(t, c, "reset", map[string]any{"scenario_id": s.ID})
+	if got := code(wsCall(t, c, "step", map[string]any{"tool_name": "x", "oops": true})); got != "error:VALIDATION_ERROR" {
+		t.Errorf("bad action: %s", got)
+	}
+	wsCall(t, c, "step", map[string]any{"final_answer": "done"})
+	if got := code(wsCall(t, c, "step", map[string]any{"final_answer": "again"})); got != "error:EPISODE_ENDED" {
+		t.Errorf("step after the end: %s", got)
+	}
+	c.Close(websocket.StatusNormalClosure, "")
+
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "mcp-errors"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: x.ts.URL + "/mcp/" + s.ID, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	text := func(r *mcp.CallToolResult) string {
+		var b strings.Builder
+		for _, c := range r.Content {
+			if tc, ok := c.(*mcp.TextContent); ok {
+				b.WriteString(tc.Text)
+			}
+		}
+		return b.String()
+	}
+	r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "no_such_tool", Arguments: map[string]any{}})
+	if err != nil || !r.IsError || !strings.Contains(text(r), `unknown tool "no_such_tool"`) {
+		t.Errorf("unknown tool: %v %+v", err, r)
+	}
+	r, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: FinalAnswerTool, Arguments: map[string]any{"text": "x"}})
+	if err != nil || !r.IsError || !strings.Contains(text(r), `takes {"answer": string}`) {
+		t.Errorf("final_answer without answer: %v %+v", err, r)
+	}
+	if r, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: FinalAnswerTool, Arguments: map[string]any{"answer": "done"}}); err != nil || r.IsError {
+		t.Fatalf("final answer: %v %+v", err, r)
+	}
+	r, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: FinalAnswerTool, Arguments: map[string]any{"answer": "again"}})
+	if err != nil || !r.IsError || !strings.Contains(text(r), "has ended") {
+		t.Errorf("call after the end: %v %+v", err, r)
+	}
+	cs.Close()
+	x.stop()
+	recs := readRecords(t, x.dir)
+	if len(recs) != 2 {
+		t.Fatalf("%d records, want the WebSocket and the MCP episode", len(recs))
+	}
+}
