@@ -1,9 +1,12 @@
 package envserver
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/antidrift/antidrift/rollout/agent"
@@ -58,17 +61,13 @@ func LabelFile(path string, cfg LabelConfig, run *store.Run, each func(Labelled)
 		return err
 	}
 	defer func() { err = errors.Join(err, w.Close(), elog.Close()) }()
-	return scanLines(path, func(line int, b []byte) error {
-		var tr Trace
-		if err := json.Unmarshal(b, &tr); err != nil {
-			return fmt.Errorf("%s:%d: %w: %v", path, line, ErrBadTrace, err)
-		}
+	one := func(line int, where string, tr Trace) error {
 		s := byID[tr.ScenarioID]
 		if s == nil {
 			if tr.ScenarioID == "" {
-				return fmt.Errorf("%s:%d: %w: scenario_id is missing", path, line, ErrBadTrace)
+				return fmt.Errorf("%s: %w: scenario_id is missing", where, ErrBadTrace)
 			}
-			return fmt.Errorf("%s:%d: %w: scenario %q is not among the loaded scenarios", path, line, ErrBadTrace, tr.ScenarioID)
+			return fmt.Errorf("%s: %w: scenario %q is not among the loaded scenarios", where, ErrBadTrace, tr.ScenarioID)
 		}
 		rollout := line - 1
 		seed := engine.EpisodeSeed(cfg.Seed, s.ID, rollout)
@@ -84,13 +83,13 @@ func LabelFile(path string, cfg LabelConfig, run *store.Run, each func(Labelled)
 		if sc == nil {
 			var err error
 			if sc, err = agent.Prepare(s); err != nil {
-				return fmt.Errorf("%s:%d: scenario %s: %w", path, line, s.ID, err)
+				return fmt.Errorf("%s: scenario %s: %w", where, s.ID, err)
 			}
 			prepared[s.ID] = sc
 		}
 		v, err := Replay(sc, tr, ReplayConfig{Engine: cfg.Engine, Run: run.Manifest.Run, Rollout: rollout, Seed: seed, Protocol: "label"})
 		if err != nil {
-			return fmt.Errorf("%s:%d: %w", path, line, err)
+			return fmt.Errorf("%s: %w", where, err)
 		}
 		target := w
 		if v.Record.Status == trajectory.StatusInfraError {
@@ -104,11 +103,66 @@ func LabelFile(path string, cfg LabelConfig, run *store.Run, each func(Labelled)
 		if cfg.Rewards != nil && v.Record.Status != trajectory.StatusInfraError {
 			rw, err := rewardsOf(cfg.Rewards, "", v.Record, false)
 			if err != nil {
-				return fmt.Errorf("%s:%d: %w", path, line, err)
+				return fmt.Errorf("%s: %w", where, err)
 			}
 			l.Reward = &rw.Total
 		}
 		each(l)
 		return nil
+	}
+	inspect, err := looksInspect(path)
+	if err != nil {
+		return err
+	}
+	if inspect {
+		// An inspect-ai log: one trace per sample, identified by its index.
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("envserver: %w", err)
+		}
+		trs, err := InspectTraces(b)
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		for i, tr := range trs {
+			if err := one(i+1, fmt.Sprintf("%s: samples[%d]", path, i), tr); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return scanLines(path, func(line int, b []byte) error {
+		var tr Trace
+		if err := json.Unmarshal(b, &tr); err != nil {
+			return fmt.Errorf("%s:%d: %w: %v", path, line, ErrBadTrace, err)
+		}
+		return one(line, fmt.Sprintf("%s:%d", path, line), tr)
 	})
+}
+
+// looksInspect tells an inspect-ai JSON log from JSONL traces by the first
+// line: a log is one (usually indented) object with "eval" and "samples".
+func looksInspect(path string) (bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, fmt.Errorf("envserver: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 256<<20)
+	for sc.Scan() {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		var probe struct {
+			Eval    json.RawMessage `json:"eval"`
+			Samples json.RawMessage `json:"samples"`
+		}
+		if json.Unmarshal(line, &probe) != nil {
+			return string(line) == "{", nil // an indented object; else a broken first line, reported by the JSONL reader
+		}
+		return probe.Eval != nil && probe.Samples != nil, nil
+	}
+	return false, sc.Err()
 }
