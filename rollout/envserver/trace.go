@@ -21,7 +21,10 @@ var ErrBadTrace = errors.New("invalid trajectory")
 type Trace struct {
 	ScenarioID string            `json:"scenario_id"`
 	Messages   []json.RawMessage `json:"messages"`
-	Seed       *int64            `json:"seed,omitempty"`
+	// Items, instead of Messages: an OpenAI Agents SDK run
+	// (RunResult.to_input_list(), Responses API items; agents.go).
+	Items []json.RawMessage `json:"items,omitempty"`
+	Seed  *int64            `json:"seed,omitempty"`
 	// Policy names the agent (recorded as client:POLICY/verify or /label).
 	Policy string            `json:"policy,omitempty"`
 	Steps  []trajectory.Step `json:"steps,omitempty"`
@@ -50,8 +53,15 @@ func (t Trace) parseMessages() ([]trajectory.Message, error) {
 	if t.ScenarioID == "" {
 		return nil, fmt.Errorf("%w: scenario_id is missing", ErrBadTrace)
 	}
+	if len(t.Messages) == 0 && len(t.Items) > 0 {
+		msgs, err := agentsMessages(t.Items)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrBadTrace, err)
+		}
+		t.Messages = msgs
+	}
 	if len(t.Messages) == 0 {
-		return nil, fmt.Errorf("%w: messages is missing or empty", ErrBadTrace)
+		return nil, fmt.Errorf("%w: messages (or items) is missing or empty", ErrBadTrace)
 	}
 	out := make([]trajectory.Message, 0, len(t.Messages))
 	for i, raw := range t.Messages {
