@@ -1,8 +1,12 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -71,8 +75,15 @@ func runLabel(cmd *cobra.Command, f labelFlags, traces string) error {
 	if err != nil {
 		return err
 	}
+	// The traces file is part of the plan: a trace's identity is its line,
+	// so another file in the same folder is another run, refused unless
+	// --force.
+	sum, err := fileHash(traces)
+	if err != nil {
+		return err
+	}
 	plan := scenarioPlan(f.scenarios, ss)
-	plan.Policy, plan.Checkpoint, plan.Framework, plan.Seed, plan.MaxSteps = "label", f.checkpoint, f.framework, f.seed, f.maxSteps
+	plan.Policy, plan.Checkpoint, plan.Framework, plan.Seed, plan.MaxSteps = "label:"+sum, f.checkpoint, f.framework, f.seed, f.maxSteps
 	runName := f.run
 	if runName == "" {
 		runName = planName(plan)
@@ -125,4 +136,18 @@ func runLabel(cmd *cobra.Command, f labelFlags, traces string) error {
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "antidrift: %d trajectories labelled into %s; %d differ from the mock environment (use --json for each difference)\n", n, f.out, differ)
 	return nil
+}
+
+// fileHash is the first 12 hex digits of a file's SHA-256.
+func fileHash(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:12], nil
 }

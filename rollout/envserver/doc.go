@@ -9,7 +9,8 @@
 // and rollout/judge) with a policy whose turns are the client's actions
 // (bridge). An episode driven through the server is therefore the same
 // record, labels included, as an in-process rollout of the same actions;
-// rewards are the rewards package's components of that record.
+// rewards are the rewards package's components of that record (a Scorer
+// that cmd/antidrift wires in: the rollout floor does not import rewards).
 //
 // Every finished episode goes to the run folder as rollout writes it; an
 // episode whose client left, or that a new reset replaced, goes to errors/
@@ -17,7 +18,8 @@
 // scored.
 //
 // Owns: sessions, the wire formats (actions, observations, OpenEnv and MCP
-// mappings) and trace replay. It must not import pairs or export, and
+// mappings) and trace replay (OpenAI chat messages, Agents SDK items,
+// inspect-ai logs). It must not import pairs, rewards or export, and
 // rollout/engine, rollout/agent and the data packages (pairs, rewards,
 // export) must not import it.
 package envserver
