@@ -38,9 +38,10 @@ demo: build
 # steps/s against sim-server as a ratio to the ideal C/L (C = 256, L = 200ms;
 # override with ANTIDRIFT_BENCH_C, ANTIDRIFT_BENCH_LATENCY, ANTIDRIFT_BENCH_STEPS);
 # steps/s through the NATS work queue with 1, 2, 4 workers as a ratio to a local
-# run (ANTIDRIFT_BENCH_QUEUE_C, ANTIDRIFT_BENCH_QUEUE_LATENCY, ANTIDRIFT_BENCH_QUEUE_ROLLOUTS).
+# run (ANTIDRIFT_BENCH_QUEUE_C, ANTIDRIFT_BENCH_QUEUE_LATENCY, ANTIDRIFT_BENCH_QUEUE_ROLLOUTS);
+# env serve with 256 concurrent sessions: steps/s and CPU per step (ANTIDRIFT_BENCH_ENV_EPISODES).
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 1x ./rollout/engine/ ./rollout/queue/ ./rewards/metrics/ ./export/ ./cmd/antidrift/internal/view/
+	$(GO) test -run '^$$' -bench . -benchtime 1x ./rollout/engine/ ./rollout/queue/ ./rollout/envserver/ ./rewards/metrics/ ./export/ ./cmd/antidrift/internal/view/
 
 # Reading commands at training-set scale (docs/benchmarks.md): builds, once,
 # the first BENCH_SCENARIOS built-in scenarios × BENCH_ROLLOUTS rollouts of

@@ -27,6 +27,7 @@ var flagRanges = map[string]flagRange{
 	"concurrency":       {1, 1 << 20, "1 to 1048576"},
 	"rollouts":          {1, 1 << 20, "1 to 1048576"},
 	"max-steps":         {1, 1 << 20, "1 to 1048576"},
+	"max-sessions":      {1, 1 << 20, "1 to 1048576"},
 	"max-tokens":        {0, math.MaxInt32, "0 (no limit) or more"},
 	"max-turn-tokens":   {0, math.MaxInt32, "0 (not sent) or more"},
 	"max-retries":       {0, 100, "0 (no retry) to 100"},

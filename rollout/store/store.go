@@ -81,6 +81,9 @@ type Settings struct {
 	Concurrency int    `json:"concurrency"`
 	EpisodeTime string `json:"episode_wall_time,omitempty"`
 	Command     string `json:"command,omitempty"`
+	// Rewards is the reward configuration a served run (env serve) scores
+	// its episodes with.
+	Rewards string `json:"rewards,omitempty"`
 }
 
 const (
