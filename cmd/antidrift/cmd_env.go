@@ -131,7 +131,8 @@ func scenarioPlan(src []string, ss []*scenario.Scenario) store.Plan {
 	for i, s := range ss {
 		ids[i] = s.ID
 	}
-	return store.Plan{ScenarioSource: strings.Join(src, ","), ScenarioHash: scenario.Hash(ss), ScenarioIDs: ids, Shard: "0/1"}
+	return store.Plan{ScenarioSource: strings.Join(src, ","), ScenarioHash: scenario.Hash(ss), ScenarioIDs: ids, Shard: "0/1",
+		ToolOrder: engine.PlanToolOrder(agent.ToolOrderSeeded)}
 }
 
 func runEnvServe(cmd *cobra.Command, f envFlags) error {

@@ -50,6 +50,9 @@ func LabelFile(path string, cfg LabelConfig, run *store.Run, each func(Labelled)
 	if cfg.Engine.Framework == "" {
 		cfg.Engine.Framework = engine.FrameworkNormal
 	}
+	// The run seed draws the tool order recorded with each labelled
+	// trace, as a served episode under that seed records it.
+	cfg.Engine.Seed = cfg.Seed
 	shard := engine.Shard{I: 0, N: 1}.String()
 	w, err := run.Writer(shard, 64, time.Second)
 	if err != nil {

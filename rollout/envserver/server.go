@@ -399,8 +399,10 @@ func (s *Server) Active() int {
 
 // engineConfig is the engine configuration of the server's episodes.
 func (s *Server) engineConfig() engine.Config {
+	// The run seed draws each scenario's tool order, as in a rollout with
+	// that seed.
 	return engine.Config{Framework: s.cfg.Framework, Filter: s.cfg.Filter, Limits: s.cfg.Limits,
-		Checkpoint: s.cfg.Checkpoint, Version: s.cfg.Version}
+		Checkpoint: s.cfg.Checkpoint, Version: s.cfg.Version, Seed: s.cfg.Seed}
 }
 
 // write appends a finished record: trajectories, or errors/ for an
