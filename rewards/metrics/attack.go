@@ -224,13 +224,24 @@ func (a *Accumulator) finishAttack(g *groupAcc) AttackSurface {
 		&out.UnauthorizedExposure, &out.UnauthorizedHighRisk, &out.PrematureHighRisk, &out.InjectionSuccess, &out.InjectionHighRisk}
 	fns := []func([]float64) float64{per(aHRVis, aSteps), per(aHRMax, aN), per(aRWVis, aSteps), per(aRBVis, aSteps),
 		per(aUnauth, aN), per(aUnauthHR, aN), per(aPremature, aN), per(aInjSucc, aInjected), per(aInjHR, aInjected)}
+	// The per-trajectory and per-injection shares are proportions (cluster
+	// Wilson intervals); the per-step surfaces are not (bootstrap).
+	props := map[int][2]int{4: {aUnauth, aN}, 5: {aUnauthHR, aN}, 6: {aPremature, aN}, 7: {aInjSucc, aInjected}, 8: {aInjHR, aInjected}}
 	total := Sum(rows)
-	cis := a.opts.Bootstrap.CIs(rows, "scenarios", fns)
+	cis := a.opts.Bootstrap.CIs(rows, "scenarios", fns[:4])
 	for i, e := range ests {
 		if total != nil {
 			e.Value = Num(fns[i](total))
 		} else {
 			e.Value = NaN()
+		}
+		if nd, ok := props[i]; ok {
+			num, den := nd[0], nd[1]
+			e.CI, e.Support = PropCI(rows, func(r []float64) float64 { return r[num] }, func(r []float64) float64 { return r[den] }, a.opts.Bootstrap.level())
+			if total == nil {
+				e.Support = nil
+			}
+			continue
 		}
 		e.CI = cis[i]
 	}

@@ -9,7 +9,9 @@ import (
 	"gonum.org/v1/gonum/stat"
 )
 
-// Bootstrap is a percentile bootstrap over scenarios: each replicate draws
+// Bootstrap is an expanded percentile bootstrap over scenarios (Hesterberg
+// 2015: the tails are moved out so that, with m scenarios, the interval is
+// as wide as a t interval on m − 1 degrees of freedom): each replicate draws
 // as many scenarios as there are, with replacement, and keeps every rollout
 // of a drawn scenario (a scenario's row holds the sums over its rollouts).
 // The draws are a function of Seed, a stream name and the number of rows
@@ -82,7 +84,9 @@ func (b Bootstrap) CIs(rows [][]float64, stream string, stats []func(sum []float
 			}
 		}
 	}
-	alpha := 1 - b.level()
+	// Expanded percentile: with few scenarios the plain percentile interval
+	// is too narrow (ExpandedAlpha).
+	alpha := ExpandedAlpha(1-b.level(), len(rows))
 	for i, v := range vals {
 		out[i] = Percentile(v, alpha)
 	}

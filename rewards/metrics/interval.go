@@ -1,0 +1,252 @@
+package metrics
+
+import (
+	"math"
+	"sort"
+
+	"gonum.org/v1/gonum/stat/distuv"
+)
+
+// Sparse thresholds: a rate with fewer clusters (scenarios) or events
+// behind it is marked, its interval wide and its value fragile.
+const (
+	MinClusters = 10
+	MinEvents   = 5
+)
+
+// Support says how much data a rate stands on: the clusters (scenarios)
+// with at least one unit in its denominator, the events (its numerator)
+// and whether either is below MinClusters / MinEvents.
+type Support struct {
+	Clusters int  `json:"clusters"`
+	Events   int  `json:"events"`
+	Sparse   bool `json:"sparse,omitempty"`
+}
+
+// NewSupport marks a support as sparse below the thresholds.
+func NewSupport(clusters, events int) *Support {
+	return &Support{Clusters: clusters, Events: events, Sparse: clusters < MinClusters || events < MinEvents}
+}
+
+// clusterRatio is a ratio estimator R = Σy/Σx over clusters with its
+// linearised (delta-method) per-cluster influence u_i = (y_i − R·x_i)/Σx,
+// the basis of the cluster-robust variance Var(R) ≈ m/(m−1)·Σu_i².
+type clusterRatio struct {
+	r      float64
+	n, y   float64 // Σx, Σy
+	m      int     // clusters with x_i > 0
+	u      []float64
+	active []bool
+}
+
+func newClusterRatio(y, x []float64) clusterRatio {
+	c := clusterRatio{u: make([]float64, len(x)), active: make([]bool, len(x))}
+	for i := range x {
+		c.n += x[i]
+		c.y += y[i]
+		if x[i] > 0 {
+			c.m++
+			c.active[i] = true
+		}
+	}
+	if c.n == 0 {
+		c.r = math.NaN()
+		return c
+	}
+	c.r = c.y / c.n
+	for i := range x {
+		c.u[i] = (y[i] - c.r*x[i]) / c.n
+	}
+	return c
+}
+
+// variance is the cluster-robust variance of R (NaN with fewer than two
+// clusters).
+func (c clusterRatio) variance() float64 {
+	if c.m < 2 {
+		return math.NaN()
+	}
+	var s float64
+	for i, u := range c.u {
+		if c.active[i] {
+			s += u * u
+		}
+	}
+	return float64(c.m) / float64(c.m-1) * s
+}
+
+// tQuantile is Student's t quantile 1 − alpha/2 with df degrees of freedom.
+func tQuantile(alpha float64, df int) float64 {
+	if df < 1 {
+		df = 1
+	}
+	return distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(df)}.Quantile(1 - alpha/2)
+}
+
+// DesignEffect is deff = Var_cluster(R) / Var_srs(R), floored at 1: how much
+// the clustering of trajectories in scenarios inflates the variance of a
+// proportion R = Σy/Σx over independent trajectories (≈ 1 + (m̄ − 1)·ICC for
+// clusters of mean size m̄). It is 1 when it cannot be estimated (fewer than
+// two clusters, R at 0 or 1).
+func DesignEffect(y, x []float64) float64 {
+	return newClusterRatio(y, x).deff()
+}
+
+func (c clusterRatio) deff() float64 {
+	v := c.variance()
+	srs := c.r * (1 - c.r) / c.n
+	if math.IsNaN(v) || !(srs > 0) {
+		return 1
+	}
+	return math.Max(1, v/srs)
+}
+
+// WilsonCluster is a confidence interval for a clustered proportion
+// R = Σy/Σx (y_i ≤ x_i units of cluster i): the Wilson score interval on an
+// effective sample size n_eff = Σx / deff (DesignEffect), with the normal
+// quantile replaced by Student's t on m − 1 degrees of freedom for m
+// clusters. This is the Korn–Graubard (1998) small-sample treatment of the
+// Wilson interval: it stays inside [0, 1], does not collapse to a point at 0
+// or 1 events, and widens with few clusters. The interval is undefined when
+// Σx = 0.
+func WilsonCluster(y, x []float64, level float64) CI {
+	c := newClusterRatio(y, x)
+	if c.n == 0 {
+		return CI{NaN(), NaN()}
+	}
+	return c.wilson(level)
+}
+
+func (c clusterRatio) wilson(level float64) CI {
+	neff := c.n / c.deff()
+	t := tQuantile(1-level, c.m-1)
+	return wilson(c.r, neff, t)
+}
+
+// wilson is the score interval of a proportion p on n units with quantile z.
+func wilson(p, n, z float64) CI {
+	z2 := z * z
+	den := 1 + z2/n
+	centre := (p + z2/(2*n)) / den
+	half := z * math.Sqrt(p*(1-p)/n+z2/(4*n*n)) / den
+	return CI{Num(math.Max(0, centre-half)), Num(math.Min(1, centre+half))}
+}
+
+// Paired is the comparison of two clustered proportions, A = Σy_a/Σx_a and
+// B = Σy_b/Σx_b, measured on the same clusters.
+type Paired struct {
+	Delta Num // B − A
+	CI    CI  // MOVER interval of B − A
+	P     Num // two-sided p-value of B − A = 0 (paired cluster t-test)
+	// Clusters is the number of clusters in either denominator.
+	Clusters int
+}
+
+// PairedDiff compares two clustered proportions on the same clusters (row i
+// of each slice is cluster i). The interval is the MOVER (method of
+// variance estimates recovery; Zou & Donner 2008, Newcombe 1998 method 10)
+// built from the two WilsonCluster intervals and the correlation of the
+// proportions' cluster influences; the test is a paired t-test on the
+// linearised difference, Δ / se with se² = m/(m−1)·Σ(u_b,i − u_a,i)², on
+// m − 1 degrees of freedom. When every cluster moves identically (se = 0) p
+// is 0 for a non-zero difference and 1 otherwise.
+func PairedDiff(ya, xa, yb, xb []float64, level float64) Paired {
+	a, b := newClusterRatio(ya, xa), newClusterRatio(yb, xb)
+	out := Paired{Delta: NaN(), CI: CI{NaN(), NaN()}, P: NaN()}
+	m := 0
+	for i := range xa {
+		if xa[i] > 0 || xb[i] > 0 {
+			m++
+		}
+	}
+	out.Clusters = m
+	if a.n == 0 || b.n == 0 {
+		return out
+	}
+	d := b.r - a.r
+	out.Delta = Num(d)
+	ia, ib := a.wilson(level), b.wilson(level)
+	var saa, sbb, sab, sdd float64
+	for i := range a.u {
+		saa += a.u[i] * a.u[i]
+		sbb += b.u[i] * b.u[i]
+		sab += a.u[i] * b.u[i]
+		dd := b.u[i] - a.u[i]
+		sdd += dd * dd
+	}
+	r := 0.0
+	if saa > 0 && sbb > 0 {
+		r = sab / math.Sqrt(saa*sbb)
+	}
+	la, ua := a.r-float64(ia[0]), float64(ia[1])-a.r
+	lb, ub := b.r-float64(ib[0]), float64(ib[1])-b.r
+	lo := d - math.Sqrt(math.Max(0, lb*lb-2*r*lb*ua+ua*ua))
+	hi := d + math.Sqrt(math.Max(0, ub*ub-2*r*ub*la+la*la))
+	out.CI = CI{Num(math.Max(-1, lo)), Num(math.Min(1, hi))}
+	switch {
+	case m < 2:
+	case sdd == 0 && d == 0:
+		out.P = 1
+	case sdd == 0:
+		out.P = 0
+	default:
+		se := math.Sqrt(float64(m) / float64(m-1) * sdd)
+		t := math.Abs(d) / se
+		out.P = Num(2 * distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(m - 1)}.Survival(t))
+	}
+	return out
+}
+
+// Holm adjusts p-values for multiple comparisons (Holm 1979, step-down
+// Bonferroni): the i-th smallest of m defined p-values becomes
+// max over j ≤ i of min(1, (m − j + 1)·p_(j)). It controls the family-wise
+// error rate under any dependence. Undefined p-values stay undefined and
+// are not counted among the m comparisons.
+func Holm(p []Num) []Num {
+	out := make([]Num, len(p))
+	idx := make([]int, 0, len(p))
+	for i, v := range p {
+		out[i] = NaN()
+		if v.Defined() {
+			idx = append(idx, i)
+		}
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return p[idx[a]] < p[idx[b]] })
+	m := len(idx)
+	run := 0.0
+	for j, i := range idx {
+		adj := math.Min(1, float64(m-j)*float64(p[i]))
+		run = math.Max(run, adj)
+		out[i] = Num(run)
+	}
+	return out
+}
+
+// ExpandedAlpha is the tail probability that makes a percentile bootstrap
+// interval over m clusters as wide as a t interval would be: the "expanded
+// percentile" interval of Hesterberg (2015), which replaces alpha by α'
+// with z_{1−α'/2} = sqrt(m/(m−1))·t_{m−1, 1−α/2}. The plain percentile
+// interval is too narrow by about that factor with few clusters.
+func ExpandedAlpha(alpha float64, m int) float64 {
+	if m < 2 {
+		return alpha
+	}
+	z := math.Sqrt(float64(m)/float64(m-1)) * tQuantile(alpha, m-1)
+	return 2 * distuv.UnitNormal.Survival(z)
+}
+
+// PropCI is the WilsonCluster interval of a proportion Σnum/Σden over rows
+// (one per cluster), with its support.
+func PropCI(rows [][]float64, num, den func(row []float64) float64, level float64) (CI, *Support) {
+	y, x := make([]float64, len(rows)), make([]float64, len(rows))
+	var events float64
+	m := 0
+	for i, row := range rows {
+		y[i], x[i] = num(row), den(row)
+		events += y[i]
+		if x[i] > 0 {
+			m++
+		}
+	}
+	return WilsonCluster(y, x, level), NewSupport(m, int(math.Round(events)))
+}
