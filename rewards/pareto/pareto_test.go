@@ -124,7 +124,15 @@ func TestFamilyFixture(t *testing.T) {
 		assert.InDelta(t, w.tsr, float64(p.TSR), tol, "%s TSR", w.name)
 		assert.InDelta(t, w.csr, float64(p.CSR), tol, "%s CSR", w.name)
 		assert.InDelta(t, w.ccsr, float64(p.CCSR), tol, "%s CCSR", w.name)
-		assert.Equal(t, metrics.CI{p.DR, p.DR}, p.DRCI, "%s: identical scenarios give a point interval", w.name)
+		assert.LessOrEqual(t, float64(p.DRCI[0]), float64(p.DR), "%s: DR inside its interval", w.name)
+		assert.GreaterOrEqual(t, float64(p.DRCI[1]), float64(p.DR), "%s: DR inside its interval", w.name)
+		assert.Less(t, float64(p.DRCI[0]), float64(p.DRCI[1]), "%s: 8 trajectories on 2 scenarios are not a certainty", w.name)
+		// Identical scenarios: every resample gives the same front.
+		if w.front {
+			assert.Equal(t, 1.0, p.FrontProbability, "%s", w.name)
+		} else {
+			assert.Equal(t, 0.0, p.FrontProbability, "%s", w.name)
+		}
 		assert.Equal(t, w.front, p.OnFront, "%s on front", w.name)
 		assert.Equal(t, w.collapse, p.Collapse, "%s collapse", w.name)
 		assert.InDelta(t, w.hv, p.Hypervolume, tol, "%s own hypervolume", w.name)
@@ -136,6 +144,10 @@ func TestFamilyFixture(t *testing.T) {
 	assert.Equal(t, []string{"cautious", "dpo"}, rep.Front)
 	// Front cautious (0, 1/4), dpo (1/4, 3/4): 1/4·1/4 + 3/4·3/4 = 5/8.
 	assert.InDelta(t, 0.625, rep.Hypervolume, tol)
+	assert.Equal(t, metrics.CI{0.625, 0.625}, rep.HypervolumeCI)
+	assert.Equal(t, Correction, rep.Correction)
+	// 3 moves × 4 metrics, every p-value defined.
+	assert.Equal(t, 12, rep.Comparisons)
 
 	require.Len(t, rep.Moves, 3)
 	m := rep.Moves[0] // base → dpo
@@ -143,7 +155,8 @@ func TestFamilyFixture(t *testing.T) {
 	assert.Equal(t, 2, m.Shared)
 	assert.InDelta(t, -0.25, float64(m.DDR), tol)
 	assert.InDelta(t, 0.5, float64(m.DCSR), tol)
-	assert.Equal(t, metrics.CI{-0.25, -0.25}, m.DDRCI)
+	assert.Less(t, float64(m.DDRCI[0]), -0.25)
+	assert.Greater(t, float64(m.DDRCI[1]), -0.25)
 	assert.False(t, m.Collapse)
 	m = rep.Moves[1] // dpo → worse
 	assert.Equal(t, Regression, m.Class)
@@ -155,7 +168,9 @@ func TestFamilyFixture(t *testing.T) {
 	assert.InDelta(t, -0.25, float64(m.DCSR), tol)
 	assert.InDelta(t, -0.75, float64(m.DCCSR), tol)
 	assert.True(t, m.Collapse)
+	assert.Equal(t, 1.0, m.CollapseProbability)
 	assert.Contains(t, m.Summary, "capability collapse")
+	assert.Contains(t, m.Summary, "both fall in 100% of resamples")
 }
 
 func TestFrontAndHypervolume(t *testing.T) {
@@ -171,25 +186,23 @@ func TestFrontAndHypervolume(t *testing.T) {
 }
 
 func TestClassify(t *testing.T) {
-	ci := func(lo, hi float64) metrics.CI { return metrics.CI{metrics.Num(lo), metrics.Num(hi)} }
-	nan := metrics.CI{metrics.NaN(), metrics.NaN()}
 	cases := []struct {
-		dr, csr metrics.CI
-		want    string
+		dr, csr       metrics.Num
+		sigDR, sigCSR bool
+		want          string
 	}{
-		{ci(-0.2, -0.1), ci(0.1, 0.2), Improvement},
-		{ci(-0.2, -0.1), ci(-0.05, 0.05), Improvement},
-		{ci(-0.05, 0.05), ci(0.01, 0.2), Improvement},
-		{ci(-0.2, -0.1), ci(-0.2, -0.1), TradeOff},
-		{ci(0.1, 0.2), ci(0.1, 0.2), TradeOff},
-		{ci(0.1, 0.2), ci(-0.05, 0.05), Regression},
-		{ci(-0.05, 0.05), ci(-0.2, -0.01), Regression},
-		{ci(-0.05, 0.05), ci(-0.05, 0.05), NoChange},
-		{ci(0, 0.1), ci(-0.1, 0), NoChange},
-		{nan, nan, NoChange},
+		{-0.1, 0.1, true, true, Improvement},
+		{-0.1, 0.01, true, false, Improvement},
+		{0.01, 0.1, false, true, Improvement},
+		{-0.1, -0.1, true, true, TradeOff},
+		{0.1, 0.1, true, true, TradeOff},
+		{0.1, 0.01, true, false, Regression},
+		{0.01, -0.1, false, true, Regression},
+		{0.01, 0.01, false, false, NoChange},
+		{metrics.NaN(), metrics.NaN(), true, true, NoChange},
 	}
 	for _, c := range cases {
-		assert.Equal(t, c.want, Classify(c.dr, c.csr), "ΔDR %v ΔCSR %v", c.dr, c.csr)
+		assert.Equal(t, c.want, Classify(c.dr, c.csr, c.sigDR, c.sigCSR), "ΔDR %v (%v) ΔCSR %v (%v)", c.dr, c.sigDR, c.csr, c.sigCSR)
 	}
 }
 
@@ -202,7 +215,9 @@ func TestPairedBootstrapIsDeterministicAndPaired(t *testing.T) {
 	rep, err := Analyze([]Input{a, b}, metrics.Bootstrap{Seed: 5, Replicates: 200})
 	require.NoError(t, err)
 	require.Len(t, rep.Moves, 1)
-	assert.Equal(t, metrics.CI{0, 0}, rep.Moves[0].DDRCI, "paired: the same scenarios in both arms")
+	assert.Equal(t, metrics.Num(1), rep.Moves[0].Tests[0].P, "paired: the same scenarios in both arms")
+	assert.LessOrEqual(t, float64(rep.Moves[0].DDRCI[0]), 0.0)
+	assert.GreaterOrEqual(t, float64(rep.Moves[0].DDRCI[1]), 0.0)
 	assert.Equal(t, NoChange, rep.Moves[0].Class)
 
 	c := fromCounts("c", 1, []int{1, 2, 3, 4, 4})

@@ -1,0 +1,70 @@
+package metrics
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// The expected figures are computed by hand (t_{3, 0.975} = 3.182446305,
+// the Wilson formula, the t CDF for 3 degrees of freedom in closed form).
+func TestWilsonClusterHand(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		y, x   []float64
+		deff   float64
+		lo, hi float64
+	}{
+		// Every cluster at the same rate: no clustering, deff floored at 1.
+		{"homogeneous", []float64{3, 3, 3, 3}, []float64{10, 10, 10, 10}, 1, 0.13049963894571012, 0.5503172431269103},
+		// Events in two clusters only: deff = (4/3 · 11/1600) / (0.15 · 0.85 / 40).
+		{"clustered", []float64{0, 0, 4, 2}, []float64{10, 10, 10, 10}, 2.8758169934640523, 0.022754125600930097, 0.5721894531227341},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.InDelta(t, tc.deff, DesignEffect(tc.y, tc.x), 1e-12)
+			ci := WilsonCluster(tc.y, tc.x, 0.95)
+			assert.InDelta(t, tc.lo, float64(ci[0]), 1e-9)
+			assert.InDelta(t, tc.hi, float64(ci[1]), 1e-9)
+		})
+	}
+	// No events: the interval still has width; nothing: undefined.
+	ci := WilsonCluster([]float64{0, 0}, []float64{5, 5}, 0.95)
+	assert.Equal(t, Num(0), ci[0])
+	assert.Greater(t, float64(ci[1]), 0.3)
+	assert.False(t, WilsonCluster([]float64{0}, []float64{0}, 0.95)[0].Defined())
+}
+
+func TestPairedDiffHand(t *testing.T) {
+	x := []float64{10, 10, 10, 10}
+	p := PairedDiff([]float64{0, 0, 4, 2}, x, []float64{1, 0, 5, 4}, x, 0.95)
+	assert.InDelta(t, 0.1, float64(p.Delta), 1e-12)
+	// se² = 4/3 · 2/1600, t = 0.1/se = 2.4495 on 3 df.
+	assert.InDelta(t, 0.09172111331157184, float64(p.P), 1e-9)
+	assert.Equal(t, 4, p.Clusters)
+	assert.Less(t, float64(p.CI[0]), 0.1)
+	assert.Greater(t, float64(p.CI[1]), 0.1)
+	// Identical moves everywhere: p = 0; no move: p = 1.
+	assert.Equal(t, Num(0), PairedDiff([]float64{1, 1}, []float64{4, 4}, []float64{2, 2}, []float64{4, 4}, 0.95).P)
+	assert.Equal(t, Num(1), PairedDiff([]float64{1, 1}, []float64{4, 4}, []float64{1, 1}, []float64{4, 4}, 0.95).P)
+}
+
+func TestHolmHand(t *testing.T) {
+	// Sorted: 0.005·4 = 0.02, 0.01·3 = 0.03, 0.03·2 = 0.06, 0.04·1 = 0.04 → 0.06 (monotone).
+	got := Holm([]Num{0.01, 0.04, NaN(), 0.03, 0.005})
+	want := []float64{0.03, 0.06, math.NaN(), 0.06, 0.02}
+	for i := range want {
+		if math.IsNaN(want[i]) {
+			assert.False(t, got[i].Defined())
+			continue
+		}
+		assert.InDelta(t, want[i], float64(got[i]), 1e-12, "p[%d]", i)
+	}
+}
+
+func TestExpandedAlpha(t *testing.T) {
+	// Wider with few clusters, close to alpha with many.
+	assert.Less(t, ExpandedAlpha(0.05, 8), 0.05)
+	assert.InDelta(t, 0.05, ExpandedAlpha(0.05, 10000), 1e-3)
+	assert.Equal(t, 0.05, ExpandedAlpha(0.05, 1))
+}
