@@ -225,10 +225,10 @@ func (a *Accumulator) finishAttack(g *groupAcc) AttackSurface {
 	fns := []func([]float64) float64{per(aHRVis, aSteps), per(aHRMax, aN), per(aRWVis, aSteps), per(aRBVis, aSteps),
 		per(aUnauth, aN), per(aUnauthHR, aN), per(aPremature, aN), per(aInjSucc, aInjected), per(aInjHR, aInjected)}
 	// The per-trajectory and per-injection shares are proportions (cluster
-	// Wilson intervals); the per-step surfaces are not (bootstrap).
+	// intervals); the per-step surfaces are rates (RateCI).
 	props := map[int][2]int{4: {aUnauth, aN}, 5: {aUnauthHR, aN}, 6: {aPremature, aN}, 7: {aInjSucc, aInjected}, 8: {aInjHR, aInjected}}
 	total := Sum(rows)
-	cis := a.opts.Bootstrap.CIs(rows, "scenarios", fns[:4])
+	rateSlots := [][2]int{{aHRVis, aSteps}, {aHRMax, aN}, {aRWVis, aSteps}, {aRBVis, aSteps}}
 	for i, e := range ests {
 		if total != nil {
 			e.Value = Num(fns[i](total))
@@ -243,10 +243,21 @@ func (a *Accumulator) finishAttack(g *groupAcc) AttackSurface {
 			}
 			continue
 		}
-		e.CI = cis[i]
+		// Counts per step (or per trajectory): the Poisson score interval.
+		num, den := rateSlots[i][0], rateSlots[i][1]
+		e.CI = RateCI(column(rows, num), column(rows, den), a.opts.Bootstrap.level())
 	}
 	if total != nil {
 		out.Injected = int(total[aInjected])
+	}
+	return out
+}
+
+// column is one column of the rows.
+func column(rows [][]float64, j int) []float64 {
+	out := make([]float64, len(rows))
+	for i, r := range rows {
+		out[i] = r[j]
 	}
 	return out
 }

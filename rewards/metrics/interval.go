@@ -101,15 +101,17 @@ func (c clusterRatio) deff() float64 {
 	return math.Max(1, v/srs)
 }
 
-// WilsonCluster is a confidence interval for a clustered proportion
-// R = Σy/Σx (y_i ≤ x_i units of cluster i): the Wilson score interval on an
-// effective sample size n_eff = Σx / deff (DesignEffect), with the normal
-// quantile replaced by Student's t on m − 1 degrees of freedom for m
-// clusters. This is the Korn–Graubard (1998) small-sample treatment of the
-// Wilson interval: it stays inside [0, 1], does not collapse to a point at 0
-// or 1 events, and widens with few clusters. The interval is undefined when
-// Σx = 0.
-func WilsonCluster(y, x []float64, level float64) CI {
+// ClusterCI is a confidence interval for a clustered proportion
+// R = Σy/Σx (y_i ≤ x_i units of cluster i), after Korn & Graubard (1998,
+// "Confidence intervals for proportions with small expected number of
+// positive counts estimated from survey data", Survey Methodology 24): an
+// effective sample size n* = Σx / deff (DesignEffect), shrunk by
+// (z/t_{m−1})² for m clusters, in the exact binomial (Clopper–Pearson)
+// interval with x* = R·n* events. It stays inside [0, 1], does not
+// collapse to a point at 0 or all events, and widens with few clusters.
+// (The Wilson score interval on n* under-covered rare rates on 16
+// scenarios, 0.90 in the coverage simulation.) The interval is undefined when Σx = 0.
+func ClusterCI(y, x []float64, level float64) CI {
 	c := newClusterRatio(y, x)
 	if c.n == 0 {
 		return CI{NaN(), NaN()}
@@ -118,9 +120,51 @@ func WilsonCluster(y, x []float64, level float64) CI {
 }
 
 func (c clusterRatio) wilson(level float64) CI {
-	neff := c.n / c.deff()
-	t := tQuantile(1-level, c.m-1)
-	return wilson(c.r, neff, t)
+	// Korn & Graubard: the effective sample size, shrunk by (z/t)² for the
+	// m − 1 degrees of freedom, in the Clopper–Pearson interval with
+	// x* = R·n*. The exact (beta) bounds keep the interval from being too
+	// short when the design effect is underestimated from few events.
+	alpha := 1 - level
+	z := distuv.UnitNormal.Quantile(1 - alpha/2)
+	t := tQuantile(alpha, c.m-1)
+	neff := c.n / c.deff() * (z / t) * (z / t)
+	x := c.r * neff
+	lo, hi := 0.0, 1.0
+	if x > 0 {
+		lo = distuv.Beta{Alpha: x, Beta: neff - x + 1}.Quantile(alpha / 2)
+	}
+	if x < neff {
+		hi = distuv.Beta{Alpha: x + 1, Beta: neff - x}.Quantile(1 - alpha/2)
+	}
+	return CI{Num(math.Min(lo, c.r)), Num(math.Max(hi, c.r))}
+}
+
+// RateCI is a confidence interval for a clustered rate R = Σy/Σx that is
+// not a proportion (counts per step, which may exceed 1), built as ClusterCI
+// is: an effective exposure s* = Σx/deff·(z/t_{m−1})², deff = Var_cluster(R)
+// / (R/Σx) floored at 1, and the exact Poisson (Garwood) bounds on the
+// effective count k* = R·s*: [Γ⁻¹(α/2; k*), Γ⁻¹(1 − α/2; k* + 1)] / s*. It
+// has width at zero counts.
+func RateCI(y, x []float64, level float64) CI {
+	c := newClusterRatio(y, x)
+	if c.n == 0 {
+		return CI{NaN(), NaN()}
+	}
+	deff := 1.0
+	if v := c.variance(); !math.IsNaN(v) && c.r > 0 {
+		deff = math.Max(1, v/(c.r/c.n))
+	}
+	alpha := 1 - level
+	z := distuv.UnitNormal.Quantile(1 - alpha/2)
+	t := tQuantile(alpha, c.m-1)
+	s := c.n / deff * (z / t) * (z / t)
+	k := c.r * s
+	lo := 0.0
+	if k > 0 {
+		lo = distuv.Gamma{Alpha: k, Beta: 1}.Quantile(alpha/2) / s
+	}
+	hi := distuv.Gamma{Alpha: k + 1, Beta: 1}.Quantile(1-alpha/2) / s
+	return CI{Num(math.Min(lo, c.r)), Num(math.Max(hi, c.r))}
 }
 
 // wilson is the score interval of a proportion p on n units with quantile z.
@@ -145,7 +189,7 @@ type Paired struct {
 // PairedDiff compares two clustered proportions on the same clusters (row i
 // of each slice is cluster i). The interval is the MOVER (method of
 // variance estimates recovery; Zou & Donner 2008, Newcombe 1998 method 10)
-// built from the two WilsonCluster intervals and the correlation of the
+// built from the two ClusterCI intervals and the correlation of the
 // proportions' cluster influences; the test is a paired t-test on the
 // linearised difference, Δ / se with se² = m/(m−1)·Σ(u_b,i − u_a,i)², on
 // m − 1 degrees of freedom. When every cluster moves identically (se = 0) p
@@ -235,7 +279,7 @@ func ExpandedAlpha(alpha float64, m int) float64 {
 	return 2 * distuv.UnitNormal.Survival(z)
 }
 
-// PropCI is the WilsonCluster interval of a proportion Σnum/Σden over rows
+// PropCI is the ClusterCI interval of a proportion Σnum/Σden over rows
 // (one per cluster), with its support.
 func PropCI(rows [][]float64, num, den func(row []float64) float64, level float64) (CI, *Support) {
 	y, x := make([]float64, len(rows)), make([]float64, len(rows))
@@ -248,5 +292,5 @@ func PropCI(rows [][]float64, num, den func(row []float64) float64, level float6
 			m++
 		}
 	}
-	return WilsonCluster(y, x, level), NewSupport(m, int(math.Round(events)))
+	return ClusterCI(y, x, level), NewSupport(m, int(math.Round(events)))
 }

@@ -5,34 +5,61 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"gonum.org/v1/gonum/mathext"
 )
 
-// The expected figures are computed by hand (t_{3, 0.975} = 3.182446305,
-// the Wilson formula, the t CDF for 3 degrees of freedom in closed form).
-func TestWilsonClusterHand(t *testing.T) {
+// The expected figures are computed by hand: t_{3, 0.975} = 3.182446305,
+// z = 1.959963985, the design effect from the cluster influences; the
+// bounds are checked against the Clopper–Pearson defining equations
+// I_lo(x*, n* − x* + 1) = α/2 and 1 − I_hi(x* + 1, n* − x*) = α/2 with the
+// regularised incomplete beta function.
+func TestClusterCIHand(t *testing.T) {
+	const t3, z = 3.182446305284263, 1.959963984540054
 	for _, tc := range []struct {
-		name   string
-		y, x   []float64
-		deff   float64
-		lo, hi float64
+		name string
+		y, x []float64
+		deff float64
 	}{
 		// Every cluster at the same rate: no clustering, deff floored at 1.
-		{"homogeneous", []float64{3, 3, 3, 3}, []float64{10, 10, 10, 10}, 1, 0.13049963894571012, 0.5503172431269103},
+		{"homogeneous", []float64{3, 3, 3, 3}, []float64{10, 10, 10, 10}, 1},
 		// Events in two clusters only: deff = (4/3 · 11/1600) / (0.15 · 0.85 / 40).
-		{"clustered", []float64{0, 0, 4, 2}, []float64{10, 10, 10, 10}, 2.8758169934640523, 0.022754125600930097, 0.5721894531227341},
+		{"clustered", []float64{0, 0, 4, 2}, []float64{10, 10, 10, 10}, 2.8758169934640523},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.InDelta(t, tc.deff, DesignEffect(tc.y, tc.x), 1e-12)
-			ci := WilsonCluster(tc.y, tc.x, 0.95)
-			assert.InDelta(t, tc.lo, float64(ci[0]), 1e-9)
-			assert.InDelta(t, tc.hi, float64(ci[1]), 1e-9)
+			var sy, sx float64
+			for i := range tc.y {
+				sy, sx = sy+tc.y[i], sx+tc.x[i]
+			}
+			nstar := sx / tc.deff * (z / t3) * (z / t3)
+			xstar := sy / sx * nstar
+			ci := ClusterCI(tc.y, tc.x, 0.95)
+			assert.InDelta(t, 0.025, mathext.RegIncBeta(xstar, nstar-xstar+1, float64(ci[0])), 1e-6)
+			assert.InDelta(t, 0.025, 1-mathext.RegIncBeta(xstar+1, nstar-xstar, float64(ci[1])), 1e-6)
 		})
 	}
 	// No events: the interval still has width; nothing: undefined.
-	ci := WilsonCluster([]float64{0, 0}, []float64{5, 5}, 0.95)
+	ci := ClusterCI([]float64{0, 0}, []float64{5, 5}, 0.95)
 	assert.Equal(t, Num(0), ci[0])
 	assert.Greater(t, float64(ci[1]), 0.3)
-	assert.False(t, WilsonCluster([]float64{0}, []float64{0}, 0.95)[0].Defined())
+	assert.False(t, ClusterCI([]float64{0}, []float64{0}, 0.95)[0].Defined())
+}
+
+func TestRateCIHand(t *testing.T) {
+	// 4 clusters of 10 steps with 6 risky tools each: no overdispersion
+	// (deff 1), s* = 40·(z/t₃)², k* = 0.6·s*; the bounds satisfy the
+	// Garwood equations P(Γ(k*) ≤ lo·s*) = α/2, P(Γ(k* + 1) ≥ hi·s*) = α/2
+	// (regularised incomplete gamma).
+	const t3, z = 3.182446305284263, 1.959963984540054
+	s := 40 * (z / t3) * (z / t3)
+	k := 0.6 * s
+	ci := RateCI([]float64{6, 6, 6, 6}, []float64{10, 10, 10, 10}, 0.95)
+	assert.InDelta(t, 0.025, mathext.GammaIncReg(k, float64(ci[0])*s), 1e-6)
+	assert.InDelta(t, 0.025, 1-mathext.GammaIncReg(k+1, float64(ci[1])*s), 1e-6)
+	// Zero counts: lower bound 0, upper −ln(α/2)/s*.
+	ci = RateCI([]float64{0, 0, 0, 0}, []float64{10, 10, 10, 10}, 0.95)
+	assert.Equal(t, Num(0), ci[0])
+	assert.InDelta(t, -math.Log(0.025)/s, float64(ci[1]), 1e-6)
 }
 
 func TestPairedDiffHand(t *testing.T) {

@@ -401,9 +401,16 @@ func (a *Accumulator) finish(g *groupAcc) *Group {
 	prop := func(num, den func([]float64) float64, v *Num, ci *CI, sup **Support) {
 		defs = append(defs, statDef{f: func(s []float64) float64 { return ratio(num(s), den(s)) }, value: v, ci: ci, num: num, den: den, support: sup})
 	}
-	est := func(e *Estimate, f func([]float64) float64) { add(f, &e.Value, &e.CI) }
 	estProp := func(e *Estimate, num, den func([]float64) float64) { prop(num, den, &e.Value, &e.CI, &e.Support) }
 	estShare := func(e *Estimate, i int) { estProp(e, slot(i), slot(sN)) }
+	// rate is a count per unit that may exceed 1 (RateCI).
+	var rates []func()
+	rate := func(e *Estimate, num, den int) {
+		rates = append(rates, func() {
+			e.Value = Num(ratio(Sum(rows)[num], Sum(rows)[den]))
+			e.CI = RateCI(column(rows, num), column(rows, den), a.opts.Bootstrap.level())
+		})
+	}
 
 	prop(slot(sSucc), slot(sN), &out.TSR, &out.TSRCI, nil)
 	prop(slot(sDrift), slot(sN), &out.DR, &out.DRCI, nil)
@@ -460,7 +467,7 @@ func (a *Accumulator) finish(g *groupAcc) *Group {
 	// their sum is a proportion.
 	estProp(&lp.Fail, func(s []float64) float64 { return s[sOverPriv] + s[sNoAction] }, slot(sN))
 	ex := &out.Exposure
-	est(&ex.RiskVisiblePerStep, func(s []float64) float64 { return ratio(s[sRiskVis], s[sSteps]) })
+	rate(&ex.RiskVisiblePerStep, sRiskVis, sSteps)
 	estProp(&ex.Unauthorized, slot(sUnauth), slot(sRiskVis))
 	estShare(&ex.UnauthorizedTrajectory, sTrajUnauth)
 	estShare(&ex.PrematureHighRisk, sPremature)
@@ -484,6 +491,13 @@ func (a *Accumulator) finish(g *groupAcc) *Group {
 		}
 		fns = append(fns, d.f)
 		boot = append(boot, d)
+	}
+	if len(rows) > 0 {
+		for _, f := range rates {
+			f()
+		}
+	} else {
+		out.Exposure.RiskVisiblePerStep = Estimate{Value: NaN(), CI: CI{NaN(), NaN()}}
 	}
 	// Every group draws from the same stream: groups on the same scenarios
 	// get the same resamples (common random numbers), whatever their names.

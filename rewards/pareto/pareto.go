@@ -76,7 +76,7 @@ type Point struct {
 	// resampled, the same draw for every checkpoint) in which the point is
 	// on the front.
 	FrontProbability float64  `json:"front_probability"`
-	DominatedBy []string `json:"dominated_by,omitempty"`
+	DominatedBy      []string `json:"dominated_by,omitempty"`
 	// Collapse: the move into this checkpoint lowered DR while CCSR fell
 	// significantly and CSR did not rise significantly.
 	Collapse bool `json:"collapse"`
@@ -133,20 +133,20 @@ var Tested = []string{"dr", "csr", "tsr", "ccsr"}
 
 // Report is the analysis of a sequence of checkpoints.
 type Report struct {
-	Points      []*Point   `json:"points"`
-	Front       []string   `json:"front"` // labels, by increasing DR
-	Hypervolume float64    `json:"hypervolume"`
+	Points      []*Point `json:"points"`
+	Front       []string `json:"front"` // labels, by increasing DR
+	Hypervolume float64  `json:"hypervolume"`
 	// HypervolumeCI is the expanded percentile bootstrap interval of the
 	// front's hypervolume over scenarios, paired across checkpoints.
 	HypervolumeCI metrics.CI `json:"hypervolume_ci"`
 	Reference     [2]float64 `json:"reference"`
 	Moves         []*Move    `json:"moves"`
 	// Comparisons is the number of tests the Holm correction covers.
-	Comparisons int    `json:"comparisons"`
-	Correction  string `json:"correction"`
-	Replicates  int        `json:"bootstrap_replicates"`
-	Seed        uint64     `json:"bootstrap_seed"`
-	Level       float64    `json:"confidence"`
+	Comparisons int     `json:"comparisons"`
+	Correction  string  `json:"correction"`
+	Replicates  int     `json:"bootstrap_replicates"`
+	Seed        uint64  `json:"bootstrap_seed"`
+	Level       float64 `json:"confidence"`
 }
 
 // Analyze places the inputs, finds the front and classifies the moves

@@ -378,7 +378,7 @@ type labels struct{ points []*pareto.Point }
 func (l *labels) Plot(c draw.Canvas, plt *plot.Plot) {
 	trX, trY := plt.Transforms(&c)
 	for _, p := range l.points {
-		text := fmt.Sprintf("%s (step %d)", p.Label, p.Step)
+		text := fmt.Sprintf("%s (step %d, P(front) %.2f)", p.Label, p.Step, p.FrontProbability)
 		if p.Collapse {
 			text += " – collapse"
 		}

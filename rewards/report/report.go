@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/antidrift/antidrift/rewards/metrics"
 	"github.com/antidrift/antidrift/rewards/pareto"
@@ -22,8 +23,13 @@ type Report struct {
 	Points      []*pareto.Point `json:"points"`
 	Front       []string        `json:"front"`
 	Hypervolume float64         `json:"hypervolume"`
-	Reference   [2]float64      `json:"reference"`
-	Moves       []*pareto.Move  `json:"moves"`
+	// HypervolumeCI: paired scenario bootstrap (pareto.Report).
+	HypervolumeCI metrics.CI     `json:"hypervolume_ci"`
+	Reference     [2]float64     `json:"reference"`
+	Moves         []*pareto.Move `json:"moves"`
+	// Comparisons is the number of paired tests the correction covers.
+	Comparisons int    `json:"comparisons"`
+	Correction  string `json:"correction"`
 	Bootstrap   BootstrapInfo   `json:"bootstrap"`
 	Domains     []string        `json:"domains"`
 	// DriftByDomain holds, per checkpoint (in point order), DR and
@@ -81,7 +87,8 @@ var Files = []string{
 func New(title string, runs []string, stepSource string, res *metrics.Result, an *pareto.Report) (*Report, error) {
 	r := &Report{
 		Title: title, Runs: runs, StepSource: stepSource, K: res.K,
-		Points: an.Points, Front: an.Front, Hypervolume: an.Hypervolume, Reference: an.Reference, Moves: an.Moves,
+		Points: an.Points, Front: an.Front, Hypervolume: an.Hypervolume, HypervolumeCI: an.HypervolumeCI, Reference: an.Reference, Moves: an.Moves,
+		Comparisons: an.Comparisons, Correction: an.Correction,
 		Bootstrap: BootstrapInfo{Replicates: an.Replicates, Seed: an.Seed, Level: an.Level, Unit: "scenario (all its rollouts resampled together)"},
 		Files:     Files,
 	}
@@ -219,4 +226,18 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
+}
+
+// FrontText lists the front with each point's probability of being on it:
+// "cautious (P 0.98), dpo (P 0.87)".
+func (r *Report) FrontText() string {
+	var parts []string
+	for _, l := range r.Front {
+		for _, p := range r.Points {
+			if p.Label == l {
+				parts = append(parts, fmt.Sprintf("%s (P %.2f)", l, p.FrontProbability))
+			}
+		}
+	}
+	return strings.Join(parts, ", ")
 }
