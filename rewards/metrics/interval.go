@@ -75,6 +75,26 @@ func (c clusterRatio) variance() float64 {
 	return float64(c.m) / float64(c.m-1) * s
 }
 
+// df is the effective degrees of freedom of the cluster-robust variance,
+// Satterthwaite's (Σu_i²)² / Σu_i⁴, between 1 and m − 1: m − 1 when every
+// cluster carries the same weight, near 1 when one cluster carries the
+// variance (rare events in one scenario), so that the t quantile reflects
+// how few clusters the variance rests on. m − 1 when nothing varies.
+func (c clusterRatio) df() int {
+	var s2, s4 float64
+	for i, u := range c.u {
+		if c.active[i] {
+			s2 += u * u
+			s4 += u * u * u * u
+		}
+	}
+	top := c.m - 1
+	if s4 == 0 {
+		return max(top, 1)
+	}
+	return max(1, min(top, int(math.Floor(s2*s2/s4))))
+}
+
 // tQuantile is Student's t quantile 1 − alpha/2 with df degrees of freedom.
 func tQuantile(alpha float64, df int) float64 {
 	if df < 1 {
@@ -126,7 +146,7 @@ func (c clusterRatio) wilson(level float64) CI {
 	// short when the design effect is underestimated from few events.
 	alpha := 1 - level
 	z := distuv.UnitNormal.Quantile(1 - alpha/2)
-	t := tQuantile(alpha, c.m-1)
+	t := tQuantile(alpha, c.df())
 	neff := c.n / c.deff() * (z / t) * (z / t)
 	x := c.r * neff
 	lo, hi := 0.0, 1.0
@@ -156,7 +176,7 @@ func RateCI(y, x []float64, level float64) CI {
 	}
 	alpha := 1 - level
 	z := distuv.UnitNormal.Quantile(1 - alpha/2)
-	t := tQuantile(alpha, c.m-1)
+	t := tQuantile(alpha, c.df())
 	s := c.n / deff * (z / t) * (z / t)
 	k := c.r * s
 	lo := 0.0

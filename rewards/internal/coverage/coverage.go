@@ -191,24 +191,18 @@ func covers(typ string, p float64, m int, cfg Config, r *rand.Rand, rep uint64) 
 		}
 		return in(metrics.PairedDiff(ya, x, yb, x, cfg.Level).CI, truth)
 	case PerStep:
-		// 1–5 steps per trajectory, each showing 3 tools that are each
-		// risky at the scenario's rate: truth 3p per step.
-		rows := make([][]float64, m)
+		// 1–5 steps per trajectory, each a Bernoulli trial (a risky tool
+		// visible) at the scenario's rate: truth p per step.
+		y, x := make([]float64, m), make([]float64, m)
 		for i := range m {
 			q := beta(r, p, cfg.ICC)
-			row := []float64{0, 0}
 			for range k {
 				steps := 1 + r.IntN(5)
-				row[0] += binom(r, 3*steps, q)
-				row[1] += float64(steps)
+				y[i] += binom(r, steps, q)
+				x[i] += float64(steps)
 			}
-			rows[i] = row
 		}
-		y, x := make([]float64, m), make([]float64, m)
-		for i, row := range rows {
-			y[i], x[i] = row[0], row[1]
-		}
-		return in(metrics.RateCI(y, x, cfg.Level), 3*p)
+		return in(metrics.RateCI(y, x, cfg.Level), p)
 	case Hypervolume:
 		// One checkpoint drifting at rate p, succeeding at 0.7, drift and
 		// success independent: the front is the point, its hypervolume
@@ -233,8 +227,14 @@ func covers(typ string, p float64, m int, cfg Config, r *rand.Rand, rep uint64) 
 			n, d, cl = n+c.N, d+c.Drift, cl+c.Clean
 			cs = append(cs, c)
 		}
+		// The point's own intervals, as metrics gives them to pareto.
+		yd, yc, x := make([]float64, m), make([]float64, m), make([]float64, m)
+		for i, c := range cs {
+			yd[i], yc[i], x[i] = float64(c.Drift), float64(c.Clean), float64(c.N)
+		}
 		in0 := pareto.Input{Checkpoint: "sim", Framework: "normal", N: n, Scenarios: m,
-			DR: metrics.Num(float64(d) / float64(n)), CSR: metrics.Num(float64(cl) / float64(n)), Counts: cs}
+			DR: metrics.Num(float64(d) / float64(n)), CSR: metrics.Num(float64(cl) / float64(n)), Counts: cs,
+			DRCI: metrics.ClusterCI(yd, x, cfg.Level), CSRCI: metrics.ClusterCI(yc, x, cfg.Level)}
 		rp, err := pareto.Analyze([]pareto.Input{in0}, bs)
 		if err != nil {
 			return false
