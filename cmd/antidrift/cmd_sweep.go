@@ -107,7 +107,6 @@ limits, --risk-weights, --allow-unsafe-provenance).`,
 					rep.Runs[i] = rel
 				}
 			}
-			rep.Files = append(append([]string(nil), report.Files...), "gating_front.svg", "gating_front.png")
 			if err := rep.Write(filepath.Join(out, "report")); err != nil {
 				return err
 			}

@@ -259,9 +259,14 @@ func Analyze(inputs []Input, b metrics.Bootstrap) (*Report, error) {
 	adj := metrics.Holm(ps)
 	k := 0
 	for _, m := range rep.Moves {
+		cis := []metrics.CI{m.DDRCI, m.DCSRCI, m.DTSRCI, m.DCCSRCI}
 		for i := range m.Tests {
 			m.Tests[i].PAdjusted = adj[k]
-			m.Tests[i].Significant = adj[k].Defined() && float64(adj[k]) < 1-level
+			// Significant when the corrected test rejects and the interval
+			// excludes 0: the output never calls a change significant
+			// beside an interval that holds no change (with identical
+			// scenarios the test has no variance and rejects any change).
+			m.Tests[i].Significant = adj[k].Defined() && float64(adj[k]) < 1-level && (below(cis[i]) || above(cis[i]))
 			if adj[k].Defined() {
 				rep.Comparisons++
 			}
@@ -568,6 +573,9 @@ func (m *Move) Significance(metric string) string {
 		if t.Significant {
 			return "significant, Holm p " + p
 		}
+		if t.PAdjusted.Defined() && float64(t.PAdjusted) < 0.05 {
+			return "not significant: its interval holds 0, Holm p " + p
+		}
 		return "not significant, Holm p " + p
 	}
 	return "not tested"
@@ -581,3 +589,9 @@ func summary(m *Move) string {
 	}
 	return s
 }
+
+// below: the interval lies entirely below 0.
+func below(ci metrics.CI) bool { return ci.Lo().Defined() && ci.Hi().Defined() && ci.Hi() < 0 }
+
+// above: the interval lies entirely above 0.
+func above(ci metrics.CI) bool { return ci.Lo().Defined() && ci.Hi().Defined() && ci.Lo() > 0 }

@@ -114,7 +114,8 @@ func TestFamilyFixture(t *testing.T) {
 		{"base", 0.5, 0.75, 0.25, 0.5, false, false, 0.125},
 		{"dpo", 0.25, 1, 0.75, 1, true, false, 0.5625},
 		{"worse", 0.5, 1, 0.5, 1, false, false, 0.25},
-		{"cautious", 0, 0.25, 0.25, 0.25, true, true, 0.25},
+		// Two scenarios cannot make any move significant: no collapse.
+		{"cautious", 0, 0.25, 0.25, 0.25, true, false, 0.25},
 	}
 	for i, w := range want {
 		p := rep.Points[i]
@@ -144,31 +145,68 @@ func TestFamilyFixture(t *testing.T) {
 	assert.Equal(t, []string{"cautious", "dpo"}, rep.Front)
 	// Front cautious (0, 1/4), dpo (1/4, 3/4): 1/4·1/4 + 3/4·3/4 = 5/8.
 	assert.InDelta(t, 0.625, rep.Hypervolume, tol)
-	assert.Equal(t, metrics.CI{0.625, 0.625}, rep.HypervolumeCI)
+	// cautious stands on 2 clean trajectories: the sparse guard widens the
+	// hypervolume's interval to its points' own (two-scenario) intervals.
+	assert.Less(t, float64(rep.HypervolumeCI[0]), 0.625)
+	assert.Greater(t, float64(rep.HypervolumeCI[1]), 0.625)
 	assert.Equal(t, Correction, rep.Correction)
 	// 3 moves × 4 metrics, every p-value defined.
 	assert.Equal(t, 12, rep.Comparisons)
 
+	// Two scenarios, each with the same outcomes: the paired tests see no
+	// variance (p = 0), but the intervals of every change hold 0, so no
+	// change is significant and every move is "no significant change".
 	require.Len(t, rep.Moves, 3)
-	m := rep.Moves[0] // base → dpo
-	assert.Equal(t, Improvement, m.Class)
-	assert.Equal(t, 2, m.Shared)
-	assert.InDelta(t, -0.25, float64(m.DDR), tol)
-	assert.InDelta(t, 0.5, float64(m.DCSR), tol)
-	assert.Less(t, float64(m.DDRCI[0]), -0.25)
-	assert.Greater(t, float64(m.DDRCI[1]), -0.25)
-	assert.False(t, m.Collapse)
-	m = rep.Moves[1] // dpo → worse
-	assert.Equal(t, Regression, m.Class)
-	assert.InDelta(t, 0.25, float64(m.DDR), tol)
-	assert.InDelta(t, -0.25, float64(m.DCSR), tol)
-	m = rep.Moves[2] // worse → cautious
-	assert.Equal(t, TradeOff, m.Class)
+	for _, m := range rep.Moves {
+		assert.Equal(t, NoChange, m.Class, m.Summary)
+		assert.Equal(t, 2, m.Shared)
+		assert.False(t, m.Collapse)
+		assert.Contains(t, m.Summary, "its interval holds 0")
+	}
+	m := rep.Moves[2] // worse → cautious
 	assert.InDelta(t, -0.5, float64(m.DDR), tol)
 	assert.InDelta(t, -0.25, float64(m.DCSR), tol)
 	assert.InDelta(t, -0.75, float64(m.DCCSR), tol)
+	assert.Equal(t, 1.0, m.CollapseProbability, "DR and CCSR fall in every resample")
+}
+
+// TestMovesAndCollapseOnTwentyScenarios: the family's outcomes on 20
+// scenarios, where the changes are significant after the correction.
+func TestMovesAndCollapseOnTwentyScenarios(t *testing.T) {
+	mk := func(name string, step int, codes string) Input {
+		in := Input{Checkpoint: name, Framework: "normal", Step: step}
+		var c metrics.ScenarioCounts
+		for _, x := range codes {
+			c.N++
+			switch x {
+			case 'c':
+				c.Success++
+				c.Clean++
+			case 'd':
+				c.Success++
+				c.Drift++
+			}
+		}
+		for i := range 20 {
+			cc := c
+			cc.ID = fmt.Sprintf("s%02d", i)
+			in.Counts = append(in.Counts, cc)
+		}
+		in.N, in.Scenarios = 20*c.N, 20
+		in.DR = metrics.Num(float64(c.Drift) / float64(c.N))
+		in.CSR = metrics.Num(float64(c.Clean) / float64(c.N))
+		return in
+	}
+	rep, err := Analyze([]Input{mk("base", 0, "ddcf"), mk("dpo", 1, "dccc"), mk("worse", 2, "ddcc"), mk("cautious", 3, "cfff")}, metrics.Bootstrap{Seed: 1, Replicates: 200})
+	require.NoError(t, err)
+	require.Len(t, rep.Moves, 3)
+	assert.Equal(t, 12, rep.Comparisons)
+	assert.Equal(t, Improvement, rep.Moves[0].Class, rep.Moves[0].Summary)
+	assert.Equal(t, Regression, rep.Moves[1].Class, rep.Moves[1].Summary)
+	m := rep.Moves[2]
+	assert.Equal(t, TradeOff, m.Class, m.Summary)
 	assert.True(t, m.Collapse)
-	assert.Equal(t, 1.0, m.CollapseProbability)
+	assert.True(t, rep.Points[3].Collapse)
 	assert.Contains(t, m.Summary, "capability collapse")
 	assert.Contains(t, m.Summary, "both fall in 100% of resamples")
 }

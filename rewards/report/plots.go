@@ -55,23 +55,65 @@ func newPlot() *plot.Plot {
 	return p
 }
 
+// IsSweep reports whether the report is a λ sweep's: it then plots what
+// the sweep trades (exposure against success) instead of the DR–CSR plane.
+func (r *Report) IsSweep() bool { return r.Gating != nil && len(r.Gating.Lambda) > 0 }
+
+// anyDrift reports whether some checkpoint drifts in some domain: without,
+// the drift-by-domain chart would be bars of height 0.
+func (r *Report) anyDrift() bool {
+	for _, dd := range r.DriftByDomain {
+		for _, e := range dd.Domains {
+			if e.Value.Defined() && e.Value > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// anyPositions reports whether some checkpoint has a drifting call to place.
+func (r *Report) anyPositions() bool {
+	for _, pd := range r.Positions {
+		if pd.Calls["all"] > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// plots renders the charts that have something to show: never an empty
+// one (no drift, no drift chart; a sweep's DR–CSR plane is replaced by its
+// exposure–success chart).
 func (r *Report) plots() (map[string]rendered, error) {
 	out := map[string]rendered{}
-	var err error
-	if out["pareto"], err = render(r.drawPareto, 10*vg.Inch, 6.5*vg.Inch); err != nil {
-		return nil, err
+	add := func(name string, f func(draw.Canvas) error, w, h vg.Length) error {
+		x, err := render(f, w, h)
+		if err == nil {
+			out[name] = x
+		}
+		return err
 	}
-	if out["drift_by_domain"], err = render(r.drawDomains, 10*vg.Inch, 4.5*vg.Inch); err != nil {
-		return nil, err
-	}
-	if r.Gating != nil && len(r.Gating.Lambda) > 0 {
-		if out["gating_front"], err = render(r.drawLambda, 12*vg.Inch, 5*vg.Inch); err != nil {
+	if !r.IsSweep() {
+		if err := add("pareto", r.drawPareto, 10*vg.Inch, 6.5*vg.Inch); err != nil {
 			return nil, err
 		}
 	}
-	cols, rows := tiles(len(r.Positions))
-	if out["drift_positions"], err = render(r.drawPositions, vg.Length(cols)*3.6*vg.Inch, vg.Length(rows)*2.9*vg.Inch+0.3*vg.Inch); err != nil {
-		return nil, err
+	if r.anyDrift() {
+		if err := add("drift_by_domain", r.drawDomains, 10*vg.Inch, 4.5*vg.Inch); err != nil {
+			return nil, err
+		}
+	}
+	if r.IsSweep() && len(r.lambdaPanels()) > 0 {
+		if err := add("gating_front", r.drawLambda, vg.Length(4*len(r.lambdaPanels()))*vg.Inch, 5*vg.Inch); err != nil {
+			return nil, err
+		}
+	}
+	if r.anyPositions() {
+		cols, rows := tiles(len(r.Positions))
+		if err := add("drift_positions", r.drawPositions, vg.Length(cols)*3.6*vg.Inch, vg.Length(rows)*2.9*vg.Inch+0.3*vg.Inch); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }

@@ -74,12 +74,15 @@ type PositionDensity struct {
 	Density map[string][]float64 `json:"density"`
 }
 
-// Files written by Write.
+// Files a report may hold: the tables, then each chart as SVG and PNG.
+// Write writes the charts that have something to show and lists what it
+// wrote in Report.Files.
 var Files = []string{
 	"report.json", "report.md", "report.html",
 	"pareto.svg", "pareto.png",
 	"drift_by_domain.svg", "drift_by_domain.png",
 	"drift_positions.svg", "drift_positions.png",
+	"gating_front.svg", "gating_front.png",
 }
 
 // New assembles the report of an analysis; groups are the scored groups of
@@ -90,7 +93,6 @@ func New(title string, runs []string, stepSource string, res *metrics.Result, an
 		Points: an.Points, Front: an.Front, Hypervolume: an.Hypervolume, HypervolumeCI: an.HypervolumeCI, Reference: an.Reference, Moves: an.Moves,
 		Comparisons: an.Comparisons, Correction: an.Correction,
 		Bootstrap: BootstrapInfo{Replicates: an.Replicates, Seed: an.Seed, Level: an.Level, Unit: "scenario (all its rollouts resampled together)"},
-		Files:     Files,
 	}
 	byKey := map[[2]string]*metrics.Group{}
 	for _, g := range res.Groups {
@@ -135,6 +137,13 @@ func (r *Report) writeFiles(dir string) error {
 	plots, err := r.plots()
 	if err != nil {
 		return err
+	}
+	r.Files = nil
+	for _, f := range Files {
+		name := strings.TrimSuffix(strings.TrimSuffix(f, ".svg"), ".png")
+		if _, ok := plots[name]; ok || strings.HasPrefix(f, "report.") {
+			r.Files = append(r.Files, f)
+		}
 	}
 	js, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
