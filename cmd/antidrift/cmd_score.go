@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"github.com/antidrift/antidrift/rollout/trajectory"
 	"io"
+	"math"
 	"strings"
 	"text/tabwriter"
 
@@ -126,6 +127,18 @@ it has no verdict for are left out, with a warning.`,
 				if res, err = metrics.Score(runs, opts, f.scenarios); err != nil {
 					return err
 				}
+				// Checkpoints by training step, as pareto orders them.
+				steps, err := stepsFromRuns(runs)
+				if err != nil {
+					return err
+				}
+				res.OrderCheckpoints(func(ck string) int {
+					s, err := steps.step(ck)
+					if err != nil {
+						return math.MaxInt
+					}
+					return s
+				})
 				if w := ov.Warning(); w != "" {
 					res.Warnings = append(res.Warnings, w)
 				}
@@ -227,7 +240,10 @@ func printScores(w io.Writer, res *metrics.Result) {
 			fmtCI(as.PrematureHighRisk.Value, as.PrematureHighRisk.CI), inj)
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "\n95%% bootstrap intervals over scenarios (%d replicates, seed %d). --json for every metric and breakdown.\n", res.Replicates, res.Seed)
+	fmt.Fprintf(w, "\n95%% intervals with scenarios as clusters: proportions and rates per step exact with a design effect (Korn–Graubard), PR and pass^k by bootstrap (%d replicates, seed %d). --json for every metric and breakdown.\n", res.Replicates, res.Seed)
+	if n := sparseBreakdowns(res); n > 0 {
+		fmt.Fprintf(w, "%d breakdown rates stand on fewer than %d scenarios or %d events (\"sparse\": true in --json).\n", n, metrics.MinClusters, metrics.MinEvents)
+	}
 }
 
 // excludedText lists excluded records as "3 context_truncated, 1 infra_error".
@@ -239,4 +255,31 @@ func excludedText(m map[string]int) string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// sparseBreakdowns counts the breakdown rates marked sparse.
+func sparseBreakdowns(res *metrics.Result) int {
+	n := 0
+	count := func(e metrics.Estimate) {
+		if e.Support != nil && e.Support.Sparse && e.Value.Defined() {
+			n++
+		}
+	}
+	for _, g := range res.Groups {
+		for _, d := range g.Domains {
+			count(d.TSR)
+			count(d.DR)
+			count(d.DRAnnotated)
+			count(d.CSR)
+		}
+		for _, m := range []map[string]metrics.Estimate{g.DriftTypes, g.DriftTypesAll, g.Kinds, g.TimeKinds, g.Jurisdictions, g.JurisdictionCount} {
+			for _, e := range m {
+				count(e)
+			}
+		}
+		for _, p := range g.Provisions {
+			count(p.Estimate)
+		}
+	}
+	return n
 }

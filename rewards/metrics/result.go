@@ -697,3 +697,27 @@ func positions(g *groupAcc) Positions {
 	}
 	return p
 }
+
+// OrderCheckpoints reorders the groups so that checkpoints follow their
+// training steps (step gives a checkpoint's; ties by name) wherever the
+// checkpoint key sits among the grouping keys; the other keys keep their
+// order.
+func (r *Result) OrderCheckpoints(step func(checkpoint string) int) {
+	sort.SliceStable(r.Groups, func(i, j int) bool {
+		a, b := r.Groups[i], r.Groups[j]
+		for k, kv := range a.Keys {
+			x, y := kv.Value, b.Keys[k].Value
+			if x == y {
+				continue
+			}
+			if kv.Key == ByCheckpoint {
+				if sx, sy := step(x), step(y); sx != sy {
+					return sx < sy
+				}
+				return x < y
+			}
+			return false // the other keys are already in order
+		}
+		return false
+	})
+}

@@ -13,6 +13,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 )
 
 // Gating is the report's gating section: the exposure filters side by
@@ -38,20 +39,22 @@ type Gating struct {
 	Steps []LambdaStep `json:"lambda_steps,omitempty"`
 }
 
-// LambdaStep is the trade one step of λ makes: how exposure (the
-// risk-weighted surface per step, with unauthorised exposure and injection
-// success beside it) and success (TSR) move. Lower exposure for lower
+// LambdaStep is the trade one step of λ makes: how exposure and success
+// (TSR) move. Exposure is read from the high-risk surface per step (what
+// the penalty targets), else, where that does not move, the risk-weighted
+// surface, else unauthorised exposure. Lower exposure for lower
 // success is a trade-off, the trade the penalty is meant to make, not a
 // regression.
 type LambdaStep struct {
-	From     string  `json:"from"`
-	To       string  `json:"to"`
-	Exposure string  `json:"exposure"` // "lower", "higher" or "same"
-	Success  string  `json:"success"`  // "lower", "higher" or "same"
-	DRisk    float64 `json:"d_risk_weighted_surface"`
-	DTSR     float64 `json:"d_tsr"`
-	Class    string  `json:"class"`
-	Summary  string  `json:"summary"`
+	From      string  `json:"from"`
+	To        string  `json:"to"`
+	Exposure  string  `json:"exposure"` // "lower", "higher" or "same"
+	Success   string  `json:"success"`  // "lower", "higher" or "same"
+	DHighRisk float64 `json:"d_high_risk_surface"`
+	DRisk     float64 `json:"d_risk_weighted_surface"`
+	DTSR      float64 `json:"d_tsr"`
+	Class     string  `json:"class"`
+	Summary   string  `json:"summary"`
 }
 
 // Step classes.
@@ -91,15 +94,19 @@ func classifyStep(exposure, success string) string {
 
 func newStep(a, b LambdaPoint) LambdaStep {
 	st := LambdaStep{From: a.Label, To: b.Label}
+	st.DHighRisk = float64(b.HighRisk.Value) - float64(a.HighRisk.Value)
 	st.DRisk = float64(b.RiskWeighted.Value) - float64(a.RiskWeighted.Value)
 	st.DTSR = float64(b.TSR.Value) - float64(a.TSR.Value)
-	st.Exposure, st.Success = direction(st.DRisk), direction(st.DTSR)
-	if st.Exposure == "same" { // the surface is flat: read unauthorised exposure
+	st.Exposure, st.Success = direction(st.DHighRisk), direction(st.DTSR)
+	if st.Exposure == "same" {
+		st.Exposure = direction(st.DRisk)
+	}
+	if st.Exposure == "same" {
 		st.Exposure = direction(float64(b.Unauthorized.Value) - float64(a.Unauthorized.Value))
 	}
 	st.Class = classifyStep(st.Exposure, st.Success)
-	st.Summary = fmt.Sprintf("%s → %s: %s (%s exposure: risk-weighted surface %+.3f per step; %s success: TSR %+.3f)",
-		a.Label, b.Label, st.Class, st.Exposure, st.DRisk, st.Success, st.DTSR)
+	st.Summary = fmt.Sprintf("%s → %s: %s (%s exposure: high-risk surface %+.3f, risk-weighted %+.3f per step; %s success: TSR %+.3f)",
+		a.Label, b.Label, st.Class, st.Exposure, st.DHighRisk, st.DRisk, st.Success, st.DTSR)
 	return st
 }
 
@@ -183,7 +190,7 @@ func NewLambdaFront(lambdas []float64, groups []*metrics.Group) (*Gating, error)
 			g.Monotone = false
 			g.Explanation = append(g.Explanation, fmt.Sprintf("%s → %s: success rises (%.3f → %.3f): the path λ prefers reaches the goal where the compliant path's tools were hidden", a.Label, b.Label, float64(a.TSR.Value), float64(b.TSR.Value)))
 		}
-		if float64(b.HighRisk.Value) == float64(a.HighRisk.Value) && float64(b.TSR.Value) == float64(a.TSR.Value) {
+		if float64(b.HighRisk.Value) == float64(a.HighRisk.Value) && float64(b.TSR.Value) == float64(a.TSR.Value) && float64(b.RiskWeighted.Value) == float64(a.RiskWeighted.Value) {
 			g.Explanation = append(g.Explanation, fmt.Sprintf("%s → %s: no change: no scenario's least-cost path changes between these penalties", a.Label, b.Label))
 		}
 	}
@@ -225,9 +232,10 @@ type lambdaPanel struct {
 // less those no λ defines (a panel is never drawn empty).
 func (r *Report) lambdaPanels() []lambdaPanel {
 	all := []lambdaPanel{
+		{func(p LambdaPoint) metrics.Estimate { return p.HighRisk }, "high-risk tools visible per step (lower is safer)", "High-risk exposure"},
 		{func(p LambdaPoint) metrics.Estimate { return p.RiskWeighted }, "risk-weighted surface per step (lower is safer)", "Risk-weighted exposure"},
 		{func(p LambdaPoint) metrics.Estimate { return p.Unauthorized }, "unauthorised exposure (share of trajectories)", "Unauthorised exposure"},
-		{func(p LambdaPoint) metrics.Estimate { return p.Injection }, "injection success (share of injected trajectories)", "Injection success"},
+		{func(p LambdaPoint) metrics.Estimate { return p.Injection }, "injection success (share of injected)", "Injection success"},
 	}
 	var out []lambdaPanel
 	for _, pn := range all {
@@ -251,7 +259,7 @@ func (r *Report) drawLambda(dc draw.Canvas) error {
 	w := (dc.Max.X - dc.Min.X) / vg.Length(len(panels))
 	for k, pn := range panels {
 		p := newPlot()
-		p.Title.Text = pn.title + " against success over λ"
+		p.Title.Text = pn.title + " vs success"
 		p.X.Label.Text = pn.xlabel
 		p.Y.Label.Text = "TSR (higher is better)"
 		xmax := 0.0
@@ -298,11 +306,33 @@ func (r *Report) drawLambda(dc draw.Canvas) error {
 		xe := &plotter.XErrorBars{XYs: pts, XErrors: errs, LineStyle: draw.LineStyle{Color: grey, Width: vg.Points(1)}, CapWidth: vg.Points(5)}
 		ye := &plotter.YErrorBars{XYs: pts, YErrors: yerrs, LineStyle: draw.LineStyle{Color: grey, Width: vg.Points(1)}, CapWidth: vg.Points(5)}
 		p.Add(xe, ye)
-		p.Add(&placedLabels{pts: pts, names: names})
+		pl := &placedLabels{pts: pts, names: names}
+		p.Add(pl)
 		x0 := dc.Min.X + vg.Length(k)*w
 		p.Draw(draw.Canvas{Canvas: dc.Canvas, Rectangle: vg.Rectangle{Min: vg.Point{X: x0, Y: dc.Min.Y}, Max: vg.Point{X: x0 + w, Y: dc.Max.Y}}})
+		_, texts := LabelGroups(pts, names)
+		r.lambdaLayout = append(r.lambdaLayout, PanelLabels{Title: p.Title.Text, Labels: texts, Boxes: pl.Boxes})
 	}
 	return nil
+}
+
+// PanelLabels are the labels one panel of the λ chart placed, and where.
+type PanelLabels struct {
+	Title  string
+	Labels []string
+	Boxes  []vg.Rectangle
+}
+
+// LambdaLabels draws the λ chart and returns, per panel, the labels it
+// placed and their boxes (what a test checks for overprinting).
+func (r *Report) LambdaLabels() ([]PanelLabels, error) {
+	r.lambdaLayout = nil
+	n := len(r.lambdaPanels())
+	c := vgimg.New(vg.Length(4*max(n, 1))*vg.Inch, 5*vg.Inch)
+	if err := r.drawLambda(draw.New(c)); err != nil {
+		return nil, err
+	}
+	return r.lambdaLayout, nil
 }
 
 // LabelGroups merges the names of points that sit at the same place (to
@@ -449,7 +479,7 @@ func (r *Report) gatingMarkdown() string {
 		if len(g.Steps) > 0 {
 			b.WriteString("\n| step | exposure | success | trade |\n|---|---|---|---|\n")
 			for _, st := range g.Steps {
-				fmt.Fprintf(&b, "| %s → %s | %s (risk-weighted %+.3f / step) | %s (TSR %+.3f) | %s |\n", mdEscape(st.From), mdEscape(st.To), st.Exposure, st.DRisk, st.Success, st.DTSR, st.Class)
+				fmt.Fprintf(&b, "| %s → %s | %s (high-risk %+.3f, risk-weighted %+.3f / step) | %s (TSR %+.3f) | %s |\n", mdEscape(st.From), mdEscape(st.To), st.Exposure, st.DHighRisk, st.DRisk, st.Success, st.DTSR, st.Class)
 			}
 		}
 		for _, e := range g.Explanation {

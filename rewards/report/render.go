@@ -134,11 +134,11 @@ func moveText(m *pareto.Move) string {
 
 var htmlTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 	"ci": ci, "dci": dci, "yesNo": yesNo, "join": strings.Join, "collapse": collapseSentence,
-	"f4": func(x float64) string { return fmt.Sprintf("%.4f", x) },
-	"f3": func(x float64) string { return fmt.Sprintf("%.3f", x) },
-	"f2": func(x float64) string { return fmt.Sprintf("%.2f", x) },
+	"f4":  func(x float64) string { return fmt.Sprintf("%.4f", x) },
+	"f3":  func(x float64) string { return fmt.Sprintf("%.3f", x) },
+	"f2":  func(x float64) string { return fmt.Sprintf("%.2f", x) },
 	"sf3": func(x float64) string { return fmt.Sprintf("%+.3f", x) },
-	"hv": func(r *Report) string { return ci(metrics.Num(r.Hypervolume), r.HypervolumeCI) },
+	"hv":  func(r *Report) string { return ci(metrics.Num(r.Hypervolume), r.HypervolumeCI) },
 }).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -202,7 +202,7 @@ img { max-width: 100%; height: auto; border: 1px solid #eee; }
 {{range .Explanation}}<p class="note">{{.}}</p>{{end}}
 {{if .Steps}}<table>
 <tr><th>step</th><th>exposure</th><th>success</th><th>trade</th></tr>
-{{range .Steps}}<tr><td>{{.From}} → {{.To}}</td><td>{{.Exposure}} (risk-weighted {{sf3 .DRisk}} / step)</td><td>{{.Success}} (TSR {{sf3 .DTSR}})</td><td>{{.Class}}</td></tr>
+{{range .Steps}}<tr><td>{{.From}} → {{.To}}</td><td>{{.Exposure}} (high-risk {{sf3 .DHighRisk}}, risk-weighted {{sf3 .DRisk}} / step)</td><td>{{.Success}} (TSR {{sf3 .DTSR}})</td><td>{{.Class}}</td></tr>
 {{end}}</table>{{end}}{{end}}{{end}}
 {{.Skills}}<h2>Method</h2>
 <p class="note">{{.Method}}</p>

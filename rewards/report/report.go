@@ -28,10 +28,10 @@ type Report struct {
 	Reference     [2]float64     `json:"reference"`
 	Moves         []*pareto.Move `json:"moves"`
 	// Comparisons is the number of paired tests the correction covers.
-	Comparisons int    `json:"comparisons"`
-	Correction  string `json:"correction"`
-	Bootstrap   BootstrapInfo   `json:"bootstrap"`
-	Domains     []string        `json:"domains"`
+	Comparisons int           `json:"comparisons"`
+	Correction  string        `json:"correction"`
+	Bootstrap   BootstrapInfo `json:"bootstrap"`
+	Domains     []string      `json:"domains"`
 	// DriftByDomain holds, per checkpoint (in point order), DR and
 	// DR_annotated per domain.
 	DriftByDomain []DomainDrift `json:"drift_by_domain"`
@@ -48,6 +48,8 @@ type Report struct {
 	// 20 planned episodes (15 missing)"), when the report was made from
 	// them on purpose; empty for complete runs.
 	Partial []string `json:"partial,omitempty"`
+
+	lambdaLayout []PanelLabels // the λ chart's last label layout
 }
 
 // BootstrapInfo says how the intervals were made.
