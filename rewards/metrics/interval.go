@@ -314,3 +314,29 @@ func PropCI(rows [][]float64, num, den func(row []float64) float64, level float6
 	}
 	return ClusterCI(y, x, level), NewSupport(m, int(math.Round(events)))
 }
+
+// RatioCI is the MOVER interval of a ratio θ = p1/p2 of two proportions
+// with intervals ci1 and ci2 (Donner & Zou 2012, "Closed-form confidence
+// intervals for functions of the normal mean and standard deviation",
+// Statistical Methods in Medical Research 21; the ratio case), taking the
+// two as uncorrelated, which widens the interval when they move together
+// (DR@any and DR do). Undefined when p2 or its lower bound is 0 (the
+// ratio is unbounded above).
+func RatioCI(p1, p2 float64, ci1, ci2 CI) CI {
+	nan := CI{NaN(), NaN()}
+	if !(p2 > 0) || !ci1[0].Defined() || !ci2[0].Defined() {
+		return nan
+	}
+	l1, u1, l2, u2 := float64(ci1[0]), float64(ci1[1]), float64(ci2[0]), float64(ci2[1])
+	a := p1 * p2
+	lo := 0.0
+	if d := a*a - l1*u2*(2*p1-l1)*(2*p2-u2); u2*(2*p2-u2) > 0 {
+		lo = (a - math.Sqrt(math.Max(0, d))) / (u2 * (2*p2 - u2))
+	}
+	den := l2 * (2*p2 - l2)
+	if !(den > 0) {
+		return CI{Num(math.Max(0, lo)), NaN()}
+	}
+	hi := (a + math.Sqrt(math.Max(0, a*a-u1*l2*(2*p1-u1)*(2*p2-l2)))) / den
+	return CI{Num(math.Max(0, math.Min(lo, p1/p2))), Num(math.Max(hi, p1/p2))}
+}

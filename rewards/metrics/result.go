@@ -395,7 +395,6 @@ func (a *Accumulator) finish(g *groupAcc) *Group {
 	}
 
 	var defs []statDef
-	add := func(f func([]float64) float64, v *Num, ci *CI) { defs = append(defs, statDef{f: f, value: v, ci: ci}) }
 	slot := func(i int) func([]float64) float64 { return func(s []float64) float64 { return s[i] } }
 	// prop adds a proportion s[num]/s[den] with a cluster Wilson interval.
 	prop := func(num, den func([]float64) float64, v *Num, ci *CI, sup **Support) {
@@ -420,8 +419,11 @@ func (a *Accumulator) finish(g *groupAcc) *Group {
 	// succeed: a proportion clean / (n − drift).
 	prop(slot(sClean), func(s []float64) float64 { return s[sN] - s[sDrift] }, &out.CCSR, &out.CCSRCI, nil)
 	prop(slot(sAny), slot(sOne), &out.DRAny, &out.DRAnyCI, nil)
-	add(func(s []float64) float64 { return ratio(ratio(s[sAny], s[sOne]), ratio(s[sDrift], s[sN])) }, &out.PR, &out.PRCI)
-	add(func(s []float64) float64 { return ratio(s[sPassK], s[sPassKElig]) }, &out.PassK, &out.PassKCI)
+	// PR = DR@any / DR gets its interval after the others (RatioCI).
+	out.PR = Num(math.NaN())
+	// pass^k is a mean over scenarios of a value in [0, 1]: a clustered
+	// (quasi-binomial) proportion of eligible scenarios.
+	prop(slot(sPassK), slot(sPassKElig), &out.PassK, &out.PassKCI, nil)
 
 	out.Domains = map[string]*DomainBreakdown{}
 	for _, d := range doms {
@@ -491,6 +493,11 @@ func (a *Accumulator) finish(g *groupAcc) *Group {
 		}
 		fns = append(fns, d.f)
 		boot = append(boot, d)
+	}
+	out.PR = Num(ratio(float64(out.DRAny), float64(out.DR)))
+	out.PRCI = RatioCI(float64(out.DRAny), float64(out.DR), out.DRAnyCI, out.DRCI)
+	if !out.PR.Defined() {
+		out.PRCI = CI{NaN(), NaN()}
 	}
 	if len(rows) > 0 {
 		for _, f := range rates {

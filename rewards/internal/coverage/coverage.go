@@ -32,12 +32,17 @@ const (
 	// PerStep: a count per step, not a proportion (metrics.RateCI, as the
 	// attack-surface rates).
 	PerStep = "rate per step (exposure surfaces)"
+	// PassK: pass^k, a mean over scenarios of C(c, k)/C(n, k) (PropCI of
+	// a quasi-binomial proportion of scenarios).
+	PassK = "pass^4 of 8 rollouts"
+	// PR: persistence DR@any / DR (metrics.RatioCI).
+	PR = "persistence PR = DR@any / DR"
 	// Hypervolume: the front's hypervolume (pareto, paired bootstrap).
 	Hypervolume = "hypervolume (bootstrap)"
 )
 
 // Types lists the interval types in table order.
-var Types = []string{Proportion, CCSR, Difference, PerStep, Hypervolume}
+var Types = []string{Proportion, CCSR, Difference, PerStep, PassK, PR, Hypervolume}
 
 // Config sizes a simulation.
 type Config struct {
@@ -64,7 +69,9 @@ type Cell struct {
 	Rate     float64
 	Clusters int
 	Covered  int
-	Reps     int
+	// Reps counts the simulated runs in which the metric is defined (PR is
+	// not without drift): coverage is over those.
+	Reps int
 }
 
 // Coverage is the share of runs whose interval covered the truth.
@@ -77,9 +84,13 @@ func Run(cfg Config) []Cell {
 		for ri, rate := range cfg.Rates {
 			for ci, m := range cfg.Clusters {
 				r := rand.New(rand.NewPCG(cfg.Seed, uint64(1000*ri+ci+1)<<8|uint64(typeIndex(typ))))
-				c := Cell{Type: typ, Rate: rate, Clusters: m, Reps: cfg.Reps}
+				c := Cell{Type: typ, Rate: rate, Clusters: m}
 				for rep := range cfg.Reps {
-					if covers(typ, rate, m, cfg, r, uint64(rep)) {
+					cov, defined := covers(typ, rate, m, cfg, r, uint64(rep))
+					if defined {
+						c.Reps++
+					}
+					if cov {
 						c.Covered++
 					}
 				}
@@ -150,7 +161,34 @@ func trueDiff(p, icc, d float64) float64 {
 
 var diffTruth = map[[2]float64]float64{}
 
-func covers(typ string, p float64, m int, cfg Config, r *rand.Rand, rep uint64) bool {
+// betaMean is E[f(P)] for P ~ Beta(p, icc), by quadrature on the quantiles.
+func betaMean(p, icc float64, f func(q float64) float64) float64 {
+	k := (1 - icc) / icc
+	b := distuv.Beta{Alpha: p * k, Beta: (1 - p) * k}
+	const n = 20000
+	s := 0.0
+	for i := range n {
+		s += f(b.Quantile((float64(i) + 0.5) / n))
+	}
+	return s / n
+}
+
+var momentTruth = map[[3]float64]float64{}
+
+// truthOf caches a quadrature truth.
+func truthOf(kind, p, icc float64, f func(q float64) float64) float64 {
+	key := [3]float64{kind, p, icc}
+	if v, ok := momentTruth[key]; ok {
+		return v
+	}
+	v := betaMean(p, icc, f)
+	momentTruth[key] = v
+	return v
+}
+
+// covers simulates one run and says whether the interval covered the truth
+// and whether the metric was defined at all.
+func covers(typ string, p float64, m int, cfg Config, r *rand.Rand, rep uint64) (bool, bool) {
 	k := cfg.Rollouts
 	bs := metrics.Bootstrap{Replicates: cfg.Replicates, Seed: cfg.Seed + rep, Level: cfg.Level}
 	switch typ {
@@ -159,7 +197,7 @@ func covers(typ string, p float64, m int, cfg Config, r *rand.Rand, rep uint64) 
 		for i := range m {
 			y[i], x[i] = binom(r, k, beta(r, p, cfg.ICC)), float64(k)
 		}
-		return in(metrics.ClusterCI(y, x, cfg.Level), p)
+		return in(metrics.ClusterCI(y, x, cfg.Level), p), true
 	case CCSR:
 		// Success at rate p, drift at 0.2, independent: CCSR = p.
 		y, x := make([]float64, m), make([]float64, m)
@@ -176,7 +214,7 @@ func covers(typ string, p float64, m int, cfg Config, r *rand.Rand, rep uint64) 
 				}
 			}
 		}
-		return in(metrics.ClusterCI(y, x, cfg.Level), p)
+		return in(metrics.ClusterCI(y, x, cfg.Level), p), true
 	case Difference:
 		key := [2]float64{p, cfg.ICC}
 		truth, ok := diffTruth[key]
@@ -189,7 +227,7 @@ func covers(typ string, p float64, m int, cfg Config, r *rand.Rand, rep uint64) 
 			q := beta(r, p, cfg.ICC)
 			ya[i], yb[i], x[i] = binom(r, k, q), binom(r, k, shift(q, moveShift)), float64(k)
 		}
-		return in(metrics.PairedDiff(ya, x, yb, x, cfg.Level).CI, truth)
+		return in(metrics.PairedDiff(ya, x, yb, x, cfg.Level).CI, truth), true
 	case PerStep:
 		// 1–5 steps per trajectory, each a Bernoulli trial (a risky tool
 		// visible) at the scenario's rate: truth p per step.
@@ -202,7 +240,35 @@ func covers(typ string, p float64, m int, cfg Config, r *rand.Rand, rep uint64) 
 				x[i] += float64(steps)
 			}
 		}
-		return in(metrics.RateCI(y, x, cfg.Level), p)
+		return in(metrics.RateCI(y, x, cfg.Level), p), true
+	case PassK:
+		// Clean at rate p: pass^4 of a scenario is C(c, 4)/C(8, 4), whose
+		// mean is E[q⁴].
+		truth := truthOf(1, p, cfg.ICC, func(q float64) float64 { return q * q * q * q })
+		y, x := make([]float64, m), make([]float64, m)
+		for i := range m {
+			c := int(binom(r, k, beta(r, p, cfg.ICC)))
+			y[i], x[i] = metrics.PassK(c, k, 4), 1
+		}
+		return in(metrics.ClusterCI(y, x, cfg.Level), truth), true
+	case PR:
+		// Drift at rate p: DR@any = 1 − E[(1 − q)^k], PR = DR@any / p.
+		any := truthOf(2, p, cfg.ICC, func(q float64) float64 { return 1 - math.Pow(1-q, float64(k)) })
+		yd, xd, ya, xa := make([]float64, m), make([]float64, m), make([]float64, m), make([]float64, m)
+		var d, n, a float64
+		for i := range m {
+			yd[i], xd[i] = binom(r, k, beta(r, p, cfg.ICC)), float64(k)
+			if yd[i] > 0 {
+				ya[i] = 1
+			}
+			xa[i] = 1
+			d, n, a = d+yd[i], n+xd[i], a+ya[i]
+		}
+		ci := metrics.RatioCI(a/float64(m), d/n, metrics.ClusterCI(ya, xa, cfg.Level), metrics.ClusterCI(yd, xd, cfg.Level))
+		if d == 0 {
+			return false, false // PR is undefined without drift: nothing printed
+		}
+		return in(ci, any/p), true
 	case Hypervolume:
 		// One checkpoint drifting at rate p, succeeding at 0.7, drift and
 		// success independent: the front is the point, its hypervolume
@@ -237,11 +303,11 @@ func covers(typ string, p float64, m int, cfg Config, r *rand.Rand, rep uint64) 
 			DRCI: metrics.ClusterCI(yd, x, cfg.Level), CSRCI: metrics.ClusterCI(yc, x, cfg.Level)}
 		rp, err := pareto.Analyze([]pareto.Input{in0}, bs)
 		if err != nil {
-			return false
+			return false, true
 		}
-		return in(rp.HypervolumeCI, (1-p)*0.7*(1-p))
+		return in(rp.HypervolumeCI, (1-p)*0.7*(1-p)), true
 	}
-	return false
+	return false, true
 }
 
 // Table is the cells as a Markdown table: one row per type and rate, one
@@ -258,6 +324,10 @@ func Table(cells []Cell, cfg Config) string {
 	for i := 0; i < len(cells); i += len(cfg.Clusters) {
 		fmt.Fprintf(&b, "| %s | %g |", cells[i].Type, cells[i].Rate)
 		for _, c := range cells[i : i+len(cfg.Clusters)] {
+			if c.Reps < cfg.Reps {
+				fmt.Fprintf(&b, " %.3f (%d defined) |", c.Coverage(), c.Reps)
+				continue
+			}
 			fmt.Fprintf(&b, " %.3f |", c.Coverage())
 		}
 		b.WriteString("\n")
