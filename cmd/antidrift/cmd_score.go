@@ -64,7 +64,7 @@ func newScoreCmd() *cobra.Command {
 	var labeling string
 	cmd := &cobra.Command{
 		Use:   "score RUN...",
-		Short: "Score run folders: TSR, DR, CSR, CCSR and the rest, with bootstrap intervals",
+		Short: "Score run folders: TSR, DR, CSR, CCSR and the rest, with cluster intervals",
 		Long: `Score the trajectories of run folders, one group per (checkpoint, framework)
 by default. Metrics: TSR, DR (every drift match, annotated or derived),
 DR_annotated (annotated violations only: the Authorization Drift
@@ -75,8 +75,11 @@ attack-surface metrics of risk-aware gating (high-risk surface per step,
 mean and max; risk-weighted surface; risk-bearing and unauthorised
 exposure; premature high-risk actions; injection success on scenarios with
 injections). --by framework puts the exposure filters side by side. Intervals
-are 95% percentile bootstrap intervals over scenarios (all rollouts of a
-scenario resampled together), reproducible for a --seed.
+are 95% intervals with scenarios as clusters: exact (Clopper–Pearson,
+Garwood) intervals on an effective sample size from the design effect, with
+Student's t on the clusters' degrees of freedom (Korn and Graubard); every
+breakdown rate carries its scenarios and events and is marked sparse under
+10 scenarios or 5 events.
 
 Records are streamed: memory grows with the number of scenarios, not of
 trajectories. Least-privilege and exposure metrics need the scenarios: they
@@ -240,7 +243,7 @@ func printScores(w io.Writer, res *metrics.Result) {
 			fmtCI(as.PrematureHighRisk.Value, as.PrematureHighRisk.CI), inj)
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "\n95%% intervals with scenarios as clusters: proportions and rates per step exact with a design effect (Korn–Graubard), PR and pass^k by bootstrap (%d replicates, seed %d). --json for every metric and breakdown.\n", res.Replicates, res.Seed)
+	fmt.Fprintf(w, "\n95%% intervals with scenarios as clusters (exact, with a design effect and t degrees of freedom; docs/scoring.md#intervals). --json for every metric and breakdown.\n")
 	if n := sparseBreakdowns(res); n > 0 {
 		fmt.Fprintf(w, "%d breakdown rates stand on fewer than %d scenarios or %d events (\"sparse\": true in --json).\n", n, metrics.MinClusters, metrics.MinEvents)
 	}
