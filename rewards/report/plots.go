@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/antidrift/antidrift/rewards/metrics"
 	"github.com/antidrift/antidrift/rewards/pareto"
 	xfont "golang.org/x/image/font"
 	"gonum.org/v1/plot"
@@ -185,7 +186,7 @@ func axisRange(lo, hi float64) (float64, float64) {
 
 func (r *Report) drawPareto(dc draw.Canvas) error {
 	p := newPlot()
-	p.Title.Text = "Checkpoints on the DR–CSR plane (95% bootstrap intervals)"
+	p.Title.Text = "Checkpoints on the DR–CSR plane (95% intervals, scenarios as clusters)"
 	p.X.Label.Text = "DR: share of trajectories that drift  (lower is better)"
 	p.Y.Label.Text = "CSR: share that succeed without drifting  (higher is better)"
 	xlo, xhi, ylo, yhi := 1.0, 0.0, 1.0, 0.0
@@ -244,7 +245,8 @@ func (r *Report) drawPareto(dc draw.Canvas) error {
 	l.Add("dominated checkpoint", glyphThumb{grey, draw.CircleGlyph{}})
 	l.Add("capability collapse", glyphThumb{vermilion, draw.CrossGlyph{}})
 	l.Add("Pareto front", lineThumb{blue, true})
-	l.Add(fmt.Sprintf("hypervolume: %.3f", r.Hypervolume), areaThumb{})
+	l.Add(fmt.Sprintf("hypervolume: %s", ci(metrics.Num(r.Hypervolume), r.HypervolumeCI)), areaThumb{})
+	l.Add("halo: P(on the front)", glyphThumb{halo(1), draw.CircleGlyph{}})
 	l.Add("move: improvement", lineThumb{green, false})
 	l.Add("move: trade-off", lineThumb{orange, false})
 	l.Add("move: regression", lineThumb{vermilion, false})
@@ -256,10 +258,13 @@ func (r *Report) drawPareto(dc draw.Canvas) error {
 	}}
 	l.Draw(area)
 	key := []string{
-		"Whiskers: 95% bootstrap intervals",
-		"over scenarios.",
+		"Whiskers: 95% intervals, scenarios",
+		"as clusters. Halo: the share of",
+		"scenario resamples with the point",
+		"on the front (also in its label).",
 		"Arrows join consecutive steps;",
-		"colour: paired-bootstrap verdict.",
+		"colour: verdict of the paired tests",
+		"(Holm-corrected).",
 		"Shaded: the area the front",
 		"dominates up to (DR 1, CSR 0).",
 	}
@@ -393,6 +398,11 @@ func (d *dots) Plot(c draw.Canvas, plt *plot.Plot) {
 	trX, trY := plt.Transforms(&c)
 	for _, p := range d.points {
 		pt := vg.Point{X: trX(float64(p.DR)), Y: trY(float64(p.CSR))}
+		// The membership shade: a halo whose size grows with the share of
+		// resamples that put the point on the front.
+		if p.FrontProbability > 0 {
+			c.DrawGlyph(draw.GlyphStyle{Color: halo(p.FrontProbability), Radius: vg.Points(7 + 9*p.FrontProbability), Shape: draw.CircleGlyph{}}, pt)
+		}
 		if p.Collapse {
 			c.DrawGlyph(draw.GlyphStyle{Color: color.White, Radius: vg.Points(7), Shape: draw.CircleGlyph{}}, pt)
 			c.DrawGlyph(draw.GlyphStyle{Color: vermilion, Radius: vg.Points(7), Shape: thickCross{}}, pt)
@@ -401,6 +411,11 @@ func (d *dots) Plot(c draw.Canvas, plt *plot.Plot) {
 		c.DrawGlyph(draw.GlyphStyle{Color: color.White, Radius: vg.Points(6.5), Shape: draw.CircleGlyph{}}, pt)
 		c.DrawGlyph(draw.GlyphStyle{Color: pointColor(p), Radius: vg.Points(5), Shape: draw.CircleGlyph{}}, pt)
 	}
+}
+
+// halo is the translucent blue of the front-membership shade.
+func halo(p float64) color.Color {
+	return color.NRGBA{0x00, 0x72, 0xB2, uint8(40 + 60*p)}
 }
 
 // thickCross is an X drawn with wide strokes.
