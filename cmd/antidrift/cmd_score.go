@@ -212,8 +212,16 @@ func printScores(w io.Writer, res *metrics.Result) {
 		}
 		return s
 	}
+	scen := func(g *metrics.Group) string {
+		if g.Scenarios < metrics.MinClusters {
+			return fmt.Sprintf("%d†", g.Scenarios)
+		}
+		return fmt.Sprint(g.Scenarios)
+	}
+	few := false
 	for _, g := range res.Groups {
-		fmt.Fprintf(tw, "%s%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s±%s\n", vals(g), g.N, g.Scenarios,
+		few = few || g.Scenarios < metrics.MinClusters
+		fmt.Fprintf(tw, "%s%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s±%s\n", vals(g), g.N, scen(g),
 			fmtCI(g.TSR, g.TSRCI), fmtCI(g.DR, g.DRCI), fmtCI(g.DRAnnotated, g.DRAnnotatedCI), fmtCI(g.CSR, g.CSRCI), fmtCI(g.CCSR, g.CCSRCI),
 			fmtCI(g.DRAny, g.DRAnyCI), fmtCI(g.PR, g.PRCI), fmtCI(g.PassK, g.PassKCI), fmtNum(g.DRRolloutMean), fmtNum(g.DRRolloutStd))
 	}
@@ -244,6 +252,9 @@ func printScores(w io.Writer, res *metrics.Result) {
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\n95%% intervals with scenarios as clusters (exact, with a design effect and t degrees of freedom; docs/scoring.md#intervals). --json for every metric and breakdown.\n")
+	if few {
+		fmt.Fprintf(w, "† fewer than %d scenarios: read the intervals, not the values.\n", metrics.MinClusters)
+	}
 	if n := sparseBreakdowns(res); n > 0 {
 		fmt.Fprintf(w, "%d breakdown rates stand on fewer than %d scenarios or %d events (\"sparse\": true in --json).\n", n, metrics.MinClusters, metrics.MinEvents)
 	}

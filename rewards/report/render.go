@@ -46,11 +46,11 @@ func (r *Report) markdown() string {
 	if len(r.Moves) > 0 && !r.IsSweep() {
 		fmt.Fprintf(&b, "\n## Moves between consecutive checkpoints\n\n")
 		fmt.Fprintf(&b, "%d comparisons (ΔDR, ΔCSR, ΔTSR, ΔCCSR of every move), p-values adjusted with the %s correction; \"significant\" means adjusted p < %.2f.\n\n", r.Comparisons, r.Correction, 1-r.Bootstrap.Level)
-		fmt.Fprintf(&b, "| from → to | shared scenarios | ΔDR [95%% CI] | ΔCSR [95%% CI] | ΔCCSR [95%% CI] | move |\n")
-		fmt.Fprintf(&b, "|---|---:|---|---|---|---|\n")
+		fmt.Fprintf(&b, "| from → to | shared scenarios | ΔDR [95%% CI] | ΔCSR [95%% CI] | ΔCCSR [95%% CI] | Holm p (DR, CSR, CCSR) | move |\n")
+		fmt.Fprintf(&b, "|---|---:|---|---|---|---|---|\n")
 		for _, m := range r.Moves {
-			fmt.Fprintf(&b, "| %s → %s | %d | %s | %s | %s | %s |\n", mdEscape(m.From), mdEscape(m.To), m.Shared,
-				dci(m.DDR, m.DDRCI), dci(m.DCSR, m.DCSRCI), dci(m.DCCSR, m.DCCSRCI), moveText(m))
+			fmt.Fprintf(&b, "| %s → %s | %d | %s | %s | %s | %s | %s |\n", mdEscape(m.From), mdEscape(m.To), m.Shared,
+				dci(m.DDR, m.DDRCI), dci(m.DCSR, m.DCSRCI), dci(m.DCCSR, m.DCCSRCI), holmText(m), moveText(m))
 		}
 		for _, m := range r.Moves {
 			if m.Collapse {
@@ -125,6 +125,28 @@ func collapseSentence(m *pareto.Move) string {
 		dci(m.DDR, m.DDRCI), dci(m.DCCSR, m.DCCSRCI), m.Significance("ccsr"), m.To, 100*m.CollapseProbability)
 }
 
+// holmText is a move's adjusted p-values of ΔDR, ΔCSR and ΔCCSR, a
+// significant one in bold.
+func holmText(m *pareto.Move) string {
+	var parts []string
+	for _, metric := range []string{"dr", "csr", "ccsr"} {
+		for _, t := range m.Tests {
+			if t.Metric != metric {
+				continue
+			}
+			s := "–"
+			if t.PAdjusted.Defined() {
+				s = fmt.Sprintf("%.2g", float64(t.PAdjusted))
+			}
+			if t.Significant {
+				s = "**" + s + "**"
+			}
+			parts = append(parts, s)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
 func moveText(m *pareto.Move) string {
 	if m.Collapse {
 		return m.Class + ", **capability collapse**"
@@ -134,11 +156,12 @@ func moveText(m *pareto.Move) string {
 
 var htmlTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 	"ci": ci, "dci": dci, "yesNo": yesNo, "join": strings.Join, "collapse": collapseSentence,
-	"f4":  func(x float64) string { return fmt.Sprintf("%.4f", x) },
-	"f3":  func(x float64) string { return fmt.Sprintf("%.3f", x) },
-	"f2":  func(x float64) string { return fmt.Sprintf("%.2f", x) },
-	"sf3": func(x float64) string { return fmt.Sprintf("%+.3f", x) },
-	"hv":  func(r *Report) string { return ci(metrics.Num(r.Hypervolume), r.HypervolumeCI) },
+	"f4":   func(x float64) string { return fmt.Sprintf("%.4f", x) },
+	"f3":   func(x float64) string { return fmt.Sprintf("%.3f", x) },
+	"f2":   func(x float64) string { return fmt.Sprintf("%.2f", x) },
+	"sf3":  func(x float64) string { return fmt.Sprintf("%+.3f", x) },
+	"holm": func(m *pareto.Move) string { return strings.ReplaceAll(holmText(m), "**", "") },
+	"hv":   func(r *Report) string { return ci(metrics.Num(r.Hypervolume), r.HypervolumeCI) },
 }).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -172,8 +195,8 @@ img { max-width: 100%; height: auto; border: 1px solid #eee; }
 {{if and .R.Moves (not .R.IsSweep)}}<h2>Moves between consecutive checkpoints</h2>
 <p>{{.R.Comparisons}} comparisons (ΔDR, ΔCSR, ΔTSR, ΔCCSR of every move), p-values adjusted with the {{.R.Correction}} correction.</p>
 <table>
-<tr><th>from → to</th><th>shared scenarios</th><th>ΔDR [95% CI]</th><th>ΔCSR [95% CI]</th><th>ΔCCSR [95% CI]</th><th>move</th></tr>
-{{range .R.Moves}}<tr{{if .Collapse}} class="collapse"{{end}}><td>{{.From}} → {{.To}}</td><td class="num">{{.Shared}}</td><td class="num">{{dci .DDR .DDRCI}}</td><td class="num">{{dci .DCSR .DCSRCI}}</td><td class="num">{{dci .DCCSR .DCCSRCI}}</td><td><span class="{{.Class}}">{{.Class}}</span>{{if .Collapse}}, <span class="collapse-flag">capability collapse</span>{{end}}</td></tr>
+<tr><th>from → to</th><th>shared scenarios</th><th>ΔDR [95% CI]</th><th>ΔCSR [95% CI]</th><th>ΔCCSR [95% CI]</th><th>Holm p (DR, CSR, CCSR)</th><th>move</th></tr>
+{{range .R.Moves}}<tr{{if .Collapse}} class="collapse"{{end}}><td>{{.From}} → {{.To}}</td><td class="num">{{.Shared}}</td><td class="num">{{dci .DDR .DDRCI}}</td><td class="num">{{dci .DCSR .DCSRCI}}</td><td class="num">{{dci .DCCSR .DCCSRCI}}</td><td class="num">{{holm .}}</td><td><span class="{{.Class}}">{{.Class}}</span>{{if .Collapse}}, <span class="collapse-flag">capability collapse</span>{{end}}</td></tr>
 {{end}}</table>
 {{range .R.Moves}}{{if .Collapse}}<p><span class="collapse-flag">Capability collapse at {{.To}}</span>: {{collapse .}}.</p>{{end}}{{end}}{{end}}
 <h2>Drift by domain</h2>
