@@ -13,7 +13,8 @@ import (
 // made, with the authorization variables replayed under the provenance
 // constraint (only trusted tools open them, even in a scenario loaded with
 // unsafe provenance: what the content claimed is not what was authorised).
-// Each has a 95% percentile bootstrap interval over scenarios.
+// Each has a 95% cluster interval over scenarios: the shares ClusterCI,
+// the per-step surfaces RateCI.
 type AttackSurface struct {
 	// HighRiskSurfaceMean: high-risk tools visible per step (Σ / steps).
 	HighRiskSurfaceMean Estimate `json:"high_risk_surface_mean"`

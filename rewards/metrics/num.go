@@ -38,9 +38,9 @@ func (n *Num) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// CI is a confidence interval [lo, hi] (a cluster Wilson interval for a
-// proportion, an expanded percentile bootstrap interval otherwise); both
-// ends are null when the metric is undefined.
+// CI is a confidence interval [lo, hi] (interval.go: a cluster interval for
+// a proportion or a rate, MOVER for a ratio or a difference, a bootstrap
+// for the hypervolume); both ends are null when the metric is undefined.
 type CI [2]Num
 
 // Lo is the lower end.

@@ -139,7 +139,7 @@ func (g *Group) MarshalJSON() ([]byte, error) {
 }
 
 // ScenarioCounts are one scenario's counts within a group: what a paired
-// bootstrap between groups resamples.
+// comparison between groups pairs.
 type ScenarioCounts struct {
 	ID                       string
 	N, Success, Drift, Clean int
@@ -245,18 +245,18 @@ const (
 	nFixed     = sTimeKinds + nTimeKinds
 )
 
-// stat is one bootstrapped statistic and where its results go.
+// statDef is one statistic and where its results go.
 type statDef struct {
 	f     func(sum []float64) float64
 	value *Num
 	ci    *CI
-	// A proportion num/den gets a cluster Wilson interval (and, when
+	// A proportion num/den gets a cluster interval (and, when
 	// support is set, its clusters and events) instead of the bootstrap.
 	num, den func(row []float64) float64
 	support  **Support
 }
 
-// Result computes the metrics of every group, with bootstrap intervals.
+// Result computes the metrics of every group, with their intervals.
 func (a *Accumulator) Result() *Result {
 	res := &Result{By: a.opts.By, K: a.opts.K, Replicates: a.opts.Bootstrap.replicates(), Seed: a.opts.Bootstrap.Seed, Level: a.opts.Bootstrap.level()}
 	keys := make([]string, 0, len(a.groups))
@@ -396,7 +396,7 @@ func (a *Accumulator) finish(g *groupAcc) *Group {
 
 	var defs []statDef
 	slot := func(i int) func([]float64) float64 { return func(s []float64) float64 { return s[i] } }
-	// prop adds a proportion s[num]/s[den] with a cluster Wilson interval.
+	// prop adds a proportion s[num]/s[den] with its cluster interval.
 	prop := func(num, den func([]float64) float64, v *Num, ci *CI, sup **Support) {
 		defs = append(defs, statDef{f: func(s []float64) float64 { return ratio(num(s), den(s)) }, value: v, ci: ci, num: num, den: den, support: sup})
 	}
@@ -585,7 +585,7 @@ func CCSRFrom(s []float64) float64 {
 }
 
 // CountsRow is a scenario's counts as a row for CountsDR, CountsCSR and
-// CountsCCSR (a paired bootstrap builds rows from ScenarioCounts).
+// CountsCCSR (paired comparisons build rows from ScenarioCounts).
 func CountsRow(c ScenarioCounts) []float64 {
 	row := make([]float64, 4)
 	row[sN], row[sSucc], row[sDrift], row[sClean] = float64(c.N), float64(c.Success), float64(c.Drift), float64(c.Clean)

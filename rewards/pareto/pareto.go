@@ -21,7 +21,7 @@ const (
 )
 
 // Input is one checkpoint to place: its training step, headline metrics
-// and per-scenario counts (for the paired bootstrap).
+// and per-scenario counts (for the paired tests and the front bootstrap).
 type Input struct {
 	Checkpoint, Framework string
 	Step                  int
