@@ -87,7 +87,7 @@ type Point struct {
 
 // Move compares two consecutive checkpoints of one framework on their
 // shared scenarios. Deltas are To − From; intervals are MOVER intervals of
-// the paired difference of two cluster Wilson intervals
+// the paired difference of two cluster intervals
 // (metrics.PairedDiff); each change is tested by a paired cluster t-test
 // whose p-value is Holm-adjusted across every change of every move.
 type Move struct {
