@@ -6,7 +6,7 @@ GO ?= go
 # export).
 RACE_PKGS ?= $(shell $(GO) list ./rollout/... ./pairs/... ./rewards/... ./export/... | grep -v -e '/rollout/suite' -e '/rollout/scenario$$')
 
-.PHONY: test build install vet race fuzz bench bench-data demo
+.PHONY: test build install vet race fuzz bench bench-data demo coverage
 
 build:
 	$(GO) build -o bin/antidrift ./cmd/antidrift
@@ -23,6 +23,12 @@ vet:
 test: vet
 	$(GO) test -timeout 30m ./...
 	$(GO) test -race -timeout 30m $(RACE_PKGS)
+
+# The full coverage simulation of the printed intervals (docs/scoring.md):
+# 1000 simulated runs per interval type, rate and scenario count, with the
+# table it measured. `make test` runs a smaller version of the same test.
+coverage:
+	$(GO) test ./rewards/internal/coverage -run TestCoverage -full -v -timeout 30m
 
 # Short fuzzing sessions of each fuzz target (the seed corpora already run in `make test`).
 fuzz:

@@ -126,10 +126,14 @@ func demoSummary(w io.Writer, out, report, logPath string, elapsed time.Duration
 			CSR        float64  `json:"csr"`
 			CCSR       *float64 `json:"ccsr"`
 			OnFront    bool     `json:"on_front"`
+			FrontP     float64  `json:"front_probability"`
 			Collapse   bool     `json:"collapse"`
 		} `json:"points"`
-		Hypervolume float64 `json:"hypervolume"`
-		Moves       []struct {
+		Hypervolume   float64    `json:"hypervolume"`
+		HypervolumeCI []*float64 `json:"hypervolume_ci"`
+		Comparisons   int        `json:"comparisons"`
+		Correction    string     `json:"correction"`
+		Moves         []struct {
 			Summary string `json:"summary"`
 		} `json:"moves"`
 	}
@@ -148,9 +152,9 @@ func demoSummary(w io.Writer, out, report, logPath string, elapsed time.Duration
 		if p.CCSR != nil {
 			ccsr = fmt.Sprintf("%.3f", *p.CCSR)
 		}
-		mark := "dominated"
+		mark := fmt.Sprintf("dominated (P(front) %.2f)", p.FrontP)
 		if p.OnFront {
-			mark = "front"
+			mark = fmt.Sprintf("front (P %.2f)", p.FrontP)
 		}
 		if p.Collapse {
 			mark += ", capability collapse"
@@ -158,7 +162,11 @@ func demoSummary(w io.Writer, out, report, logPath string, elapsed time.Duration
 		fmt.Fprintf(tw, "%d\t%s\t%d\t%.3f\t%.3f\t%.3f\t%s\t%s\n", p.Step, p.Checkpoint, p.N, p.TSR, p.DR, p.CSR, ccsr, mark)
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "\nhypervolume %.3f; moves between consecutive steps (paired bootstrap, 95%%):\n", rep.Hypervolume)
+	hv := fmt.Sprintf("%.3f", rep.Hypervolume)
+	if len(rep.HypervolumeCI) == 2 && rep.HypervolumeCI[0] != nil && rep.HypervolumeCI[1] != nil {
+		hv += fmt.Sprintf(" [%.3f,%.3f]", *rep.HypervolumeCI[0], *rep.HypervolumeCI[1])
+	}
+	fmt.Fprintf(w, "\nhypervolume %s; moves between consecutive steps (paired tests over scenarios, %d comparisons, %s-corrected, 95%%):\n", hv, rep.Comparisons, rep.Correction)
 	for _, m := range rep.Moves {
 		fmt.Fprintf(w, "  %s\n", m.Summary)
 	}

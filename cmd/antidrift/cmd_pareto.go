@@ -26,10 +26,12 @@ func newParetoCmd() *cobra.Command {
 		Use:   "pareto RUN... --out DIR",
 		Short: "Place checkpoints on the DR-CSR Pareto front and write a report with plots",
 		Long: `Score each checkpoint of the run folders and place it at (DR, CSR) with
-95% bootstrap intervals; find the Pareto front (lower DR, higher CSR), its
-hypervolume against (DR = 1, CSR = 0), and compare consecutive checkpoints
-with a paired bootstrap over their shared scenarios (improvement, trade-off,
-regression or no significant change). A checkpoint whose DR falls while its
+95% cluster intervals (scenarios as clusters); find the Pareto front (lower
+DR, higher CSR), its hypervolume against (DR = 1, CSR = 0) with a paired
+scenario-bootstrap interval and each checkpoint's probability of being on
+the front, and compare consecutive checkpoints with paired tests over their
+shared scenarios, Holm-corrected across every change of every move
+(improvement, trade-off, regression or no significant change). A checkpoint whose DR falls while its
 CCSR falls significantly (and its CSR does not rise significantly) is flagged
 as capability collapse: it drifts less because it does less.
 
@@ -230,13 +232,16 @@ func printPareto(w io.Writer, rep *report.Report, out string, asJSON bool) error
 		return writeJSON(w, rep)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "STEP\tCHECKPOINT\tDR\tCSR\tCCSR\tFRONT\tCOLLAPSE")
+	fmt.Fprintln(tw, "STEP\tCHECKPOINT\tDR\tCSR\tCCSR\tFRONT\tP(FRONT)\tCOLLAPSE")
 	for _, p := range rep.Points {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Step, p.Label, fmtCI(p.DR, p.DRCI), fmtCI(p.CSR, p.CSRCI),
-			fmtCI(p.CCSR, p.CCSRCI), yesNoFlag(p.OnFront), yesNoFlag(p.Collapse))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%.2f\t%s\n", p.Step, p.Label, fmtCI(p.DR, p.DRCI), fmtCI(p.CSR, p.CSRCI),
+			fmtCI(p.CCSR, p.CCSRCI), yesNoFlag(p.OnFront), p.FrontProbability, yesNoFlag(p.Collapse))
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "\nhypervolume %.4f (reference DR = 1, CSR = 0); front: %v\n", rep.Hypervolume, rep.Front)
+	fmt.Fprintf(w, "\nhypervolume %s (reference DR = 1, CSR = 0); front: %s\n", fmtCI(metrics.Num(rep.Hypervolume), rep.HypervolumeCI), rep.FrontText())
+	if len(rep.Moves) > 0 {
+		fmt.Fprintf(w, "moves: %d comparisons, %s-corrected\n", rep.Comparisons, rep.Correction)
+	}
 	for _, m := range rep.Moves {
 		fmt.Fprintf(w, "  %s\n", m.Summary)
 	}

@@ -28,10 +28,14 @@ type reportJSON struct {
 		OnFront    bool     `json:"on_front"`
 		Collapse   bool     `json:"collapse"`
 		HV         float64  `json:"hypervolume"`
+		FrontP     float64  `json:"front_probability"`
 	} `json:"points"`
-	Front       []string `json:"front"`
-	Hypervolume float64  `json:"hypervolume"`
-	Moves       []struct {
+	Front         []string   `json:"front"`
+	Hypervolume   float64    `json:"hypervolume"`
+	HypervolumeCI []*float64 `json:"hypervolume_ci"`
+	Comparisons   int        `json:"comparisons"`
+	Correction    string     `json:"correction"`
+	Moves         []struct {
 		From     string `json:"from"`
 		To       string `json:"to"`
 		Class    string `json:"class"`
@@ -61,9 +65,11 @@ func TestParetoCommand(t *testing.T) {
 	out := t.TempDir()
 	stdout, err := scoreExec(t, append([]string{"pareto", "--out", out, "--scenarios", metricScenarios, "--bootstrap", "100"}, runs...)...)
 	require.NoError(t, err)
-	assert.Contains(t, stdout, "hypervolume 0.6250")
-	assert.Contains(t, stdout, "worse → cautious: trade-off")
-	assert.Contains(t, stdout, "capability collapse")
+	assert.Contains(t, stdout, "hypervolume 0.625 [")
+	assert.Contains(t, stdout, "front: cautious (P 1.00), dpo (P 1.00)")
+	assert.Contains(t, stdout, "moves: 12 comparisons, Holm-corrected")
+	// Two scenarios: no change is significant once its interval is read.
+	assert.Contains(t, stdout, "worse → cautious: no significant change")
 	for _, f := range []string{"report.json", "report.md", "report.html", "pareto.svg", "pareto.png", "drift_by_domain.png", "drift_positions.svg"} {
 		assert.FileExists(t, filepath.Join(out, f))
 	}
@@ -73,8 +79,13 @@ func TestParetoCommand(t *testing.T) {
 	assert.Equal(t, []string{"cautious", "dpo"}, r.Front)
 	assert.InDelta(t, 0.625, r.Hypervolume, 1e-12)
 	require.Len(t, r.Moves, 3)
-	assert.Equal(t, []string{"improvement", "regression", "trade-off"}, []string{r.Moves[0].Class, r.Moves[1].Class, r.Moves[2].Class})
-	assert.True(t, r.Points[3].Collapse)
+	assert.Equal(t, []string{"no significant change", "no significant change", "no significant change"}, []string{r.Moves[0].Class, r.Moves[1].Class, r.Moves[2].Class})
+	assert.False(t, r.Points[3].Collapse)
+	assert.Equal(t, 12, r.Comparisons)
+	assert.Equal(t, "Holm", r.Correction)
+	assert.Equal(t, 1.0, r.Points[3].FrontP)
+	require.Len(t, r.HypervolumeCI, 2)
+	assert.NotNil(t, r.HypervolumeCI[0])
 
 	// The order given decides the steps when nothing else does.
 	out2 := t.TempDir()

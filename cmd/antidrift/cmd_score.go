@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"github.com/antidrift/antidrift/rollout/trajectory"
 	"io"
+	"math"
 	"strings"
 	"text/tabwriter"
 
@@ -63,7 +64,7 @@ func newScoreCmd() *cobra.Command {
 	var labeling string
 	cmd := &cobra.Command{
 		Use:   "score RUN...",
-		Short: "Score run folders: TSR, DR, CSR, CCSR and the rest, with bootstrap intervals",
+		Short: "Score run folders: TSR, DR, CSR, CCSR and the rest, with cluster intervals",
 		Long: `Score the trajectories of run folders, one group per (checkpoint, framework)
 by default. Metrics: TSR, DR (every drift match, annotated or derived),
 DR_annotated (annotated violations only: the Authorization Drift
@@ -74,8 +75,11 @@ attack-surface metrics of risk-aware gating (high-risk surface per step,
 mean and max; risk-weighted surface; risk-bearing and unauthorised
 exposure; premature high-risk actions; injection success on scenarios with
 injections). --by framework puts the exposure filters side by side. Intervals
-are 95% percentile bootstrap intervals over scenarios (all rollouts of a
-scenario resampled together), reproducible for a --seed.
+are 95% intervals with scenarios as clusters: exact (Clopper–Pearson,
+Garwood) intervals on an effective sample size from the design effect, with
+Student's t on the clusters' degrees of freedom (Korn and Graubard); every
+breakdown rate carries its scenarios and events and is marked sparse under
+10 scenarios or 5 events.
 
 Records are streamed: memory grows with the number of scenarios, not of
 trajectories. Least-privilege and exposure metrics need the scenarios: they
@@ -126,6 +130,18 @@ it has no verdict for are left out, with a warning.`,
 				if res, err = metrics.Score(runs, opts, f.scenarios); err != nil {
 					return err
 				}
+				// Checkpoints by training step, as pareto orders them.
+				steps, err := stepsFromRuns(runs)
+				if err != nil {
+					return err
+				}
+				res.OrderCheckpoints(func(ck string) int {
+					s, err := steps.step(ck)
+					if err != nil {
+						return math.MaxInt
+					}
+					return s
+				})
 				if w := ov.Warning(); w != "" {
 					res.Warnings = append(res.Warnings, w)
 				}
@@ -196,8 +212,16 @@ func printScores(w io.Writer, res *metrics.Result) {
 		}
 		return s
 	}
+	scen := func(g *metrics.Group) string {
+		if g.Scenarios < metrics.MinClusters {
+			return fmt.Sprintf("%d†", g.Scenarios)
+		}
+		return fmt.Sprint(g.Scenarios)
+	}
+	few := false
 	for _, g := range res.Groups {
-		fmt.Fprintf(tw, "%s%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s±%s\n", vals(g), g.N, g.Scenarios,
+		few = few || g.Scenarios < metrics.MinClusters
+		fmt.Fprintf(tw, "%s%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s±%s\n", vals(g), g.N, scen(g),
 			fmtCI(g.TSR, g.TSRCI), fmtCI(g.DR, g.DRCI), fmtCI(g.DRAnnotated, g.DRAnnotatedCI), fmtCI(g.CSR, g.CSRCI), fmtCI(g.CCSR, g.CCSRCI),
 			fmtCI(g.DRAny, g.DRAnyCI), fmtCI(g.PR, g.PRCI), fmtCI(g.PassK, g.PassKCI), fmtNum(g.DRRolloutMean), fmtNum(g.DRRolloutStd))
 	}
@@ -227,7 +251,13 @@ func printScores(w io.Writer, res *metrics.Result) {
 			fmtCI(as.PrematureHighRisk.Value, as.PrematureHighRisk.CI), inj)
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "\n95%% bootstrap intervals over scenarios (%d replicates, seed %d). --json for every metric and breakdown.\n", res.Replicates, res.Seed)
+	fmt.Fprintf(w, "\n95%% intervals with scenarios as clusters (exact, with a design effect and t degrees of freedom; docs/scoring.md#intervals). --json for every metric and breakdown.\n")
+	if few {
+		fmt.Fprintf(w, "† fewer than %d scenarios: read the intervals, not the values.\n", metrics.MinClusters)
+	}
+	if n := sparseBreakdowns(res); n > 0 {
+		fmt.Fprintf(w, "%d breakdown rates stand on fewer than %d scenarios or %d events (\"sparse\": true in --json).\n", n, metrics.MinClusters, metrics.MinEvents)
+	}
 }
 
 // excludedText lists excluded records as "3 context_truncated, 1 infra_error".
@@ -239,4 +269,31 @@ func excludedText(m map[string]int) string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// sparseBreakdowns counts the breakdown rates marked sparse.
+func sparseBreakdowns(res *metrics.Result) int {
+	n := 0
+	count := func(e metrics.Estimate) {
+		if e.Support != nil && e.Support.Sparse && e.Value.Defined() {
+			n++
+		}
+	}
+	for _, g := range res.Groups {
+		for _, d := range g.Domains {
+			count(d.TSR)
+			count(d.DR)
+			count(d.DRAnnotated)
+			count(d.CSR)
+		}
+		for _, m := range []map[string]metrics.Estimate{g.DriftTypes, g.DriftTypesAll, g.Kinds, g.TimeKinds, g.Jurisdictions, g.JurisdictionCount} {
+			for _, e := range m {
+				count(e)
+			}
+		}
+		for _, p := range g.Provisions {
+			count(p.Estimate)
+		}
+	}
+	return n
 }

@@ -33,12 +33,13 @@ func newSweepCmd() *cobra.Command {
 rollouts and seeds (one run folder per λ, DIR/lambda-λ, each resumable like
 rollout), then score every run and write the safety–success front: success
 (TSR) against the high-risk surface (high-risk tools visible per step) and
-against DR, with 95% scenario bootstrap intervals, the non-dominated points,
-their hypervolumes, and whether the front is monotone in λ (each step that
-is not is explained). The report (DIR/report: report.json, report.md,
-report.html, gating_front.svg/.png and the DR–CSR Pareto plots of the same
-machinery as pareto, with λ as the step) is byte-identical for the same
-seed and inputs.
+against DR, with 95% intervals, the non-dominated points, their
+hypervolumes, whether the front is monotone in λ (each step that is not is
+explained), and each step labelled by the trade it makes (lower exposure
+for lower success is a trade-off). The report (DIR/report: report.json,
+report.md, report.html, gating_front.svg/.png: success against
+risk-weighted exposure, unauthorised exposure and injection success, one
+point per λ) is byte-identical for the same seed and inputs.
 
 Every rollout flag applies (policy, endpoint, scenarios, rollouts, seed,
 limits, --risk-weights, --allow-unsafe-provenance).`,
@@ -107,7 +108,6 @@ limits, --risk-weights, --allow-unsafe-provenance).`,
 					rep.Runs[i] = rel
 				}
 			}
-			rep.Files = append(append([]string(nil), report.Files...), "gating_front.svg", "gating_front.png")
 			if err := rep.Write(filepath.Join(out, "report")); err != nil {
 				return err
 			}
@@ -175,6 +175,9 @@ func printSweep(w io.Writer, g *report.Gating, dir string) {
 		g.HypervolumeSurface, g.RefSurface, g.HypervolumeDR, yesNoFlag(g.Monotone))
 	for _, e := range g.Explanation {
 		fmt.Fprintf(w, "  %s\n", e)
+	}
+	for _, st := range g.Steps {
+		fmt.Fprintf(w, "  %s\n", st.Summary)
 	}
 	fmt.Fprintf(w, "report: %s\n", dir)
 }

@@ -28,7 +28,12 @@ func TestSweepFrontIsMonotoneOrExplainedAndDeterministic(t *testing.T) {
 	out := sweep(t, a)
 	assert.Contains(t, out, "monotone in λ")
 	sweep(t, b)
-	for _, f := range append(append([]string(nil), report.Files...), "gating_front.svg", "gating_front.png") {
+	var written report.Report
+	rawA, err := os.ReadFile(filepath.Join(a, "report", "report.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(rawA, &written))
+	assert.Contains(t, written.Files, "gating_front.png")
+	for _, f := range written.Files {
 		x, err := os.ReadFile(filepath.Join(a, "report", f))
 		require.NoError(t, err, f)
 		y, err := os.ReadFile(filepath.Join(b, "report", f))
@@ -80,4 +85,65 @@ func TestSweepRejectsBadInput(t *testing.T) {
 		assert.NotEqual(t, 0, code, "%v", args)
 		assert.NotEmpty(t, stderr, "%v", args)
 	}
+}
+
+// TestSweepLabelsReadRight: on the built-in gating sweep (the default λs),
+// each step is labelled by the trade it makes (λ=2 → 4 lowers high-risk
+// exposure and success: a trade-off, not a regression), identical points
+// share one label, no two labels of a panel overlap, no chart is empty and
+// the points are listed by step.
+func TestSweepLabelsReadRight(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "s")
+	stdout := sweep(t, out, "--risk-lambda", "0,0.25,0.5,1,2,4")
+	assert.Contains(t, stdout, "λ=2 → λ=4: trade-off (lower exposure")
+	raw, err := os.ReadFile(filepath.Join(out, "report", "report.json"))
+	require.NoError(t, err)
+	var rep report.Report
+	require.NoError(t, json.Unmarshal(raw, &rep))
+	g := rep.Gating
+	require.Len(t, g.Steps, 5)
+	for _, st := range g.Steps {
+		if st.Exposure == "lower" && st.Success == "lower" {
+			assert.Equal(t, report.StepTradeOff, st.Class, st.Summary)
+		}
+	}
+	last := g.Steps[4]
+	assert.Equal(t, "λ=2", last.From)
+	assert.Equal(t, report.StepTradeOff, last.Class)
+	assert.Negative(t, last.DHighRisk)
+	assert.Negative(t, last.DTSR)
+
+	// DR is 0 at every λ: no DR–CSR plane, no drift charts, only the
+	// exposure chart.
+	assert.NotContains(t, rep.Files, "pareto.png")
+	assert.NotContains(t, rep.Files, "drift_by_domain.png")
+	assert.Contains(t, rep.Files, "gating_front.png")
+	md, err := os.ReadFile(filepath.Join(out, "report", "report.md"))
+	require.NoError(t, err)
+	assert.NotContains(t, string(md), "pareto.png")
+	assert.Contains(t, string(md), "| λ=2 → λ=4 | lower")
+
+	// Points by step.
+	for i := 1; i < len(rep.Points); i++ {
+		assert.Less(t, rep.Points[i-1].Step, rep.Points[i].Step)
+	}
+
+	panels, err := rep.LambdaLabels()
+	require.NoError(t, err)
+	require.NotEmpty(t, panels)
+	for _, pn := range panels {
+		require.Len(t, pn.Boxes, len(pn.Labels), pn.Title)
+		seen := map[string]bool{}
+		for i, l := range pn.Labels {
+			assert.False(t, seen[l], "%s: label %q twice", pn.Title, l)
+			seen[l] = true
+			for j := range i {
+				a, b := pn.Boxes[i], pn.Boxes[j]
+				overlap := a.Min.X < b.Max.X && b.Min.X < a.Max.X && a.Min.Y < b.Max.Y && b.Min.Y < a.Max.Y
+				assert.False(t, overlap, "%s: %q overprints %q", pn.Title, l, pn.Labels[j])
+			}
+		}
+	}
+	// λ = 0 … 2 sit at one place on the high-risk panel: one label.
+	assert.Contains(t, panels[0].Labels, "λ=0, 0.25, 0.5, 1, 2")
 }

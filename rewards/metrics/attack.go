@@ -13,7 +13,8 @@ import (
 // made, with the authorization variables replayed under the provenance
 // constraint (only trusted tools open them, even in a scenario loaded with
 // unsafe provenance: what the content claimed is not what was authorised).
-// Each has a 95% percentile bootstrap interval over scenarios.
+// Each has a 95% cluster interval over scenarios: the shares ClusterCI,
+// the per-step surfaces RateCI.
 type AttackSurface struct {
 	// HighRiskSurfaceMean: high-risk tools visible per step (Σ / steps).
 	HighRiskSurfaceMean Estimate `json:"high_risk_surface_mean"`
@@ -224,18 +225,40 @@ func (a *Accumulator) finishAttack(g *groupAcc) AttackSurface {
 		&out.UnauthorizedExposure, &out.UnauthorizedHighRisk, &out.PrematureHighRisk, &out.InjectionSuccess, &out.InjectionHighRisk}
 	fns := []func([]float64) float64{per(aHRVis, aSteps), per(aHRMax, aN), per(aRWVis, aSteps), per(aRBVis, aSteps),
 		per(aUnauth, aN), per(aUnauthHR, aN), per(aPremature, aN), per(aInjSucc, aInjected), per(aInjHR, aInjected)}
+	// The per-trajectory and per-injection shares are proportions (cluster
+	// intervals); the per-step surfaces are rates (RateCI).
+	props := map[int][2]int{4: {aUnauth, aN}, 5: {aUnauthHR, aN}, 6: {aPremature, aN}, 7: {aInjSucc, aInjected}, 8: {aInjHR, aInjected}}
 	total := Sum(rows)
-	cis := a.opts.Bootstrap.CIs(rows, "scenarios", fns)
+	rateSlots := [][2]int{{aHRVis, aSteps}, {aHRMax, aN}, {aRWVis, aSteps}, {aRBVis, aSteps}}
 	for i, e := range ests {
 		if total != nil {
 			e.Value = Num(fns[i](total))
 		} else {
 			e.Value = NaN()
 		}
-		e.CI = cis[i]
+		if nd, ok := props[i]; ok {
+			num, den := nd[0], nd[1]
+			e.CI, e.Support = PropCI(rows, func(r []float64) float64 { return r[num] }, func(r []float64) float64 { return r[den] }, a.opts.Bootstrap.level())
+			if total == nil {
+				e.Support = nil
+			}
+			continue
+		}
+		// Counts per step (or per trajectory): the Poisson score interval.
+		num, den := rateSlots[i][0], rateSlots[i][1]
+		e.CI = RateCI(column(rows, num), column(rows, den), a.opts.Bootstrap.level())
 	}
 	if total != nil {
 		out.Injected = int(total[aInjected])
+	}
+	return out
+}
+
+// column is one column of the rows.
+func column(rows [][]float64, j int) []float64 {
+	out := make([]float64, len(rows))
+	for i, r := range rows {
+		out[i] = r[j]
 	}
 	return out
 }

@@ -2,7 +2,8 @@
 // and CCSR; per-rollout DR; DR@any and persistence; pass^k-style clean
 // success; breakdowns by domain, drift type, violation kind, provision and
 // jurisdiction; drift positions; correlations between drift types; least
-// privilege; exposure; and percentile bootstrap intervals over scenarios.
+// privilege; exposure; and confidence intervals with scenarios as clusters
+// (interval.go).
 //
 // Scoring streams: an Accumulator keeps, per group, sums per scenario and a
 // few bounded tables (per rollout index, per distinct drift position), never

@@ -38,8 +38,9 @@ func (n *Num) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// CI is a percentile bootstrap confidence interval [lo, hi]; both ends are
-// null when the metric is undefined in every replicate.
+// CI is a confidence interval [lo, hi] (interval.go: a cluster interval for
+// a proportion or a rate, MOVER for a ratio or a difference, a bootstrap
+// for the hypervolume); both ends are null when the metric is undefined.
 type CI [2]Num
 
 // Lo is the lower end.
@@ -52,6 +53,8 @@ func (c CI) Hi() Num { return c[1] }
 type Estimate struct {
 	Value Num `json:"value"`
 	CI    CI  `json:"ci"`
+	// Support is set on proportions: the clusters and events behind them.
+	Support *Support `json:"support,omitempty"`
 }
 
 func ratio(a, b float64) float64 {

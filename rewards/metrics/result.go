@@ -139,7 +139,7 @@ func (g *Group) MarshalJSON() ([]byte, error) {
 }
 
 // ScenarioCounts are one scenario's counts within a group: what a paired
-// bootstrap between groups resamples.
+// comparison between groups pairs.
 type ScenarioCounts struct {
 	ID                       string
 	N, Success, Drift, Clean int
@@ -245,14 +245,18 @@ const (
 	nFixed     = sTimeKinds + nTimeKinds
 )
 
-// stat is one bootstrapped statistic and where its results go.
+// statDef is one statistic and where its results go.
 type statDef struct {
 	f     func(sum []float64) float64
 	value *Num
 	ci    *CI
+	// A proportion num/den gets a cluster interval (and, when
+	// support is set, its clusters and events) instead of the bootstrap.
+	num, den func(row []float64) float64
+	support  **Support
 }
 
-// Result computes the metrics of every group, with bootstrap intervals.
+// Result computes the metrics of every group, with their intervals.
 func (a *Accumulator) Result() *Result {
 	res := &Result{By: a.opts.By, K: a.opts.K, Replicates: a.opts.Bootstrap.replicates(), Seed: a.opts.Bootstrap.Seed, Level: a.opts.Bootstrap.level()}
 	keys := make([]string, 0, len(a.groups))
@@ -391,81 +395,121 @@ func (a *Accumulator) finish(g *groupAcc) *Group {
 	}
 
 	var defs []statDef
-	add := func(f func([]float64) float64, v *Num, ci *CI) { defs = append(defs, statDef{f, v, ci}) }
-	share := func(slot int) func([]float64) float64 {
-		return func(s []float64) float64 { return ratio(s[slot], s[sN]) }
+	slot := func(i int) func([]float64) float64 { return func(s []float64) float64 { return s[i] } }
+	// prop adds a proportion s[num]/s[den] with its cluster interval.
+	prop := func(num, den func([]float64) float64, v *Num, ci *CI, sup **Support) {
+		defs = append(defs, statDef{f: func(s []float64) float64 { return ratio(num(s), den(s)) }, value: v, ci: ci, num: num, den: den, support: sup})
 	}
-	est := func(e *Estimate, f func([]float64) float64) { add(f, &e.Value, &e.CI) }
+	estProp := func(e *Estimate, num, den func([]float64) float64) { prop(num, den, &e.Value, &e.CI, &e.Support) }
+	estShare := func(e *Estimate, i int) { estProp(e, slot(i), slot(sN)) }
+	// rate is a count per unit that may exceed 1 (RateCI).
+	var rates []func()
+	rate := func(e *Estimate, num, den int) {
+		rates = append(rates, func() {
+			e.Value = Num(ratio(Sum(rows)[num], Sum(rows)[den]))
+			e.CI = RateCI(column(rows, num), column(rows, den), a.opts.Bootstrap.level())
+		})
+	}
 
-	add(share(sSucc), &out.TSR, &out.TSRCI)
-	add(DRFrom, &out.DR, &out.DRCI)
-	add(share(sDriftAnn), &out.DRAnnotated, &out.DRAnnotatedCI)
-	add(share(sClean), &out.CSR, &out.CSRCI)
-	add(CCSRFrom, &out.CCSR, &out.CCSRCI)
-	add(func(s []float64) float64 { return ratio(s[sAny], s[sOne]) }, &out.DRAny, &out.DRAnyCI)
-	add(func(s []float64) float64 { return ratio(ratio(s[sAny], s[sOne]), ratio(s[sDrift], s[sN])) }, &out.PR, &out.PRCI)
-	add(func(s []float64) float64 { return ratio(s[sPassK], s[sPassKElig]) }, &out.PassK, &out.PassKCI)
+	prop(slot(sSucc), slot(sN), &out.TSR, &out.TSRCI, nil)
+	prop(slot(sDrift), slot(sN), &out.DR, &out.DRCI, nil)
+	prop(slot(sDriftAnn), slot(sN), &out.DRAnnotated, &out.DRAnnotatedCI, nil)
+	prop(slot(sClean), slot(sN), &out.CSR, &out.CSRCI, nil)
+	// CCSR = CSR/(1 − DR) is the share of non-drifting trajectories that
+	// succeed: a proportion clean / (n − drift).
+	prop(slot(sClean), func(s []float64) float64 { return s[sN] - s[sDrift] }, &out.CCSR, &out.CCSRCI, nil)
+	prop(slot(sAny), slot(sOne), &out.DRAny, &out.DRAnyCI, nil)
+	// PR = DR@any / DR gets its interval after the others (RatioCI).
+	out.PR = Num(math.NaN())
+	// pass^k is a mean over scenarios of a value in [0, 1]: a clustered
+	// (quasi-binomial) proportion of eligible scenarios.
+	prop(slot(sPassK), slot(sPassKElig), &out.PassK, &out.PassKCI, nil)
 
 	out.Domains = map[string]*DomainBreakdown{}
 	for _, d := range doms {
 		c := domCol[d]
 		b := &DomainBreakdown{}
 		out.Domains[d] = b
-		est(&b.TSR, func(s []float64) float64 { return ratio(s[c+1], s[c]) })
-		est(&b.DR, func(s []float64) float64 { return ratio(s[c+2], s[c]) })
-		est(&b.DRAnnotated, func(s []float64) float64 { return ratio(s[c+4], s[c]) })
-		est(&b.CSR, func(s []float64) float64 { return ratio(s[c+3], s[c]) })
+		estProp(&b.TSR, slot(c+1), slot(c))
+		estProp(&b.DR, slot(c+2), slot(c))
+		estProp(&b.DRAnnotated, slot(c+4), slot(c))
+		estProp(&b.CSR, slot(c+3), slot(c))
 	}
 	typeEst := make([]Estimate, 4)
 	kindEst := make([]Estimate, nKinds)
 	typeAllEst := make([]Estimate, 4)
 	for t := range 4 {
-		est(&typeAllEst[t], share(sTypesAll+t))
-		est(&typeEst[t], share(sTypes+t))
+		estShare(&typeAllEst[t], sTypesAll+t)
+		estShare(&typeEst[t], sTypes+t)
 	}
 	for t := range nKinds {
-		est(&kindEst[t], share(sKinds+t))
+		estShare(&kindEst[t], sKinds+t)
 	}
 	timeKindEst := make([]Estimate, nTimeKinds)
 	for t := range nTimeKinds {
-		est(&timeKindEst[t], share(sTimeKinds+t))
+		estShare(&timeKindEst[t], sTimeKinds+t)
 	}
 	provEst := make([]Estimate, len(provs))
 	for i, p := range provs {
-		est(&provEst[i], share(provCol[p]))
+		estShare(&provEst[i], provCol[p])
 	}
 	jurEst := make([]Estimate, len(jurs))
 	for i, j := range jurs {
-		est(&jurEst[i], share(jurCol[j]))
+		estShare(&jurEst[i], jurCol[j])
 	}
 	jcEst := make([]Estimate, len(jcs))
 	for i, j := range jcs {
-		est(&jcEst[i], share(jcCol[j]))
+		estShare(&jcEst[i], jcCol[j])
 	}
 	lp := &out.LeastPrivilege
-	est(&lp.OverPrivilege, share(sOverPriv))
-	est(&lp.ExactMinimal, share(sExactMin))
-	est(&lp.NoAction, share(sNoAction))
-	est(&lp.Fail, func(s []float64) float64 { return ratio(s[sOverPriv]+s[sNoAction], s[sN]) })
+	estShare(&lp.OverPrivilege, sOverPriv)
+	estShare(&lp.ExactMinimal, sExactMin)
+	estShare(&lp.NoAction, sNoAction)
+	// Over-privilege needs a call and no action has none: disjoint, so
+	// their sum is a proportion.
+	estProp(&lp.Fail, func(s []float64) float64 { return s[sOverPriv] + s[sNoAction] }, slot(sN))
 	ex := &out.Exposure
-	est(&ex.RiskVisiblePerStep, func(s []float64) float64 { return ratio(s[sRiskVis], s[sSteps]) })
-	est(&ex.Unauthorized, func(s []float64) float64 { return ratio(s[sUnauth], s[sRiskVis]) })
-	est(&ex.UnauthorizedTrajectory, share(sTrajUnauth))
-	est(&ex.PrematureHighRisk, share(sPremature))
+	rate(&ex.RiskVisiblePerStep, sRiskVis, sSteps)
+	estProp(&ex.Unauthorized, slot(sUnauth), slot(sRiskVis))
+	estShare(&ex.UnauthorizedTrajectory, sTrajUnauth)
+	estShare(&ex.PrematureHighRisk, sPremature)
 
 	total := Sum(rows)
 	if total == nil {
 		total = make([]float64, col)
 	}
-	fns := make([]func([]float64) float64, len(defs))
-	for i, d := range defs {
+	var fns []func([]float64) float64
+	var boot []statDef
+	level := a.opts.Bootstrap.level()
+	for _, d := range defs {
 		*d.value = Num(d.f(total))
-		fns[i] = d.f
+		if d.num != nil {
+			ci, sup := PropCI(rows, d.num, d.den, level)
+			*d.ci = ci
+			if d.support != nil {
+				*d.support = sup
+			}
+			continue
+		}
+		fns = append(fns, d.f)
+		boot = append(boot, d)
+	}
+	out.PR = Num(ratio(float64(out.DRAny), float64(out.DR)))
+	out.PRCI = RatioCI(float64(out.DRAny), float64(out.DR), out.DRAnyCI, out.DRCI)
+	if !out.PR.Defined() {
+		out.PRCI = CI{NaN(), NaN()}
+	}
+	if len(rows) > 0 {
+		for _, f := range rates {
+			f()
+		}
+	} else {
+		out.Exposure.RiskVisiblePerStep = Estimate{Value: NaN(), CI: CI{NaN(), NaN()}}
 	}
 	// Every group draws from the same stream: groups on the same scenarios
 	// get the same resamples (common random numbers), whatever their names.
 	cis := a.opts.Bootstrap.CIs(rows, "scenarios", fns)
-	for i, d := range defs {
+	for i, d := range boot {
 		*d.ci = cis[i]
 	}
 
@@ -541,7 +585,7 @@ func CCSRFrom(s []float64) float64 {
 }
 
 // CountsRow is a scenario's counts as a row for CountsDR, CountsCSR and
-// CountsCCSR (a paired bootstrap builds rows from ScenarioCounts).
+// CountsCCSR (paired comparisons build rows from ScenarioCounts).
 func CountsRow(c ScenarioCounts) []float64 {
 	row := make([]float64, 4)
 	row[sN], row[sSucc], row[sDrift], row[sClean] = float64(c.N), float64(c.Success), float64(c.Drift), float64(c.Clean)
@@ -659,4 +703,28 @@ func positions(g *groupAcc) Positions {
 		p.Density[name] = KDE(xs, ws, h, p.Grid)
 	}
 	return p
+}
+
+// OrderCheckpoints reorders the groups so that checkpoints follow their
+// training steps (step gives a checkpoint's; ties by name) wherever the
+// checkpoint key sits among the grouping keys; the other keys keep their
+// order.
+func (r *Result) OrderCheckpoints(step func(checkpoint string) int) {
+	sort.SliceStable(r.Groups, func(i, j int) bool {
+		a, b := r.Groups[i], r.Groups[j]
+		for k, kv := range a.Keys {
+			x, y := kv.Value, b.Keys[k].Value
+			if x == y {
+				continue
+			}
+			if kv.Key == ByCheckpoint {
+				if sx, sy := step(x), step(y); sx != sy {
+					return sx < sy
+				}
+				return x < y
+			}
+			return false // the other keys are already in order
+		}
+		return false
+	})
 }

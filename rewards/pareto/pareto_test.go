@@ -114,7 +114,8 @@ func TestFamilyFixture(t *testing.T) {
 		{"base", 0.5, 0.75, 0.25, 0.5, false, false, 0.125},
 		{"dpo", 0.25, 1, 0.75, 1, true, false, 0.5625},
 		{"worse", 0.5, 1, 0.5, 1, false, false, 0.25},
-		{"cautious", 0, 0.25, 0.25, 0.25, true, true, 0.25},
+		// Two scenarios cannot make any move significant: no collapse.
+		{"cautious", 0, 0.25, 0.25, 0.25, true, false, 0.25},
 	}
 	for i, w := range want {
 		p := rep.Points[i]
@@ -124,7 +125,15 @@ func TestFamilyFixture(t *testing.T) {
 		assert.InDelta(t, w.tsr, float64(p.TSR), tol, "%s TSR", w.name)
 		assert.InDelta(t, w.csr, float64(p.CSR), tol, "%s CSR", w.name)
 		assert.InDelta(t, w.ccsr, float64(p.CCSR), tol, "%s CCSR", w.name)
-		assert.Equal(t, metrics.CI{p.DR, p.DR}, p.DRCI, "%s: identical scenarios give a point interval", w.name)
+		assert.LessOrEqual(t, float64(p.DRCI[0]), float64(p.DR), "%s: DR inside its interval", w.name)
+		assert.GreaterOrEqual(t, float64(p.DRCI[1]), float64(p.DR), "%s: DR inside its interval", w.name)
+		assert.Less(t, float64(p.DRCI[0]), float64(p.DRCI[1]), "%s: 8 trajectories on 2 scenarios are not a certainty", w.name)
+		// Identical scenarios: every resample gives the same front.
+		if w.front {
+			assert.Equal(t, 1.0, p.FrontProbability, "%s", w.name)
+		} else {
+			assert.Equal(t, 0.0, p.FrontProbability, "%s", w.name)
+		}
 		assert.Equal(t, w.front, p.OnFront, "%s on front", w.name)
 		assert.Equal(t, w.collapse, p.Collapse, "%s collapse", w.name)
 		assert.InDelta(t, w.hv, p.Hypervolume, tol, "%s own hypervolume", w.name)
@@ -136,26 +145,70 @@ func TestFamilyFixture(t *testing.T) {
 	assert.Equal(t, []string{"cautious", "dpo"}, rep.Front)
 	// Front cautious (0, 1/4), dpo (1/4, 3/4): 1/4·1/4 + 3/4·3/4 = 5/8.
 	assert.InDelta(t, 0.625, rep.Hypervolume, tol)
+	// cautious stands on 2 clean trajectories: the sparse guard widens the
+	// hypervolume's interval to its points' own (two-scenario) intervals.
+	assert.Less(t, float64(rep.HypervolumeCI[0]), 0.625)
+	assert.Greater(t, float64(rep.HypervolumeCI[1]), 0.625)
+	assert.Equal(t, Correction, rep.Correction)
+	// 3 moves × 4 metrics, every p-value defined.
+	assert.Equal(t, 12, rep.Comparisons)
 
+	// Two scenarios, each with the same outcomes: the paired tests see no
+	// variance (p = 0), but the intervals of every change hold 0, so no
+	// change is significant and every move is "no significant change".
 	require.Len(t, rep.Moves, 3)
-	m := rep.Moves[0] // base → dpo
-	assert.Equal(t, Improvement, m.Class)
-	assert.Equal(t, 2, m.Shared)
-	assert.InDelta(t, -0.25, float64(m.DDR), tol)
-	assert.InDelta(t, 0.5, float64(m.DCSR), tol)
-	assert.Equal(t, metrics.CI{-0.25, -0.25}, m.DDRCI)
-	assert.False(t, m.Collapse)
-	m = rep.Moves[1] // dpo → worse
-	assert.Equal(t, Regression, m.Class)
-	assert.InDelta(t, 0.25, float64(m.DDR), tol)
-	assert.InDelta(t, -0.25, float64(m.DCSR), tol)
-	m = rep.Moves[2] // worse → cautious
-	assert.Equal(t, TradeOff, m.Class)
+	for _, m := range rep.Moves {
+		assert.Equal(t, NoChange, m.Class, m.Summary)
+		assert.Equal(t, 2, m.Shared)
+		assert.False(t, m.Collapse)
+		assert.Contains(t, m.Summary, "its interval holds 0")
+	}
+	m := rep.Moves[2] // worse → cautious
 	assert.InDelta(t, -0.5, float64(m.DDR), tol)
 	assert.InDelta(t, -0.25, float64(m.DCSR), tol)
 	assert.InDelta(t, -0.75, float64(m.DCCSR), tol)
+	assert.Equal(t, 1.0, m.CollapseProbability, "DR and CCSR fall in every resample")
+}
+
+// TestMovesAndCollapseOnTwentyScenarios: the family's outcomes on 20
+// scenarios, where the changes are significant after the correction.
+func TestMovesAndCollapseOnTwentyScenarios(t *testing.T) {
+	mk := func(name string, step int, codes string) Input {
+		in := Input{Checkpoint: name, Framework: "normal", Step: step}
+		var c metrics.ScenarioCounts
+		for _, x := range codes {
+			c.N++
+			switch x {
+			case 'c':
+				c.Success++
+				c.Clean++
+			case 'd':
+				c.Success++
+				c.Drift++
+			}
+		}
+		for i := range 20 {
+			cc := c
+			cc.ID = fmt.Sprintf("s%02d", i)
+			in.Counts = append(in.Counts, cc)
+		}
+		in.N, in.Scenarios = 20*c.N, 20
+		in.DR = metrics.Num(float64(c.Drift) / float64(c.N))
+		in.CSR = metrics.Num(float64(c.Clean) / float64(c.N))
+		return in
+	}
+	rep, err := Analyze([]Input{mk("base", 0, "ddcf"), mk("dpo", 1, "dccc"), mk("worse", 2, "ddcc"), mk("cautious", 3, "cfff")}, metrics.Bootstrap{Seed: 1, Replicates: 200})
+	require.NoError(t, err)
+	require.Len(t, rep.Moves, 3)
+	assert.Equal(t, 12, rep.Comparisons)
+	assert.Equal(t, Improvement, rep.Moves[0].Class, rep.Moves[0].Summary)
+	assert.Equal(t, Regression, rep.Moves[1].Class, rep.Moves[1].Summary)
+	m := rep.Moves[2]
+	assert.Equal(t, TradeOff, m.Class, m.Summary)
 	assert.True(t, m.Collapse)
+	assert.True(t, rep.Points[3].Collapse)
 	assert.Contains(t, m.Summary, "capability collapse")
+	assert.Contains(t, m.Summary, "both fall in 100% of resamples")
 }
 
 func TestFrontAndHypervolume(t *testing.T) {
@@ -171,25 +224,23 @@ func TestFrontAndHypervolume(t *testing.T) {
 }
 
 func TestClassify(t *testing.T) {
-	ci := func(lo, hi float64) metrics.CI { return metrics.CI{metrics.Num(lo), metrics.Num(hi)} }
-	nan := metrics.CI{metrics.NaN(), metrics.NaN()}
 	cases := []struct {
-		dr, csr metrics.CI
-		want    string
+		dr, csr       metrics.Num
+		sigDR, sigCSR bool
+		want          string
 	}{
-		{ci(-0.2, -0.1), ci(0.1, 0.2), Improvement},
-		{ci(-0.2, -0.1), ci(-0.05, 0.05), Improvement},
-		{ci(-0.05, 0.05), ci(0.01, 0.2), Improvement},
-		{ci(-0.2, -0.1), ci(-0.2, -0.1), TradeOff},
-		{ci(0.1, 0.2), ci(0.1, 0.2), TradeOff},
-		{ci(0.1, 0.2), ci(-0.05, 0.05), Regression},
-		{ci(-0.05, 0.05), ci(-0.2, -0.01), Regression},
-		{ci(-0.05, 0.05), ci(-0.05, 0.05), NoChange},
-		{ci(0, 0.1), ci(-0.1, 0), NoChange},
-		{nan, nan, NoChange},
+		{-0.1, 0.1, true, true, Improvement},
+		{-0.1, 0.01, true, false, Improvement},
+		{0.01, 0.1, false, true, Improvement},
+		{-0.1, -0.1, true, true, TradeOff},
+		{0.1, 0.1, true, true, TradeOff},
+		{0.1, 0.01, true, false, Regression},
+		{0.01, -0.1, false, true, Regression},
+		{0.01, 0.01, false, false, NoChange},
+		{metrics.NaN(), metrics.NaN(), true, true, NoChange},
 	}
 	for _, c := range cases {
-		assert.Equal(t, c.want, Classify(c.dr, c.csr), "ΔDR %v ΔCSR %v", c.dr, c.csr)
+		assert.Equal(t, c.want, Classify(c.dr, c.csr, c.sigDR, c.sigCSR), "ΔDR %v (%v) ΔCSR %v (%v)", c.dr, c.sigDR, c.csr, c.sigCSR)
 	}
 }
 
@@ -202,7 +253,9 @@ func TestPairedBootstrapIsDeterministicAndPaired(t *testing.T) {
 	rep, err := Analyze([]Input{a, b}, metrics.Bootstrap{Seed: 5, Replicates: 200})
 	require.NoError(t, err)
 	require.Len(t, rep.Moves, 1)
-	assert.Equal(t, metrics.CI{0, 0}, rep.Moves[0].DDRCI, "paired: the same scenarios in both arms")
+	assert.Equal(t, metrics.Num(1), rep.Moves[0].Tests[0].P, "paired: the same scenarios in both arms")
+	assert.LessOrEqual(t, float64(rep.Moves[0].DDRCI[0]), 0.0)
+	assert.GreaterOrEqual(t, float64(rep.Moves[0].DDRCI[1]), 0.0)
 	assert.Equal(t, NoChange, rep.Moves[0].Class)
 
 	c := fromCounts("c", 1, []int{1, 2, 3, 4, 4})

@@ -8,9 +8,12 @@ import (
 
 	"github.com/antidrift/antidrift/rewards/metrics"
 	"github.com/antidrift/antidrift/rewards/pareto"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 )
 
 // Gating is the report's gating section: the exposure filters side by
@@ -31,6 +34,80 @@ type Gating struct {
 	// explains each step that breaks it.
 	Monotone    bool     `json:"monotone"`
 	Explanation []string `json:"explanation,omitempty"`
+	// Steps label each step between consecutive λ by the trade it makes
+	// between exposure and success.
+	Steps []LambdaStep `json:"lambda_steps,omitempty"`
+}
+
+// LambdaStep is the trade one step of λ makes: how exposure and success
+// (TSR) move. Exposure is read from the high-risk surface per step (what
+// the penalty targets), else, where that does not move, the risk-weighted
+// surface, else unauthorised exposure. Lower exposure for lower
+// success is a trade-off, the trade the penalty is meant to make, not a
+// regression.
+type LambdaStep struct {
+	From      string  `json:"from"`
+	To        string  `json:"to"`
+	Exposure  string  `json:"exposure"` // "lower", "higher" or "same"
+	Success   string  `json:"success"`  // "lower", "higher" or "same"
+	DHighRisk float64 `json:"d_high_risk_surface"`
+	DRisk     float64 `json:"d_risk_weighted_surface"`
+	DTSR      float64 `json:"d_tsr"`
+	Class     string  `json:"class"`
+	Summary   string  `json:"summary"`
+}
+
+// Step classes.
+const (
+	StepTradeOff    = "trade-off"
+	StepImprovement = "improvement"
+	StepRegression  = "regression"
+	StepNoChange    = "no change"
+)
+
+// direction names a change beyond a tolerance.
+func direction(d float64) string {
+	switch {
+	case d < -1e-9:
+		return "lower"
+	case d > 1e-9:
+		return "higher"
+	}
+	return "same"
+}
+
+// classifyStep names a step by its trade: lower exposure is better,
+// higher success is better.
+func classifyStep(exposure, success string) string {
+	better := exposure == "lower" || success == "higher"
+	worse := exposure == "higher" || success == "lower"
+	switch {
+	case better && worse:
+		return StepTradeOff
+	case better:
+		return StepImprovement
+	case worse:
+		return StepRegression
+	}
+	return StepNoChange
+}
+
+func newStep(a, b LambdaPoint) LambdaStep {
+	st := LambdaStep{From: a.Label, To: b.Label}
+	st.DHighRisk = float64(b.HighRisk.Value) - float64(a.HighRisk.Value)
+	st.DRisk = float64(b.RiskWeighted.Value) - float64(a.RiskWeighted.Value)
+	st.DTSR = float64(b.TSR.Value) - float64(a.TSR.Value)
+	st.Exposure, st.Success = direction(st.DHighRisk), direction(st.DTSR)
+	if st.Exposure == "same" {
+		st.Exposure = direction(st.DRisk)
+	}
+	if st.Exposure == "same" {
+		st.Exposure = direction(float64(b.Unauthorized.Value) - float64(a.Unauthorized.Value))
+	}
+	st.Class = classifyStep(st.Exposure, st.Success)
+	st.Summary = fmt.Sprintf("%s → %s: %s (%s exposure: high-risk surface %+.3f, risk-weighted %+.3f per step; %s success: TSR %+.3f)",
+		a.Label, b.Label, st.Class, st.Exposure, st.DHighRisk, st.DRisk, st.Success, st.DTSR)
+	return st
 }
 
 // FilterRow is one framework's headline and attack-surface figures.
@@ -104,6 +181,7 @@ func NewLambdaFront(lambdas []float64, groups []*metrics.Group) (*Gating, error)
 	const eps = 1e-12
 	for i := 1; i < len(g.Lambda); i++ {
 		a, b := g.Lambda[i-1], g.Lambda[i]
+		g.Steps = append(g.Steps, newStep(a, b))
 		if float64(b.HighRisk.Value) > float64(a.HighRisk.Value)+eps {
 			g.Monotone = false
 			g.Explanation = append(g.Explanation, fmt.Sprintf("%s → %s: the high-risk surface rises (%.3f → %.3f): a longer path the larger λ prefers exposes more high-risk tools per step on some scenario", a.Label, b.Label, float64(a.HighRisk.Value), float64(b.HighRisk.Value)))
@@ -112,7 +190,7 @@ func NewLambdaFront(lambdas []float64, groups []*metrics.Group) (*Gating, error)
 			g.Monotone = false
 			g.Explanation = append(g.Explanation, fmt.Sprintf("%s → %s: success rises (%.3f → %.3f): the path λ prefers reaches the goal where the compliant path's tools were hidden", a.Label, b.Label, float64(a.TSR.Value), float64(b.TSR.Value)))
 		}
-		if float64(b.HighRisk.Value) == float64(a.HighRisk.Value) && float64(b.TSR.Value) == float64(a.TSR.Value) {
+		if float64(b.HighRisk.Value) == float64(a.HighRisk.Value) && float64(b.TSR.Value) == float64(a.TSR.Value) && float64(b.RiskWeighted.Value) == float64(a.RiskWeighted.Value) {
 			g.Explanation = append(g.Explanation, fmt.Sprintf("%s → %s: no change: no scenario's least-cost path changes between these penalties", a.Label, b.Label))
 		}
 	}
@@ -143,43 +221,59 @@ func SortFilters(rows []FilterRow, order []string) {
 	})
 }
 
-// drawLambda plots success against the high-risk surface and against DR,
-// one point per λ with 95% intervals, the fronts joined.
-func (r *Report) drawLambda(dc draw.Canvas) error {
-	half := (dc.Max.X - dc.Min.X) / 2
-	panels := []struct {
-		x      func(p LambdaPoint) metrics.Estimate
-		on     func(p LambdaPoint) bool
-		xlabel string
-		xmax   float64
-	}{
-		{func(p LambdaPoint) metrics.Estimate { return p.HighRisk }, func(p LambdaPoint) bool { return p.OnFrontSurface }, "high-risk tools visible per step (lower is safer)", r.Gating.RefSurface},
-		{func(p LambdaPoint) metrics.Estimate { return p.DR }, func(p LambdaPoint) bool { return p.OnFrontDR }, "DR (lower is better)", 1},
+// lambdaPanel is one exposure measure against success.
+type lambdaPanel struct {
+	x      func(p LambdaPoint) metrics.Estimate
+	xlabel string
+	title  string
+}
+
+// lambdaPanels are the exposure measures a sweep trades against success,
+// less those no λ defines (a panel is never drawn empty).
+func (r *Report) lambdaPanels() []lambdaPanel {
+	all := []lambdaPanel{
+		{func(p LambdaPoint) metrics.Estimate { return p.HighRisk }, "high-risk tools visible per step (lower is safer)", "High-risk exposure"},
+		{func(p LambdaPoint) metrics.Estimate { return p.RiskWeighted }, "risk-weighted surface per step (lower is safer)", "Risk-weighted exposure"},
+		{func(p LambdaPoint) metrics.Estimate { return p.Unauthorized }, "unauthorised exposure (share of trajectories)", "Unauthorised exposure"},
+		{func(p LambdaPoint) metrics.Estimate { return p.Injection }, "injection success (share of injected)", "Injection success"},
 	}
+	var out []lambdaPanel
+	for _, pn := range all {
+		for _, lp := range r.Gating.Lambda {
+			if pn.x(lp).Value.Defined() && lp.TSR.Value.Defined() {
+				out = append(out, pn)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// drawLambda plots success against each exposure measure, one point per λ
+// with 95% intervals, labels placed so that none overprints another.
+func (r *Report) drawLambda(dc draw.Canvas) error {
+	panels := r.lambdaPanels()
+	if len(panels) == 0 {
+		return fmt.Errorf("report: no λ point has an exposure and a success rate")
+	}
+	w := (dc.Max.X - dc.Min.X) / vg.Length(len(panels))
 	for k, pn := range panels {
 		p := newPlot()
-		p.Title.Text = "Success against " + strings.SplitN(pn.xlabel, " (", 2)[0] + " over λ"
+		p.Title.Text = pn.title + " vs success"
 		p.X.Label.Text = pn.xlabel
 		p.Y.Label.Text = "TSR (higher is better)"
-		p.X.Min, p.X.Max = 0, pn.xmax
+		xmax := 0.0
+		for _, lp := range r.Gating.Lambda {
+			if e := pn.x(lp); e.Value.Defined() {
+				xmax = math.Max(xmax, math.Max(float64(e.Value), float64(e.CI[1])))
+			}
+		}
+		p.X.Min, p.X.Max = 0, math.Max(1, math.Ceil(xmax*10)/10)
+		if xmax <= 1 {
+			p.X.Max = math.Min(1, math.Max(0.1, math.Ceil(xmax*10+1)/10))
+		}
 		p.Y.Min, p.Y.Max = 0, 1
 		p.Add(plotter.NewGrid())
-		var line plotter.XYs
-		for _, lp := range r.Gating.Lambda {
-			if pn.on(lp) {
-				line = append(line, plotter.XY{X: float64(pn.x(lp).Value), Y: float64(lp.TSR.Value)})
-			}
-		}
-		sort.Slice(line, func(i, j int) bool { return line[i].X < line[j].X })
-		if len(line) > 1 {
-			l, err := plotter.NewLine(line)
-			if err != nil {
-				return err
-			}
-			l.Color = blue
-			l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-			p.Add(l)
-		}
 		var pts plotter.XYs
 		var errs plotter.XErrors
 		var yerrs plotter.YErrors
@@ -194,29 +288,141 @@ func (r *Report) drawLambda(dc draw.Canvas) error {
 			yerrs = append(yerrs, struct{ Low, High float64 }{ciLow(y), ciHigh(y)})
 			names = append(names, lp.Label)
 		}
-		if len(pts) > 0 {
-			sc, err := plotter.NewScatter(pts)
+		if len(pts) > 1 {
+			l, err := plotter.NewLine(pts)
 			if err != nil {
 				return err
 			}
-			sc.GlyphStyle = draw.GlyphStyle{Color: blue, Radius: vg.Points(4), Shape: draw.CircleGlyph{}}
-			p.Add(sc)
-			xe := &plotter.XErrorBars{XYs: pts, XErrors: errs, LineStyle: draw.LineStyle{Color: grey, Width: vg.Points(1)}, CapWidth: vg.Points(5)}
-			ye := &plotter.YErrorBars{XYs: pts, YErrors: yerrs, LineStyle: draw.LineStyle{Color: grey, Width: vg.Points(1)}, CapWidth: vg.Points(5)}
-			p.Add(xe, ye)
-			lb, err := plotter.NewLabels(plotter.XYLabels{XYs: pts, Labels: names})
-			if err == nil {
-				for i := range lb.TextStyle {
-					lb.TextStyle[i].Font.Size = vg.Points(9)
-					lb.Offset = vg.Point{X: vg.Points(6), Y: vg.Points(4)}
-				}
-				p.Add(lb)
-			}
+			l.Color = grey
+			l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+			p.Add(l)
 		}
-		x0 := dc.Min.X + vg.Length(k)*half
-		p.Draw(draw.Canvas{Canvas: dc.Canvas, Rectangle: vg.Rectangle{Min: vg.Point{X: x0, Y: dc.Min.Y}, Max: vg.Point{X: x0 + half, Y: dc.Max.Y}}})
+		sc, err := plotter.NewScatter(pts)
+		if err != nil {
+			return err
+		}
+		sc.GlyphStyle = draw.GlyphStyle{Color: blue, Radius: vg.Points(4), Shape: draw.CircleGlyph{}}
+		p.Add(sc)
+		xe := &plotter.XErrorBars{XYs: pts, XErrors: errs, LineStyle: draw.LineStyle{Color: grey, Width: vg.Points(1)}, CapWidth: vg.Points(5)}
+		ye := &plotter.YErrorBars{XYs: pts, YErrors: yerrs, LineStyle: draw.LineStyle{Color: grey, Width: vg.Points(1)}, CapWidth: vg.Points(5)}
+		p.Add(xe, ye)
+		pl := &placedLabels{pts: pts, names: names}
+		p.Add(pl)
+		x0 := dc.Min.X + vg.Length(k)*w
+		p.Draw(draw.Canvas{Canvas: dc.Canvas, Rectangle: vg.Rectangle{Min: vg.Point{X: x0, Y: dc.Min.Y}, Max: vg.Point{X: x0 + w, Y: dc.Max.Y}}})
+		_, texts := LabelGroups(pts, names)
+		r.lambdaLayout = append(r.lambdaLayout, PanelLabels{Title: p.Title.Text, Labels: texts, Boxes: pl.Boxes})
 	}
 	return nil
+}
+
+// PanelLabels are the labels one panel of the λ chart placed, and where.
+type PanelLabels struct {
+	Title  string
+	Labels []string
+	Boxes  []vg.Rectangle
+}
+
+// LambdaLabels draws the λ chart and returns, per panel, the labels it
+// placed and their boxes (what a test checks for overprinting).
+func (r *Report) LambdaLabels() ([]PanelLabels, error) {
+	r.lambdaLayout = nil
+	n := len(r.lambdaPanels())
+	c := vgimg.New(vg.Length(4*max(n, 1))*vg.Inch, 5*vg.Inch)
+	if err := r.drawLambda(draw.New(c)); err != nil {
+		return nil, err
+	}
+	return r.lambdaLayout, nil
+}
+
+// LabelGroups merges the names of points that sit at the same place (to
+// the printed precision): "λ=0, 0.25" once rather than two labels on top
+// of each other. It returns, for each distinct place in first-seen order,
+// the index of its first point and its label.
+func LabelGroups(pts plotter.XYs, names []string) ([]int, []string) {
+	var first []int
+	var labels []string
+	at := map[[2]string]int{}
+	for i, p := range pts {
+		key := [2]string{fmt.Sprintf("%.3f", p.X), fmt.Sprintf("%.3f", p.Y)}
+		if j, ok := at[key]; ok {
+			labels[j] += ", " + strings.TrimPrefix(names[i], "λ=")
+			continue
+		}
+		at[key] = len(first)
+		first = append(first, i)
+		labels = append(labels, names[i])
+	}
+	return first, labels
+}
+
+// placedLabels writes one label per distinct point, trying positions
+// around it until the label's box overlaps no label already placed.
+type placedLabels struct {
+	pts   plotter.XYs
+	names []string
+	// Boxes are the rectangles the labels were placed in (for tests).
+	Boxes []vg.Rectangle
+}
+
+func (l *placedLabels) Plot(c draw.Canvas, plt *plot.Plot) {
+	trX, trY := plt.Transforms(&c)
+	sty := draw.TextStyle{Color: dark, Font: font.From(sans, 9), Handler: plt.Title.TextStyle.Handler, YAlign: draw.YBottom}
+	first, texts := LabelGroups(l.pts, l.names)
+	l.Boxes = PlaceLabels(c.Rectangle, func(i int) vg.Point { return vg.Point{X: trX(l.pts[first[i]].X), Y: trY(l.pts[first[i]].Y)} },
+		func(i int) (vg.Length, vg.Length) { return sty.Width(texts[i]), sty.Height(texts[i]) }, len(texts))
+	for i, b := range l.Boxes {
+		c.FillText(sty, b.Min, texts[i])
+	}
+}
+
+// PlaceLabels places n labels near their anchors: right-above, right-below,
+// left-above, left-below, then further up and down, taking the first spot
+// whose box overlaps no label placed before it (nor leaves the canvas
+// sideways); a label with no free spot goes to the last one tried, above
+// every other.
+func PlaceLabels(area vg.Rectangle, anchor func(int) vg.Point, size func(int) (vg.Length, vg.Length), n int) []vg.Rectangle {
+	var boxes []vg.Rectangle
+	gap := vg.Points(6)
+	for i := range n {
+		a := anchor(i)
+		w, h := size(i)
+		var cands []vg.Point
+		for k := 0; k < 8; k++ {
+			dy := vg.Length(k) * (h + vg.Points(2))
+			cands = append(cands,
+				vg.Point{X: a.X + gap, Y: a.Y + vg.Points(3) + dy},
+				vg.Point{X: a.X + gap, Y: a.Y - h - vg.Points(3) - dy},
+				vg.Point{X: a.X - gap - w, Y: a.Y + vg.Points(3) + dy},
+				vg.Point{X: a.X - gap - w, Y: a.Y - h - vg.Points(3) - dy})
+		}
+		var chosen vg.Rectangle
+		for j, p := range cands {
+			b := vg.Rectangle{Min: p, Max: vg.Point{X: p.X + w, Y: p.Y + h}}
+			chosen = b
+			if b.Min.X < area.Min.X || b.Max.X > area.Max.X {
+				if j < len(cands)-1 {
+					continue
+				}
+			}
+			free := true
+			for _, o := range boxes {
+				if overlaps(b, o) {
+					free = false
+					break
+				}
+			}
+			if free {
+				break
+			}
+		}
+		boxes = append(boxes, chosen)
+	}
+	return boxes
+}
+
+func overlaps(a, b vg.Rectangle) bool {
+	return a.Min.X < b.Max.X && b.Min.X < a.Max.X && a.Min.Y < b.Max.Y && b.Min.Y < a.Max.Y
 }
 
 // ciLow and ciHigh are an estimate's distances to its interval's ends (0
@@ -260,7 +466,7 @@ func (r *Report) gatingMarkdown() string {
 		b.WriteString(GatingTable(g.Filters))
 	}
 	if len(g.Lambda) > 0 {
-		b.WriteString("\n### Safety–success front over the risk penalty λ\n\n![λ front](gating_front.png)\n\n")
+		b.WriteString("\n### Exposure against success over the risk penalty λ\n\n![λ front](gating_front.png)\n\n")
 		rows := make([]FilterRow, len(g.Lambda))
 		for i, p := range g.Lambda {
 			rows[i] = p.FilterRow
@@ -270,6 +476,12 @@ func (r *Report) gatingMarkdown() string {
 		fmt.Fprintf(&b, "\nFront (TSR against high-risk surface): %s; hypervolume against (%.3g, 0): **%.4f**.\n", mdEscape(strings.Join(g.FrontSurface, ", ")), g.RefSurface, g.HypervolumeSurface)
 		fmt.Fprintf(&b, "Front (TSR against DR): %s; hypervolume against (1, 0): **%.4f**.\n", mdEscape(strings.Join(g.FrontDR, ", ")), g.HypervolumeDR)
 		fmt.Fprintf(&b, "Monotone in λ: %s.\n", yesNo(g.Monotone))
+		if len(g.Steps) > 0 {
+			b.WriteString("\n| step | exposure | success | trade |\n|---|---|---|---|\n")
+			for _, st := range g.Steps {
+				fmt.Fprintf(&b, "| %s → %s | %s (high-risk %+.3f, risk-weighted %+.3f / step) | %s (TSR %+.3f) | %s |\n", mdEscape(st.From), mdEscape(st.To), st.Exposure, st.DHighRisk, st.DRisk, st.Success, st.DTSR, st.Class)
+			}
+		}
 		for _, e := range g.Explanation {
 			fmt.Fprintf(&b, "\n- %s", mdEscape(e))
 		}

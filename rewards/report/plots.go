@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/antidrift/antidrift/rewards/metrics"
 	"github.com/antidrift/antidrift/rewards/pareto"
 	xfont "golang.org/x/image/font"
 	"gonum.org/v1/plot"
@@ -55,23 +56,65 @@ func newPlot() *plot.Plot {
 	return p
 }
 
+// IsSweep reports whether the report is a λ sweep's: it then plots what
+// the sweep trades (exposure against success) instead of the DR–CSR plane.
+func (r *Report) IsSweep() bool { return r.Gating != nil && len(r.Gating.Lambda) > 0 }
+
+// anyDrift reports whether some checkpoint drifts in some domain: without,
+// the drift-by-domain chart would be bars of height 0.
+func (r *Report) anyDrift() bool {
+	for _, dd := range r.DriftByDomain {
+		for _, e := range dd.Domains {
+			if e.Value.Defined() && e.Value > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// anyPositions reports whether some checkpoint has a drifting call to place.
+func (r *Report) anyPositions() bool {
+	for _, pd := range r.Positions {
+		if pd.Calls["all"] > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// plots renders the charts that have something to show: never an empty
+// one (no drift, no drift chart; a sweep's DR–CSR plane is replaced by its
+// exposure–success chart).
 func (r *Report) plots() (map[string]rendered, error) {
 	out := map[string]rendered{}
-	var err error
-	if out["pareto"], err = render(r.drawPareto, 10*vg.Inch, 6.5*vg.Inch); err != nil {
-		return nil, err
+	add := func(name string, f func(draw.Canvas) error, w, h vg.Length) error {
+		x, err := render(f, w, h)
+		if err == nil {
+			out[name] = x
+		}
+		return err
 	}
-	if out["drift_by_domain"], err = render(r.drawDomains, 10*vg.Inch, 4.5*vg.Inch); err != nil {
-		return nil, err
-	}
-	if r.Gating != nil && len(r.Gating.Lambda) > 0 {
-		if out["gating_front"], err = render(r.drawLambda, 12*vg.Inch, 5*vg.Inch); err != nil {
+	if !r.IsSweep() {
+		if err := add("pareto", r.drawPareto, 10*vg.Inch, 6.5*vg.Inch); err != nil {
 			return nil, err
 		}
 	}
-	cols, rows := tiles(len(r.Positions))
-	if out["drift_positions"], err = render(r.drawPositions, vg.Length(cols)*3.6*vg.Inch, vg.Length(rows)*2.9*vg.Inch+0.3*vg.Inch); err != nil {
-		return nil, err
+	if r.anyDrift() {
+		if err := add("drift_by_domain", r.drawDomains, 10*vg.Inch, 4.5*vg.Inch); err != nil {
+			return nil, err
+		}
+	}
+	if r.IsSweep() && len(r.lambdaPanels()) > 0 {
+		if err := add("gating_front", r.drawLambda, vg.Length(4*len(r.lambdaPanels()))*vg.Inch, 5*vg.Inch); err != nil {
+			return nil, err
+		}
+	}
+	if r.anyPositions() {
+		cols, rows := tiles(len(r.Positions))
+		if err := add("drift_positions", r.drawPositions, vg.Length(cols)*3.6*vg.Inch, vg.Length(rows)*2.9*vg.Inch+0.3*vg.Inch); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
@@ -143,7 +186,7 @@ func axisRange(lo, hi float64) (float64, float64) {
 
 func (r *Report) drawPareto(dc draw.Canvas) error {
 	p := newPlot()
-	p.Title.Text = "Checkpoints on the DR–CSR plane (95% bootstrap intervals)"
+	p.Title.Text = "Checkpoints on the DR–CSR plane (95% intervals, scenarios as clusters)"
 	p.X.Label.Text = "DR: share of trajectories that drift  (lower is better)"
 	p.Y.Label.Text = "CSR: share that succeed without drifting  (higher is better)"
 	xlo, xhi, ylo, yhi := 1.0, 0.0, 1.0, 0.0
@@ -202,7 +245,8 @@ func (r *Report) drawPareto(dc draw.Canvas) error {
 	l.Add("dominated checkpoint", glyphThumb{grey, draw.CircleGlyph{}})
 	l.Add("capability collapse", glyphThumb{vermilion, draw.CrossGlyph{}})
 	l.Add("Pareto front", lineThumb{blue, true})
-	l.Add(fmt.Sprintf("hypervolume: %.3f", r.Hypervolume), areaThumb{})
+	l.Add(fmt.Sprintf("hypervolume: %s", ci(metrics.Num(r.Hypervolume), r.HypervolumeCI)), areaThumb{})
+	l.Add("halo: P(on the front)", glyphThumb{halo(1), draw.CircleGlyph{}})
 	l.Add("move: improvement", lineThumb{green, false})
 	l.Add("move: trade-off", lineThumb{orange, false})
 	l.Add("move: regression", lineThumb{vermilion, false})
@@ -214,10 +258,13 @@ func (r *Report) drawPareto(dc draw.Canvas) error {
 	}}
 	l.Draw(area)
 	key := []string{
-		"Whiskers: 95% bootstrap intervals",
-		"over scenarios.",
+		"Whiskers: 95% intervals, scenarios",
+		"as clusters. Halo: the share of",
+		"scenario resamples with the point",
+		"on the front (also in its label).",
 		"Arrows join consecutive steps;",
-		"colour: paired-bootstrap verdict.",
+		"colour: verdict of the paired tests",
+		"(Holm-corrected).",
 		"Shaded: the area the front",
 		"dominates up to (DR 1, CSR 0).",
 	}
@@ -351,6 +398,11 @@ func (d *dots) Plot(c draw.Canvas, plt *plot.Plot) {
 	trX, trY := plt.Transforms(&c)
 	for _, p := range d.points {
 		pt := vg.Point{X: trX(float64(p.DR)), Y: trY(float64(p.CSR))}
+		// The membership shade: a halo whose size grows with the share of
+		// resamples that put the point on the front.
+		if p.FrontProbability > 0 {
+			c.DrawGlyph(draw.GlyphStyle{Color: halo(p.FrontProbability), Radius: vg.Points(7 + 9*p.FrontProbability), Shape: draw.CircleGlyph{}}, pt)
+		}
 		if p.Collapse {
 			c.DrawGlyph(draw.GlyphStyle{Color: color.White, Radius: vg.Points(7), Shape: draw.CircleGlyph{}}, pt)
 			c.DrawGlyph(draw.GlyphStyle{Color: vermilion, Radius: vg.Points(7), Shape: thickCross{}}, pt)
@@ -359,6 +411,11 @@ func (d *dots) Plot(c draw.Canvas, plt *plot.Plot) {
 		c.DrawGlyph(draw.GlyphStyle{Color: color.White, Radius: vg.Points(6.5), Shape: draw.CircleGlyph{}}, pt)
 		c.DrawGlyph(draw.GlyphStyle{Color: pointColor(p), Radius: vg.Points(5), Shape: draw.CircleGlyph{}}, pt)
 	}
+}
+
+// halo is the translucent blue of the front-membership shade.
+func halo(p float64) color.Color {
+	return color.NRGBA{0x00, 0x72, 0xB2, uint8(40 + 60*p)}
 }
 
 // thickCross is an X drawn with wide strokes.
@@ -378,7 +435,7 @@ type labels struct{ points []*pareto.Point }
 func (l *labels) Plot(c draw.Canvas, plt *plot.Plot) {
 	trX, trY := plt.Transforms(&c)
 	for _, p := range l.points {
-		text := fmt.Sprintf("%s (step %d)", p.Label, p.Step)
+		text := fmt.Sprintf("%s (step %d, P(front) %.2f)", p.Label, p.Step, p.FrontProbability)
 		if p.Collapse {
 			text += " – collapse"
 		}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/antidrift/antidrift/rewards/metrics"
 	"github.com/antidrift/antidrift/rewards/pareto"
@@ -22,10 +23,15 @@ type Report struct {
 	Points      []*pareto.Point `json:"points"`
 	Front       []string        `json:"front"`
 	Hypervolume float64         `json:"hypervolume"`
-	Reference   [2]float64      `json:"reference"`
-	Moves       []*pareto.Move  `json:"moves"`
-	Bootstrap   BootstrapInfo   `json:"bootstrap"`
-	Domains     []string        `json:"domains"`
+	// HypervolumeCI: paired scenario bootstrap (pareto.Report).
+	HypervolumeCI metrics.CI     `json:"hypervolume_ci"`
+	Reference     [2]float64     `json:"reference"`
+	Moves         []*pareto.Move `json:"moves"`
+	// Comparisons is the number of paired tests the correction covers.
+	Comparisons int           `json:"comparisons"`
+	Correction  string        `json:"correction"`
+	Bootstrap   BootstrapInfo `json:"bootstrap"`
+	Domains     []string      `json:"domains"`
 	// DriftByDomain holds, per checkpoint (in point order), DR and
 	// DR_annotated per domain.
 	DriftByDomain []DomainDrift `json:"drift_by_domain"`
@@ -42,6 +48,8 @@ type Report struct {
 	// 20 planned episodes (15 missing)"), when the report was made from
 	// them on purpose; empty for complete runs.
 	Partial []string `json:"partial,omitempty"`
+
+	lambdaLayout []PanelLabels // the λ chart's last label layout
 }
 
 // BootstrapInfo says how the intervals were made.
@@ -68,12 +76,15 @@ type PositionDensity struct {
 	Density map[string][]float64 `json:"density"`
 }
 
-// Files written by Write.
+// Files a report may hold: the tables, then each chart as SVG and PNG.
+// Write writes the charts that have something to show and lists what it
+// wrote in Report.Files.
 var Files = []string{
 	"report.json", "report.md", "report.html",
 	"pareto.svg", "pareto.png",
 	"drift_by_domain.svg", "drift_by_domain.png",
 	"drift_positions.svg", "drift_positions.png",
+	"gating_front.svg", "gating_front.png",
 }
 
 // New assembles the report of an analysis; groups are the scored groups of
@@ -81,9 +92,9 @@ var Files = []string{
 func New(title string, runs []string, stepSource string, res *metrics.Result, an *pareto.Report) (*Report, error) {
 	r := &Report{
 		Title: title, Runs: runs, StepSource: stepSource, K: res.K,
-		Points: an.Points, Front: an.Front, Hypervolume: an.Hypervolume, Reference: an.Reference, Moves: an.Moves,
+		Points: an.Points, Front: an.Front, Hypervolume: an.Hypervolume, HypervolumeCI: an.HypervolumeCI, Reference: an.Reference, Moves: an.Moves,
+		Comparisons: an.Comparisons, Correction: an.Correction,
 		Bootstrap: BootstrapInfo{Replicates: an.Replicates, Seed: an.Seed, Level: an.Level, Unit: "scenario (all its rollouts resampled together)"},
-		Files:     Files,
 	}
 	byKey := map[[2]string]*metrics.Group{}
 	for _, g := range res.Groups {
@@ -128,6 +139,13 @@ func (r *Report) writeFiles(dir string) error {
 	plots, err := r.plots()
 	if err != nil {
 		return err
+	}
+	r.Files = nil
+	for _, f := range Files {
+		name := strings.TrimSuffix(strings.TrimSuffix(f, ".svg"), ".png")
+		if _, ok := plots[name]; ok || strings.HasPrefix(f, "report.") {
+			r.Files = append(r.Files, f)
+		}
 	}
 	js, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
@@ -219,4 +237,18 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
+}
+
+// FrontText lists the front with each point's probability of being on it:
+// "cautious (P 0.98), dpo (P 0.87)".
+func (r *Report) FrontText() string {
+	var parts []string
+	for _, l := range r.Front {
+		for _, p := range r.Points {
+			if p.Label == l {
+				parts = append(parts, fmt.Sprintf("%s (P %.2f)", l, p.FrontProbability))
+			}
+		}
+	}
+	return strings.Join(parts, ", ")
 }

@@ -57,7 +57,9 @@ func TestReportFiles(t *testing.T) {
 	rep := build(t)
 	dir := t.TempDir()
 	require.NoError(t, rep.Write(dir))
-	for _, f := range Files {
+	// The fixture drifts: every chart but the sweep's is drawn.
+	assert.Equal(t, Files[:len(Files)-2], rep.Files)
+	for _, f := range rep.Files {
 		info, err := os.Stat(filepath.Join(dir, f))
 		require.NoError(t, err, f)
 		assert.Positive(t, info.Size(), f)
@@ -75,8 +77,12 @@ func TestReportFiles(t *testing.T) {
 		assert.Contains(t, last, k)
 	}
 	assert.Equal(t, "cautious", last["checkpoint"])
-	assert.Equal(t, true, last["collapse"])
+	assert.Equal(t, false, last["collapse"], "two scenarios cannot make a collapse significant")
 	assert.InDelta(t, 0.625, js["hypervolume"], 1e-12)
+	assert.Len(t, js["hypervolume_ci"], 2)
+	assert.Equal(t, 1.0, last["front_probability"])
+	assert.Equal(t, 12.0, js["comparisons"])
+	assert.Equal(t, "Holm", js["correction"])
 	assert.Len(t, js["moves"], 3)
 
 	// The PNGs decode at 150 dpi; the SVGs are well-formed XML.
@@ -106,8 +112,9 @@ func TestReportFiles(t *testing.T) {
 	assert.NotContains(t, string(html), "http://")
 	assert.NotContains(t, string(html), "https://")
 	assert.NotContains(t, string(html), "ZgotmplZ")
-	assert.Contains(t, string(html), "Capability collapse at cautious")
 	assert.Contains(t, string(html), "<th>DR_annotated [95% CI]</th>")
+	assert.Contains(t, string(html), "<th>P(front)</th>")
+	assert.Contains(t, string(html), "12 comparisons")
 	dd := js["drift_by_domain"].([]any)[0].(map[string]any)
 	assert.Contains(t, dd, "dr_annotated")
 
@@ -125,9 +132,10 @@ func TestReportFiles(t *testing.T) {
 
 func TestReportIsDeterministic(t *testing.T) {
 	a, b := t.TempDir(), t.TempDir()
-	require.NoError(t, build(t).Write(a))
+	ra := build(t)
+	require.NoError(t, ra.Write(a))
 	require.NoError(t, build(t).Write(b))
-	for _, f := range Files {
+	for _, f := range ra.Files {
 		x, err := os.ReadFile(filepath.Join(a, f))
 		require.NoError(t, err)
 		y, err := os.ReadFile(filepath.Join(b, f))
@@ -150,4 +158,17 @@ func TestAxisRangeAndTicks(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []string{"0.2", "0.3", "0.4", "0.5"}, labels)
+}
+
+// TestCollapseIsStatedWithItsProbability: a collapse flag reads with its
+// corrected test and the share of resamples in which DR and CCSR fall.
+func TestCollapseIsStatedWithItsProbability(t *testing.T) {
+	rep := build(t)
+	m := rep.Moves[2]
+	m.Collapse, rep.Points[3].Collapse = true, true
+	md := rep.markdown()
+	assert.Contains(t, md, "**Capability collapse at cautious**")
+	assert.Contains(t, md, "DR and CCSR both fall in 100% of resamples")
+	assert.Contains(t, md, "Holm p")
+	assert.Contains(t, md, "cautious (P 1.00)")
 }
