@@ -540,6 +540,7 @@ func (b *builder) candidate(c, r *item, typ, split string) (*dataset.DPORow, str
 		ChosenCheckpoint: c.rec.Checkpoint, RejectedCheckpoint: r.rec.Checkpoint, DivergenceStep: start,
 		ChosenReward: c.reward, RejectedReward: r.reward, RewardGap: gap,
 		DriftTypes: set(types), ViolationKinds: set(kinds), Provisions: set(provs),
+		ChosenTrain: dataset.TrainMask(ch), RejectedTrain: dataset.TrainMask(rj),
 		SchemaVersion: dataset.SchemaVersion,
 	}
 	row.PromptTokensEst = dataset.EstimatePromptTokens(prompt, tools)
@@ -594,7 +595,7 @@ func (b *builder) dedupKey(c, r *item, start, cEnd, rEnd int) dedupKey {
 // keeps reports whether a completion keeps a message: every message with
 // CompletionRest, the assistant turns otherwise.
 func (b *builder) keeps(m *trajectory.Message) bool {
-	return b.opt.Render.Completion == dataset.CompletionRest || m.Role == trajectory.RoleAssistant
+	return b.opt.Render.Completion != dataset.CompletionModelTurns || m.Role == trajectory.RoleAssistant
 }
 
 // promptSize is size(dataset.RenderWith(it.rec, messages[:start])) for a

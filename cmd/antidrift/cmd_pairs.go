@@ -80,6 +80,7 @@ it has no verdict for are left out.`,
 	f.reward.add(cmd)
 	fl := cmd.Flags()
 	f.tableFlags.add(fl, "selection and split seed")
+	f.defCompletion = dataset.CompletionRest
 	fl.StringVar(&f.pairTypes, "pair-types", pairs.TypeStep, "pair types to build: step (drift-onset step pairs), trajectory, or step,trajectory")
 	fl.BoolVar(&f.stepPairs, "step-pairs", false, "trajectory and step pairs (same as --pair-types step,trajectory)")
 	fl.BoolVar(&f.stepOnly, "step-only", false, "step pairs only (same as --pair-types step, the default)")
@@ -295,9 +296,12 @@ func pairsDescription(o pairs.Options) string {
 	d += "`divergence_step` is the message index where `chosen` and `rejected` start.\n\n**Layout of this file:** "
 	c := o.Render.Completion
 	if c == "" {
-		c = dataset.CompletionModelTurns
+		c = dataset.CompletionRest
 	}
-	multi := "`chosen`/`rejected` hold " + c.Describe() + " (`--completion " + c.String() + "`)."
+	multi := "`chosen`/`rejected` hold " + c.Describe() + " (`--completion " + c.String() + "`); `chosen_train`/`rejected_train` mark each of their messages 1 when the model wrote it, 0 for a tool result, a loss mask for trainers that honour one (TRL's DPOTrainer does not: it trains on every completion token)."
+	if w := c.Warning(); w != "" {
+		multi += "\n\n" + w
+	}
 	switch {
 	case o.StepPairs && !o.TrajectoryPairs && o.StepContinuation == pairs.ContinueTurn:
 		d += "step pairs only, each side one assistant turn: every `chosen`/`rejected` token is model-written (DPO, which puts every completion token in its loss, trains on nothing the environment wrote)."

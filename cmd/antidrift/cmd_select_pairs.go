@@ -43,6 +43,7 @@ kto.* with the same columns and card as antidrift pairs and export.`,
 	}
 	fl := cmd.Flags()
 	f.tableFlags.add(fl, "seed of the split and of the pair selection")
+	f.defCompletion = dataset.CompletionRest
 	fl.StringVar(&f.library, "library", "", "the library the runs used (default: each run's plan.scenario_source)")
 	fl.IntVar(&f.k, "max-per-query", 4, "pairs per query and checkpoint")
 	fl.IntVar(&f.m, "max-reuse", 2, "times one answer may appear in pairs")

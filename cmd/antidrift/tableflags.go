@@ -22,6 +22,8 @@ type tableFlags struct {
 	tokenizer           string
 	reasoning           bool
 	completion          string
+	defCompletion       dataset.Completion // the command's default layout
+	preOnset            string
 	shardBytes          int64
 	toolsInSystem       bool
 }
@@ -33,7 +35,7 @@ func (t *tableFlags) add(fl *pflag.FlagSet, seedHelp string) {
 	fl.Int64Var(&t.seed, "seed", 1, seedHelp)
 	t.partial.add(fl)
 	fl.BoolVar(&t.reasoning, "include-reasoning", false, "keep the model's reasoning in exported messages (as reasoning_content); by default it is left out, since the policy never showed it as its answer")
-	fl.StringVar(&t.completion, "completion", dataset.CompletionModelTurns.String(), "what a multi-turn completion holds (KTO and rewards completions, trajectory pairs, step pairs with --step-continuation rest): model-turns (the assistant turns only: every completion token model-written, which is what DPO and KTO put in their loss) or rest (everything after the prompt, tool results included)")
+	fl.StringVar(&t.completion, "completion", "", "what a completion holds: turn (KTO and rewards default: one row per assistant turn, the conversation before it, tool results included, as the prompt), rest (trajectory pairs' default: everything after the prompt, tool results included, with a per-message train mask on pairs) or model-turns (the assistant turns only, tool results removed: later calls then use ids from results the row omits; not recommended)")
 	fl.BoolVar(&t.toolsInSystem, "tools-in-system", false, "write the tool schemas into each row's system message and leave tools empty, for trainers that pass no tools to the chat template (OpenRLHF); TRL renders the tools column itself, so leave this off for TRL")
 	fl.Int64Var(&t.shardBytes, "shard-bytes", export.DefaultShardBytes, "bound on one Parquet split file: a larger split is written as shards data/TABLE-SPLIT-00000-of-0000N.parquet (as the Hugging Face Hub names them), all named in the card's YAML")
 	fl.Int64Var(&t.maxTokens, "max-tokens", 0, "drop rows whose prompt + longest completion (the whole conversation for trajectories) is longer than this many tokens, estimated or counted with --tokenizer; 0 keeps every row")
@@ -75,7 +77,7 @@ func (t tableFlags) lengthSettings(settings map[string]string) {
 // render is the message rendering the flags ask for (parse has checked
 // --completion).
 func (t tableFlags) render() dataset.RenderOptions {
-	c, _ := dataset.ParseCompletion(t.completion)
+	c, _ := dataset.ParseCompletion(t.completion, t.defCompletion)
 	return dataset.RenderOptions{Reasoning: t.reasoning, Completion: c, ToolsInSystem: t.toolsInSystem}
 }
 
@@ -83,6 +85,9 @@ func (t tableFlags) render() dataset.RenderOptions {
 // in the manifest.
 func (t tableFlags) completionSettings(settings map[string]string) {
 	settings["completion"] = t.render().Completion.String()
+	if t.defCompletion == dataset.CompletionTurn && t.render().Completion == dataset.CompletionTurn {
+		settings["pre_onset"] = string(t.preOnsetValue())
+	}
 	if t.toolsInSystem {
 		settings["tools_in_system"] = "true: the tool schemas are in each row's system message and the tools column is empty"
 	}
@@ -94,8 +99,17 @@ func (t tableFlags) parse() ([]string, dataset.Ratios, error) {
 	if err != nil {
 		return nil, dataset.Ratios{}, err
 	}
-	if _, err := dataset.ParseCompletion(t.completion); err != nil {
+	c, err := dataset.ParseCompletion(t.completion, t.defCompletion)
+	if err != nil {
 		return nil, dataset.Ratios{}, fmt.Errorf("--%w", err)
+	}
+	if c == dataset.CompletionTurn && t.defCompletion != dataset.CompletionTurn {
+		return nil, dataset.Ratios{}, fmt.Errorf("--completion turn applies to the KTO and rewards tables; pairs of single turns are step pairs (the pairs default, --step-continuation turn)")
+	}
+	if t.defCompletion == dataset.CompletionTurn {
+		if _, err := dataset.ParsePreOnset(t.preOnset); err != nil {
+			return nil, dataset.Ratios{}, fmt.Errorf("--%w", err)
+		}
 	}
 	ratios, err := dataset.ParseRatios(t.split)
 	if err != nil {
@@ -114,4 +128,14 @@ func printDropped(w io.Writer, t tableFlags, dropped, written int64) {
 		how = "counted by " + filepath.Base(t.tokenizer)
 	}
 	fmt.Fprintf(w, "--max-tokens %d: dropped %d rows longer than that (%s), kept %d\n", t.maxTokens, dropped, how, written)
+}
+
+// addPreOnset adds --pre-onset (KTO), whose value parse checks.
+func (t *tableFlags) addPreOnset(fl *pflag.FlagSet) {
+	fl.StringVar(&t.preOnset, "pre-onset", string(dataset.PreOnsetDrop), "per-turn KTO rows: how to label the turns of a drifting trajectory before its drift onset: drop (leave them out), desirable or undesirable")
+}
+
+func (t tableFlags) preOnsetValue() dataset.PreOnset {
+	p, _ := dataset.ParsePreOnset(t.preOnset)
+	return p
 }

@@ -86,7 +86,7 @@ func KTORowOf(rec *trajectory.Record, split string, reward float64) KTORow {
 func KTORowWith(rec *trajectory.Record, split string, reward float64, o RenderOptions) KTORow {
 	p, c := SplitPrompt(rec.Messages)
 	row := KTORow{
-		Prompt: RenderWith(rec, p, o), Completion: RenderCompletion(rec, c, o), Label: rec.Clean(), Tools: Tools(rec),
+		Prompt: RenderWith(rec, p, o), Completion: RenderCompletion(rec, c, o), Label: rec.Clean(), Tools: Tools(rec), Turn: int64(len(p)),
 		TrajID: rec.TrajID, ScenarioID: rec.ScenarioID, Domain: rec.Domain, Split: split, Checkpoint: rec.Checkpoint,
 		Framework: rec.Framework, ToolFormat: FormatOf(rec.Framework).String(), Success: rec.Success, Drift: rec.Drift, Reward: reward, SchemaVersion: SchemaVersion,
 	}
