@@ -416,7 +416,7 @@ func runRewards(cmd *cobra.Command, dirs []string, f rewardsFlags) error {
 	f.lengthSettings(settings)
 	f.completionSettings(settings)
 	card := export.Card{
-		Title: "antidrift rewards",
+		Title:       "antidrift rewards",
 		Description: rewardsDescription(f.render().Completion) + simNote(ix),
 		Tables:      []export.CardTable{w.CardTable(export.TableRewards)},
 		Metrics:     rewardMetrics(sum),
