@@ -139,6 +139,11 @@ func ExportRuns(cfg RunsConfig) (RunsResult, error) {
 		}
 		clean := func(rec *trajectory.Record) bool { return rec.Clean() }
 		perTurn := cfg.Render.Completion == dataset.CompletionTurn
+		type scored struct {
+			reward float64
+			err    error
+		}
+		turnRewards := map[string]scored{} // per-turn: filled by the units pass, read-only after
 		// rows are built on every core and written in the shuffled order
 		type ktoOut struct {
 			row                        dataset.KTORow
@@ -151,7 +156,15 @@ func ExportRuns(cfg RunsConfig) (RunsResult, error) {
 				return o, nil // a record with no kept turn: skipped
 			}
 			reward := 0.0
-			if cfg.Reward != nil {
+			if perTurn {
+				// scored on the whole record in the units pass: rec is cut
+				// after the row's turn here
+				rw := turnRewards[rec.TrajID]
+				if rw.err != nil {
+					return o, rw.err
+				}
+				reward = rw.reward
+			} else if cfg.Reward != nil {
 				var err error
 				if reward, err = cfg.Reward(rec); err != nil {
 					return o, err
@@ -176,6 +189,10 @@ func ExportRuns(cfg RunsConfig) (RunsResult, error) {
 			// one row per kept turn, rows (not records) spread by label
 			each = func(fn func(*trajectory.Record) error) error {
 				units := func(rec *trajectory.Record) []dataset.Unit {
+					if cfg.Reward != nil {
+						r, err := cfg.Reward(rec)
+						turnRewards[rec.TrajID] = scored{r, err}
+					}
 					if dataset.FormatOf(rec.Framework) == dataset.ToolsNative && dataset.RawArguments(rec.Messages) {
 						return []dataset.Unit{{Turn: -1}} // counted once, below
 					}

@@ -530,9 +530,7 @@ func (b *builder) candidate(c, r *item, typ, split string) (*dataset.DPORow, str
 	}
 	id := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%s\x00%s\x00%d\x00%s", typ, c.rec.TrajID, r.rec.TrajID, start, b.contTag(typ))))
 	tools := dataset.Tools(c.rec)
-	if b.opt.Render.ToolsInSystem {
-		prompt, tools = dataset.ToolsInSystem(prompt, tools)
-	}
+	prompt, tools = dataset.FinishRow(b.opt.Render, prompt, tools, &ch, &rj)
 	row := &dataset.DPORow{
 		Prompt: prompt, Chosen: ch, Rejected: rj, Tools: tools,
 		PairID: hex.EncodeToString(id[:8]), ScenarioID: c.rec.ScenarioID, Domain: c.rec.Domain, Split: split,

@@ -268,9 +268,7 @@ func prepare(recs []*trajectory.Record, cfg Config, opt TableOptions) []prepared
 			row := base
 			row.Prompt, row.Completion = dataset.RenderWith(r, prompt, opt.Render), dataset.RenderCompletion(r, completion, opt.Render)
 			row.ProcessRewards, row.Turn = res.Process, int64(len(prompt))
-			if opt.Render.ToolsInSystem {
-				row.Prompt, row.Tools = dataset.ToolsInSystem(row.Prompt, row.Tools)
-			}
+			row.Prompt, row.Tools = dataset.FinishRow(opt.Render, row.Prompt, row.Tools, &row.Completion)
 			row.PromptTokensEst = dataset.EstimatePromptTokens(row.Prompt, row.Tools)
 			row.CompletionTokensEst = dataset.EstimateTokens(row.Completion)
 			p.rows = []*dataset.RewardRow{&row}

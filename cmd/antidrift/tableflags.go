@@ -24,6 +24,7 @@ type tableFlags struct {
 	completion          string
 	defCompletion       dataset.Completion // the command's default layout
 	preOnset            string
+	templateCompat      string
 	shardBytes          int64
 	toolsInSystem       bool
 }
@@ -36,6 +37,7 @@ func (t *tableFlags) add(fl *pflag.FlagSet, seedHelp string) {
 	t.partial.add(fl)
 	fl.BoolVar(&t.reasoning, "include-reasoning", false, "keep the model's reasoning in exported messages (as reasoning_content); by default it is left out, since the policy never showed it as its answer")
 	fl.StringVar(&t.completion, "completion", "", "what a completion holds: turn (KTO and rewards default: one row per assistant turn, the conversation before it, tool results included, as the prompt), rest (trajectory pairs' default: everything after the prompt, tool results included, with a per-message train mask on pairs) or model-turns (the assistant turns only, tool results removed: later calls then use ids from results the row omits; not recommended)")
+	fl.StringVar(&t.templateCompat, "template-compat", "none", "rewrite rows for chat templates the default layout breaks: mistral (system merged into the first user turn, 9-character tool-call ids), gemma (no system, tool or tool-call roles: system and tool schemas in the first user turn, calls as JSON text, tool results as user turns) or deepseek (tool-call arguments as JSON strings); none keeps the OpenAI layout (Qwen, Llama-3.x, Phi-3.5)")
 	fl.BoolVar(&t.toolsInSystem, "tools-in-system", false, "write the tool schemas into each row's system message and leave tools empty, for trainers that pass no tools to the chat template (OpenRLHF); TRL renders the tools column itself, so leave this off for TRL")
 	fl.Int64Var(&t.shardBytes, "shard-bytes", export.DefaultShardBytes, "bound on one Parquet split file: a larger split is written as shards data/TABLE-SPLIT-00000-of-0000N.parquet (as the Hugging Face Hub names them), all named in the card's YAML")
 	fl.Int64Var(&t.maxTokens, "max-tokens", 0, "drop rows whose prompt + longest completion (the whole conversation for trajectories) is longer than this many tokens, estimated or counted with --tokenizer; 0 keeps every row")
@@ -78,7 +80,8 @@ func (t tableFlags) lengthSettings(settings map[string]string) {
 // --completion).
 func (t tableFlags) render() dataset.RenderOptions {
 	c, _ := dataset.ParseCompletion(t.completion, t.defCompletion)
-	return dataset.RenderOptions{Reasoning: t.reasoning, Completion: c, ToolsInSystem: t.toolsInSystem}
+	compat, _ := dataset.ParseCompat(t.templateCompat)
+	return dataset.RenderOptions{Reasoning: t.reasoning, Completion: c, ToolsInSystem: t.toolsInSystem, Compat: compat}
 }
 
 // completionSettings records the completion layout (and --tools-in-system)
@@ -91,6 +94,9 @@ func (t tableFlags) completionSettings(settings map[string]string) {
 	if t.toolsInSystem {
 		settings["tools_in_system"] = "true: the tool schemas are in each row's system message and the tools column is empty"
 	}
+	if c := t.render().Compat; c != dataset.CompatNone {
+		settings["template_compat"] = string(c)
+	}
 }
 
 // parse checks the formats, split shares and completion layout.
@@ -98,6 +104,9 @@ func (t tableFlags) parse() ([]string, dataset.Ratios, error) {
 	formats, err := export.ParseFormats(t.formats)
 	if err != nil {
 		return nil, dataset.Ratios{}, err
+	}
+	if _, err := dataset.ParseCompat(t.templateCompat); err != nil {
+		return nil, dataset.Ratios{}, fmt.Errorf("--%w", err)
 	}
 	c, err := dataset.ParseCompletion(t.completion, t.defCompletion)
 	if err != nil {

@@ -61,6 +61,8 @@ type RenderOptions struct {
 	// leaves the tools column empty (ToolsInSystem), for trainers that pass
 	// no tools to the chat template.
 	ToolsInSystem bool
+	// Compat rewrites rows for a family of chat templates (FinishRow).
+	Compat Compat
 }
 
 // MessageJSONWith is MessageJSON with options.

@@ -212,8 +212,6 @@ func KTOTurnRow(rec *trajectory.Record, turn int, label bool, split string, rewa
 func turnAt(rec *trajectory.Record, k int, o RenderOptions) Turn {
 	t := Turn{Index: k, Prompt: RenderWith(rec, rec.Messages[:k], o),
 		Completion: RenderWith(rec, rec.Messages[k:k+1], o), Tools: ToolsAt(rec, k)}
-	if o.ToolsInSystem {
-		t.Prompt, t.Tools = ToolsInSystem(t.Prompt, t.Tools)
-	}
+	t.Prompt, t.Tools = FinishRow(o, t.Prompt, t.Tools, &t.Completion)
 	return t
 }
