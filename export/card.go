@@ -114,6 +114,9 @@ type Card struct {
 	Manifest    Manifest
 	// Notes are extra paragraphs (for example the reward formula used).
 	Notes []string
+	// ColumnDocs describe columns in the card's own terms, over the
+	// shared descriptions (a table whose rows are not trajectories').
+	ColumnDocs map[string]string
 }
 
 // FileInfo is one file of the export in manifest.json.
@@ -302,7 +305,11 @@ func renderCard(c Card, mf manifestFile) string {
 		}
 		fmt.Fprintf(&b, "### Columns of `%s`\n\n", t.Name)
 		for _, col := range t.Columns {
-			fmt.Fprintf(&b, "- `%s`: %s\n", col, columnDocs[col])
+			doc := columnDocs[col]
+			if d, ok := c.ColumnDocs[col]; ok {
+				doc = d
+			}
+			fmt.Fprintf(&b, "- `%s`: %s\n", col, doc)
 		}
 		b.WriteString("\n")
 	}

@@ -133,7 +133,7 @@ func runExport(cmd *cobra.Command, dirs []string, f exportFlags) error {
 			settings["record_order"] = fmt.Sprintf("shuffled by row: by SHA-256 of the seed, traj_id and turn, seed %d, each label on its own, the labels spread evenly through the file (KTO pairs neighbours for its KL estimate and trains in file order; a trajectory's turns are scattered)", f.seed)
 		}
 	}
-	cfg.Manifest = export.Manifest{ToolkitVersion: Version, Command: commandLine(), Settings: settings}
+	cfg.Manifest = export.Manifest{ToolkitVersion: Version, Command: tableCommandLine(f.out), Settings: settings}
 	cfg.Notes = withNote(notes, f.partial.note())
 
 	claim, err := claimOut("export", f.out, dirs, namesOf(f.table+"."))

@@ -267,7 +267,7 @@ func tableFiles(name string) []string {
 
 // exportManifest is the provenance of an export built from an index.
 func exportManifest(ix *dataset.Index, out string, settings map[string]string) export.Manifest {
-	m := export.Manifest{ToolkitVersion: Version, Command: commandLine(), Settings: settings}
+	m := export.Manifest{ToolkitVersion: Version, Command: tableCommandLine(out), Settings: settings}
 	hashes, ckpts, seeds := map[string]bool{}, map[string]bool{}, map[int64]bool{}
 	for i, man := range ix.Manifests {
 		m.Runs = append(m.Runs, export.ManifestRun{Path: export.RelPath(out, ix.Dirs[i]), Run: man.Run, Checkpoint: man.Plan.Checkpoint, Policy: man.Plan.Policy,
