@@ -436,6 +436,12 @@ func TestChatTemplatesRenderEveryRow(t *testing.T) {
 	require.NotEmpty(t, reqTools)
 
 	checkRenderedTables(t, "frameworks over HTTP", dir, reqTools)
+	checkTrainerRowsV3(t, dir, runs)
+	// the check bites: model-turns completions use ids from omitted results
+	traj := trajectoryMessages(t, filepath.Join(dir, "trajectories", "jsonl", "trajectories.jsonl"))
+	calls, bad := omittedArgs(t, filepath.Join(dir, "pairs-model-turns", "jsonl", "dpo.jsonl"), traj)
+	t.Logf("--completion model-turns: %d of %d calls use an argument only an omitted tool result holds", bad, calls)
+	assert.Positive(t, bad, "the omitted-result check finds the model-turns layout's calls")
 }
 
 // checkRenderedTables renders every row of every JSONL table under root

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -118,4 +119,165 @@ func checkGRPOGroups(t *testing.T, recs map[string]trajectory.Record, rows []dat
 		std := math.Sqrt(ss / (n - 1))
 		assert.InDelta(t, (r.Reward-mean)/(std+1e-4), r.Advantage, 1e-9, r.GroupID)
 	}
+}
+
+type wireMsg struct {
+	Role       string `json:"role"`
+	Content    string `json:"content"`
+	ToolCallID string `json:"tool_call_id"`
+	ToolCalls  []struct {
+		ID       string `json:"id"`
+		Function struct {
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		} `json:"function"`
+	} `json:"tool_calls"`
+}
+
+func wireMsgs(t *testing.T, raw json.RawMessage) []wireMsg {
+	t.Helper()
+	var ms []wireMsg
+	require.NoError(t, json.Unmarshal(raw, &ms))
+	return ms
+}
+
+// argLeaves are the scalar values of a call's arguments, as text.
+func argLeaves(raw json.RawMessage) []string {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return nil
+	}
+	var out []string
+	var walk func(any)
+	walk = func(x any) {
+		switch x := x.(type) {
+		case map[string]any:
+			for _, e := range x {
+				walk(e)
+			}
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		case string:
+			out = append(out, x)
+		case float64:
+			out = append(out, fmt.Sprint(x))
+		}
+	}
+	walk(v)
+	return out
+}
+
+// omittedArgs counts, over the message columns of a table's rows, the
+// tool-call arguments that come only from a tool result the row omits: a
+// value absent from everything the row shows before the call but present
+// in a result the trajectory (traj, by traj_id) got before it. It also
+// fails on a KTO or rewards completion holding two assistant turns in a
+// row. It returns the calls checked and the calls that fail the rule.
+func omittedArgs(t *testing.T, path string, traj map[string][]wireMsg) (calls, bad int) {
+	t.Helper()
+	for i, r := range jsonlRows(t, path) {
+		var format string
+		_ = json.Unmarshal(r["tool_format"], &format)
+		if format == "text" {
+			continue // calls are text, no ids to trace
+		}
+		type side struct{ col, trajCol string }
+		var sides []side
+		switch {
+		case r["chosen"] != nil:
+			sides = []side{{"chosen", "chosen_traj_id"}, {"rejected", "rejected_traj_id"}}
+		case r["completion"] != nil:
+			sides = []side{{"completion", "traj_id"}}
+		}
+		prompt := wireMsgs(t, r["prompt"])
+		for _, s := range sides {
+			comp := wireMsgs(t, r[s.col])
+			if s.col == "completion" {
+				for k := 1; k < len(comp); k++ {
+					require.False(t, comp[k].Role == "assistant" && comp[k-1].Role == "assistant",
+						"%s row %d: two assistant turns in a row in the completion", path, i)
+				}
+			}
+			var id string
+			require.NoError(t, json.Unmarshal(r[s.trajCol], &id))
+			full, ok := traj[id]
+			if !ok {
+				continue // a constructed side: no trajectory
+			}
+			row := append(append([]wireMsg{}, prompt...), comp...)
+			inRow := map[string]bool{}
+			for _, m := range row {
+				if m.Role == "tool" {
+					inRow[m.ToolCallID] = true
+				}
+			}
+			var seen strings.Builder
+			for k, m := range row {
+				if k >= len(prompt) {
+					for _, c := range m.ToolCalls {
+						at := -1
+						for j, fm := range full {
+							for _, fc := range fm.ToolCalls {
+								if fc.ID == c.ID {
+									at = j
+								}
+							}
+						}
+						require.GreaterOrEqual(t, at, 0, "%s row %d: call %s not in trajectory %s", path, i, c.ID, id)
+						var omitted strings.Builder
+						for _, fm := range full[:at] {
+							if fm.Role == "tool" && !inRow[fm.ToolCallID] {
+								omitted.WriteString(fm.Content + "\n")
+							}
+						}
+						calls++
+						for _, v := range argLeaves(c.Function.Arguments) {
+							if len(v) >= 3 && !strings.Contains(seen.String(), v) && strings.Contains(omitted.String(), v) {
+								bad++
+								break
+							}
+						}
+					}
+				}
+				seen.WriteString(m.Content + "\n")
+				for _, c := range m.ToolCalls {
+					seen.Write(c.Function.Arguments)
+				}
+			}
+		}
+	}
+	return calls, bad
+}
+
+// trajectoryMessages reads a trajectories table (JSONL) into messages by traj_id.
+func trajectoryMessages(t *testing.T, path string) map[string][]wireMsg {
+	t.Helper()
+	out := map[string][]wireMsg{}
+	for _, r := range jsonlRows(t, path) {
+		var id string
+		require.NoError(t, json.Unmarshal(r["traj_id"], &id))
+		out[id] = wireMsgs(t, r["messages"])
+	}
+	return out
+}
+
+// checkTrainerRowsV3 asserts the trainer-data rules over the tables under
+// root (the demo's, or the frameworks'): no KTO or rewards completion holds
+// two assistant turns in a row, no call argument in a completion comes only
+// from a tool result the row omits, and the GRPO groups follow the
+// first-request rule over the runs' records.
+func checkTrainerRowsV3(t *testing.T, root string, runs []string) {
+	t.Helper()
+	traj := trajectoryMessages(t, filepath.Join(root, "trajectories", "jsonl", "trajectories.jsonl"))
+	total := 0
+	for _, f := range []string{"kto/jsonl/kto.jsonl", "rewards/jsonl/rewards.jsonl", "pairs/jsonl/dpo.jsonl"} {
+		calls, bad := omittedArgs(t, filepath.Join(root, f), traj)
+		assert.Zero(t, bad, "%s: %d of %d calls use an argument only an omitted tool result holds", f, bad, calls)
+		total += calls
+	}
+	assert.Positive(t, total, "calls were checked")
+	recs := recordsByID(t, runs...)
+	checkGRPOGroups(t, recs, readJSONL[dataset.RewardRow](t, filepath.Join(root, "rewards", "jsonl", "rewards.jsonl")))
 }
