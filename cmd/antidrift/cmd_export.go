@@ -134,6 +134,7 @@ func runExport(cmd *cobra.Command, dirs []string, f exportFlags) error {
 		}
 	}
 	cfg.Manifest = export.Manifest{ToolkitVersion: Version, Command: tableCommandLine(f.out), Settings: settings}
+	notes = append(notes, templatesNote(f.render().Compat))
 	cfg.Notes = withNote(notes, f.partial.note())
 
 	claim, err := claimOut("export", f.out, dirs, namesOf(f.table+"."))

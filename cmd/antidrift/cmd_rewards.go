@@ -441,6 +441,7 @@ func runRewards(cmd *cobra.Command, dirs []string, f rewardsFlags) error {
 	if sum.SplitPrompts > 0 {
 		card.Notes = append(card.Notes, fmt.Sprintf("%d scenario × checkpoint pairs held rollouts sent different first requests (frameworks that prompt differently or show other tools at step 0, runs of one scenario id whose text differs); each first request is its own GRPO group.", sum.SplitPrompts))
 	}
+	card.Notes = append(card.Notes, templatesNote(f.render().Compat))
 	card.Notes = withNote(card.Notes, f.partial.note())
 	if err := export.WriteCard(out.tmp, card); err != nil {
 		return err

@@ -179,3 +179,19 @@ func relArg(out, a string) string {
 	}
 	return export.RelPath(out, a)
 }
+
+// templatesNote names the chat templates rows of this layout are checked
+// against (TestChatTemplatesRenderEveryRow renders every row of such
+// tables through them) and what holds under each.
+func templatesNote(c dataset.Compat) string {
+	const head = "**Chat templates checked** (the real templates, rendered as `apply_chat_template` renders them, over tables written this way; \"prefix\" = the prompt rendered with `add_generation_prompt` is a prefix of prompt + completion, so a trainer splits the completion where it starts): "
+	switch c {
+	case dataset.CompatMistral:
+		return head + "Mistral-7B-Instruct-v0.3 and Mistral-Nemo-Instruct-2407 tool templates: prefix holds, every call rendered with its arguments and its 9-character id; Qwen2.5-Instruct: prefix holds. Rows of this layout have no system message (it is merged into the first user turn) and rewritten call ids."
+	case dataset.CompatGemma:
+		return head + "Gemma-2 and Gemma-3 instruct templates: prefix holds, user and model turns alternate, every call kept as JSON text in its turn and every tool result as a user turn; Qwen2.5-Instruct: prefix holds. The tool schemas are in the first user turn; the `tools` column is empty."
+	case dataset.CompatDeepSeek:
+		return head + "DeepSeek-V3 (0324): prefix holds, every call rendered with its arguments as the JSON text the row holds. Arguments are JSON strings here: templates that write arguments with `tojson` (Qwen2.5, Llama-3.x) would double-encode them, so use the default layout for those."
+	}
+	return head + "Qwen2.5-Instruct, Qwen3, Llama-3.1-Instruct and Llama-3.2-Instruct: prefix holds for every row, calls rendered with object arguments (Llama-3.x take one call per assistant turn and raise on more); Phi-3.5-mini-instruct: prefix holds, tool calls, results and schemas not rendered (it has no tool format). Not for this layout: Mistral v0.3/Nemo (system added to the last user turn only: prefix fails; 9-character ids), Gemma-2/3 (no system or tool roles), DeepSeek-V3 (arguments as text): export with `--template-compat mistral|gemma|deepseek`."
+}
