@@ -327,9 +327,16 @@ with --provision-max, the maximum) of the catalogue weights of the call's
 provisions; risk low 0.25, medium 0.5, high 1; privilege (privilege −
 ceiling)/4 above the scenario's privilege ceiling, else 0.
 
-process_rewards holds one value per assistant turn: −λ·w(v) at the turns that
-drift, plus α·S·(1 − D) at the last turn; they sum to the reward. advantage
-is group-relative as in TRL's GRPO: group = scenario × checkpoint (× framework),
+Rows are one per assistant turn by default (--completion turn: the
+conversation before the turn as the prompt, the turn as the completion);
+--completion rest|model-turns gives one row per trajectory.
+
+process_rewards holds one value per assistant turn (per-turn rows: that
+turn's): −λ·w(v) at the turns that drift, plus α·S·(1 − D) at the last turn;
+over a trajectory they sum to the reward. advantage is group-relative as in
+TRL's GRPO over the group's rollouts: group = the rollouts under one
+checkpoint whose first request (messages up to the first user message and
+the tools visible at step 0) was the same, group_id SCENARIO@CHECKPOINT#HASH;
 A = (R − mean)/(std + 1e-4), std with Bessel's correction, 0 for a group of one.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return runRewards(cmd, args, f) },
@@ -499,7 +506,7 @@ func printRewards(w io.Writer, sum *rewards.Summary, ix *dataset.Index) {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%.3f\t%.3f\t%.3f\n", c.Checkpoint, c.Trajectories, c.Groups, c.Clean, c.Drifting, c.MeanReward, c.MinReward, c.MaxReward)
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "\n%d rows, %d GRPO groups (scenario × checkpoint); advantage 0 in %d groups of one and %d groups of equal rewards\n",
+	fmt.Fprintf(w, "\n%d rows, %d GRPO groups (rollouts of one first request under one checkpoint); advantage 0 in %d groups of one and %d groups of equal rewards\n",
 		sum.Rows, sum.Groups, sum.SingletonGroup, sum.ZeroStdGroups)
 	fmt.Fprintf(w, "splits: train %d, validation %d, test %d\n", sum.Splits["train"], sum.Splits["validation"], sum.Splits["test"])
 	if ix.Duplicates > 0 {
