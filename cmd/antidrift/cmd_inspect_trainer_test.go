@@ -56,3 +56,18 @@ func TestInspectTrainer(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr, `--trainer "axolotl"`)
 }
+
+// TestTableCommandLineRelative: the command line a card records names
+// files and folders relative to the output folder, never by the absolute
+// path of the machine that made it.
+func TestTableCommandLineRelative(t *testing.T) {
+	root := t.TempDir()
+	run, out := filepath.Join(root, "runs", "base"), filepath.Join(root, "tables", "kto")
+	require.NoError(t, os.MkdirAll(run, 0o755))
+	saved := os.Args
+	defer func() { os.Args = saved }()
+	os.Args = []string{"antidrift", "export", run, "--table", "kto", "--out", out, "--provisions=" + filepath.Join(root, "w.json"), "--seed", "3"}
+	got := tableCommandLine(out)
+	assert.Equal(t, "antidrift export ../../runs/base --table kto --out . --provisions=../../w.json --seed 3", got)
+	assert.NotContains(t, got, root)
+}
