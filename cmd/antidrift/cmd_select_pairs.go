@@ -160,7 +160,8 @@ func runSelectPairs(cmd *cobra.Command, dirs []string, f selectPairsFlags) error
 		Description: "Least-privilege preference data from skill and tool selection (FORTIS Task 1 and Task 2): `prompt` is the task's system and user turns, " +
 			"`chosen` an answer naming the minimal sufficient skill or the minimal tool set, `rejected` an over-privileged answer to the same query " +
 			"(`pair_type` least_privilege_skill or least_privilege_tools). Rows whose `rejected_checkpoint` (or `chosen_checkpoint`) is `constructed` " +
-			"have that side written from the library, not by a model. The KTO table holds every exact (label true) and over-privileged (label false) answer." + simNote(ix),
+			"have that side written from the library, not by a model. The KTO table holds every exact (label true) and over-privileged (label false) answer." + simNote(ix) +
+			"\n\n**Layout of this file:** every `chosen`, `rejected` and `completion` is one assistant turn, the answer, after the task's system and user turns: no tool result is left out of any row.",
 		Tables:      []export.CardTable{dpo.CardTable(export.TableDPO), kto.CardTable(export.TableKTO)},
 		Metrics:     metricsRows,
 		MetricsNote: "Per checkpoint and task: TSR and CSR are the exact-match rate EM, DR the over-privilege rate OPR.",
