@@ -97,8 +97,13 @@ func runExport(cmd *cobra.Command, dirs []string, f exportFlags) error {
 		f.completionSettings(settings)
 	} else if cmd.Flags().Changed("completion") || cmd.Flags().Changed("pre-onset") {
 		return fmt.Errorf("--completion and --pre-onset apply to --table kto (a trajectories row holds the whole conversation)")
-	} else if f.toolsInSystem {
-		settings["tools_in_system"] = "true: the tool schemas are in each row's system message and the tools column is empty"
+	} else {
+		if f.toolsInSystem {
+			settings["tools_in_system"] = "true: the tool schemas are in each row's system message and the tools column is empty"
+		}
+		if c := f.render().Compat; c != dataset.CompatNone {
+			settings["template_compat"] = string(c)
+		}
 	}
 	wo, err := f.lengthOptions(export.Options{RowGroupRows: f.rowGroupRows, ToolkitVersion: Version, SplitFiles: true})
 	if err != nil {
