@@ -466,7 +466,7 @@ func checkRenderedTables(t *testing.T, name, root string, reqTools map[string][]
 		total += n
 		renders += r
 	}
-	t.Logf("%s: %d rows of %v rendered %d times through %d templates in %s; refused by rule: %v", name, total, names, renders, len(chatTemplates), time.Since(t0), refused)
+	t.Logf("%s: %d rows of %v rendered %d times through the templates of their layouts (%d templates known) in %s; refused by rule: %v", name, total, names, renders, len(chatTemplates), time.Since(t0), refused)
 }
 
 // TestChatTemplateRules pins what the checks above rely on, on hand-made
