@@ -114,6 +114,9 @@ type Card struct {
 	Manifest    Manifest
 	// Notes are extra paragraphs (for example the reward formula used).
 	Notes []string
+	// ColumnDocs describe columns in the card's own terms, over the
+	// shared descriptions (a table whose rows are not trajectories').
+	ColumnDocs map[string]string
 }
 
 // FileInfo is one file of the export in manifest.json.
@@ -302,7 +305,11 @@ func renderCard(c Card, mf manifestFile) string {
 		}
 		fmt.Fprintf(&b, "### Columns of `%s`\n\n", t.Name)
 		for _, col := range t.Columns {
-			fmt.Fprintf(&b, "- `%s`: %s\n", col, columnDocs[col])
+			doc := columnDocs[col]
+			if d, ok := c.ColumnDocs[col]; ok {
+				doc = d
+			}
+			fmt.Fprintf(&b, "- `%s`: %s\n", col, doc)
 		}
 		b.WriteString("\n")
 	}
@@ -348,7 +355,7 @@ func renderCard(c Card, mf manifestFile) string {
 			t.Name, l.Prompt[0], l.Prompt[1], l.Prompt[2], l.Prompt[3], t.Name, l.Total[0], l.Total[1], l.Total[2], l.Total[3])
 	}
 	if l := firstLengths(mf.Tables); l != nil {
-		fmt.Fprintf(&b, "\nThe recipes below set `max_length=%d` (TRL), `--data.max_len %d` (OpenRLHF) and `--cutoff_len %d` (LLaMA-Factory): the p99 of the whole sequence rounded up to 64, so at least 99%% of rows are neither dropped nor cut.", l.MaxLength, l.MaxLength, l.MaxLength)
+		b.WriteString(lengthLimits(mf.Tables[0].CardTable, l))
 		switch {
 		case l.Total[0] > 1024:
 			b.WriteString(" TRL's default `max_length=1024` would cut or drop most rows of this table.")
@@ -396,7 +403,7 @@ func renderCard(c Card, mf manifestFile) string {
 		fmt.Fprintf(&b, "```sql\n-- DuckDB: counts per split, and the first message of a row as JSON\nSELECT split, count(*) FROM '%s' GROUP BY split ORDER BY split;\nSELECT %s[1] ->> '$.content' FROM '%s' LIMIT 1;\n```\n\n", pq, col, pq)
 		fmt.Fprintf(&b, "```python\n# Spark\nspark.read.parquet(\"%s\").groupBy(\"split\").count().show()\n```\n\n", pq)
 	}
-	b.WriteString("Arrow IPC files (`.arrow`, the random-access file format, buffers zstd-compressed) open with `pyarrow.ipc.open_file(...).read_all()` or `polars.read_ipc`; for a `datasets.Dataset`, load the Parquet file (the `arrow` loader of `datasets` expects the IPC stream format). JSONL files hold one row per line with messages as arrays of objects.\n\n")
+	b.WriteString("Arrow IPC files (`.arrow`, the random-access file format, buffers zstd-compressed) open with `pyarrow.ipc.open_file(...).read_all()` or `polars.read_ipc`; `datasets`' `arrow` builder reads them too (`load_dataset(\"arrow\", data_files={\"train\": \"arrow/NAME-train.arrow\"})`: it reads the IPC stream format and falls back to the file format), though the folder's YAML points `load_dataset` at the Parquet files. JSONL files hold one row per line with messages as arrays of objects.\n\n")
 
 	b.WriteString("## Provenance\n\n")
 	m := mf.Manifest
@@ -599,4 +606,26 @@ func frontMatter(c Card, mf manifestFile) string {
 	}
 	b.WriteString("---\n\n")
 	return b.String()
+}
+
+// lengthLimits says which limits the card's recipes set from its lengths,
+// naming only the recipes the card holds, and how far the figure goes.
+func lengthLimits(t CardTable, l *Lengths) string {
+	var what string
+	switch kindOf(t) {
+	case TableRewards:
+		return fmt.Sprintf("\nThe GRPO recipe below sets `max_completion_length` from the recorded completions' p99 (%d tokens of whole sequence at p99, %d of prompt).", l.Total[2], l.Prompt[2])
+	case TableDPO:
+		what = fmt.Sprintf("`max_length=%d` (TRL DPO and reward model) and `--data.max_len %d` (OpenRLHF)", l.MaxLength, l.MaxLength)
+		if hasLlamaFactory(t) {
+			what += fmt.Sprintf(" and `--cutoff_len %d` (LLaMA-Factory)", l.MaxLength)
+		}
+	default:
+		what = fmt.Sprintf("`max_length=%d` (TRL)", l.MaxLength)
+	}
+	how := "by the tokenizer-free estimate, which is not any one template family's count: a tokenizer that spends more tokens on this text (the Llama-3 family's counts run higher than Qwen's) fits fewer rows, so give `--tokenizer` your model's tokenizer.json for exact counts"
+	if t.Tokenizer != "" {
+		how = "counted by `" + t.Tokenizer + "` for the texts, with a fixed allowance for the template's markers: a template family that writes longer markers fits a few rows fewer"
+	}
+	return fmt.Sprintf("\nThe recipes below set %s: the p99 of the whole sequence rounded up to 64, so at least 99%% of rows are neither dropped nor cut %s.", what, how)
 }

@@ -118,16 +118,24 @@ kto.train()
 		fmt.Fprintf(&b, `
 # TRL GRPOTrainer samples its own completions; the recorded reward / advantage / process_rewards
 # serve offline RL and checking a reward function against the toolkit's.
-# One prompt per scenario (a GRPO group's rollouts share it), rendered with the tools it was sent:
-# GRPOTrainer passes no per-row tools to the template, so the prompt goes in as text.
+# One prompt per GRPO group (group_id: the rollouts of one first request), taken from the group's
+# earliest turn, rendered with the tools it was sent: GRPOTrainer passes no per-row tools to the
+# template, so the prompt goes in as text.
 import re
 from trl import GRPOConfig, GRPOTrainer
 first = {}
-for i, sid in enumerate(train["scenario_id"]):
-    first.setdefault(sid, i)
+for i, (gid, turn) in enumerate(zip(train["group_id"], train["turn"])):
+    if gid not in first or turn < train[first[gid]]["turn"]:
+        first[gid] = i
 prompts = train.select(sorted(first.values()))
-prompts = prompts.map(lambda r: {"prompt": %s})
-prompts = prompts.select_columns(["prompt", "tools", "boundary_tools", "scenario_id"])
+def render(r):
+    text = %s
+    # GRPOTrainer tokenizes the prompt text again with special tokens: drop the template's own
+    # BOS (Llama, Gemma, Mistral write one) so the model does not see it twice
+    bos = tokenizer.bos_token
+    return {"prompt": text[len(bos):] if bos and text.startswith(bos) else text}
+prompts = prompts.map(render)
+prompts = prompts.select_columns(["prompt", "tools", "boundary_tools", "scenario_id", "group_id"])
 
 CALL = re.compile(r'"name"\s*:\s*"([^"]+)"|Action:\s*([A-Za-z0-9_.-]+)')
 def boundary_reward(completions, tools, boundary_tools, **kwargs):

@@ -37,6 +37,9 @@ type RunsConfig struct {
 	// Render chooses what rendered messages carry: the model's reasoning
 	// is left out unless Render.Reasoning is set.
 	Render dataset.RenderOptions
+	// PreOnset labels the per-turn KTO rows (Render.Completion
+	// dataset.CompletionTurn) of turns before a drifting trajectory's onset.
+	PreOnset dataset.PreOnset
 	// MemoryBudget, when positive, sets the Go runtime's soft memory
 	// limit to the memory in use once the records are indexed plus this
 	// (LimitMemory; DefaultMemoryBudget), until ExportRuns returns.
@@ -135,16 +138,33 @@ func ExportRuns(cfg RunsConfig) (RunsResult, error) {
 			return res, err
 		}
 		clean := func(rec *trajectory.Record) bool { return rec.Clean() }
+		perTurn := cfg.Render.Completion == dataset.CompletionTurn
+		type scored struct {
+			reward float64
+			err    error
+		}
+		turnRewards := map[string]scored{} // per-turn: filled by the units pass, read-only after
 		// rows are built on every core and written in the shuffled order
 		type ktoOut struct {
 			row                        dataset.KTORow
-			ckpt, fw                   string
+			ckpt, fw, traj             string
 			success, drift, clean, raw bool
 		}
 		build := func(rec *trajectory.Record) (ktoOut, error) {
-			o := ktoOut{ckpt: rec.Checkpoint, fw: rec.Framework, success: rec.Success, drift: rec.Drift, clean: rec.Clean()}
+			o := ktoOut{ckpt: rec.Checkpoint, fw: rec.Framework, traj: rec.TrajID, success: rec.Success, drift: rec.Drift, clean: rec.Clean()}
+			if perTurn && len(rec.Messages) == 0 {
+				return o, nil // a record with no kept turn: skipped
+			}
 			reward := 0.0
-			if cfg.Reward != nil {
+			if perTurn {
+				// scored on the whole record in the units pass: rec is cut
+				// after the row's turn here
+				rw := turnRewards[rec.TrajID]
+				if rw.err != nil {
+					return o, rw.err
+				}
+				reward = rw.reward
+			} else if cfg.Reward != nil {
 				var err error
 				if reward, err = cfg.Reward(rec); err != nil {
 					return o, err
@@ -154,13 +174,61 @@ func ExportRuns(cfg RunsConfig) (RunsResult, error) {
 				o.raw = true
 				return o, nil
 			}
+			if perTurn {
+				// each passes the record cut after the row's turn
+				k := len(rec.Messages) - 1
+				label, _ := dataset.TurnLabel(rec, k, cfg.PreOnset)
+				o.row = dataset.KTOTurnRow(rec, k, label, cfg.Split(rec.ScenarioID), reward, cfg.Render)
+				return o, nil
+			}
 			o.row = dataset.KTORowWith(rec, cfg.Split(rec.ScenarioID), reward, cfg.Render)
 			return o, nil
 		}
 		each := func(fn func(*trajectory.Record) error) error { return idx.EachBalanced(cfg.ShuffleSeed, clean, fn) }
+		if perTurn {
+			// one row per kept turn, rows (not records) spread by label
+			each = func(fn func(*trajectory.Record) error) error {
+				units := func(rec *trajectory.Record) []dataset.Unit {
+					if cfg.Reward != nil {
+						r, err := cfg.Reward(rec)
+						turnRewards[rec.TrajID] = scored{r, err}
+					}
+					if dataset.FormatOf(rec.Framework) == dataset.ToolsNative && dataset.RawArguments(rec.Messages) {
+						return []dataset.Unit{{Turn: -1}} // counted once, below
+					}
+					us := dataset.KTOUnits(rec, cfg.PreOnset)
+					if len(us) == 0 {
+						return []dataset.Unit{{Turn: -1}}
+					}
+					return us
+				}
+				return idx.EachBalancedUnits(cfg.ShuffleSeed, units, func(rec *trajectory.Record, u dataset.Unit) error {
+					cut := *rec
+					if u.Turn < 0 {
+						cut.Messages = nil // no row: counted as raw or skipped
+						if dataset.FormatOf(rec.Framework) == dataset.ToolsNative && dataset.RawArguments(rec.Messages) {
+							cut.Messages = rec.Messages
+						}
+					} else {
+						cut.Messages = rec.Messages[:u.Turn+1]
+					}
+					return fn(&cut)
+				})
+			}
+		}
+		seen := map[string]bool{} // per-turn: a record's rows count it once
 		err = dataset.MapOrdered(each, build, func(o ktoOut) error {
-			res.Records++
-			count(o.ckpt, o.fw, o.success, o.drift, o.clean)
+			if perTurn && seen[o.traj] {
+				if len(o.row.Completion) == 0 {
+					return nil
+				}
+			} else {
+				if perTurn {
+					seen[o.traj] = true
+				}
+				res.Records++
+				count(o.ckpt, o.fw, o.success, o.drift, o.clean)
+			}
 			switch {
 			case o.raw:
 				res.RawArguments++
@@ -223,7 +291,7 @@ func ExportRuns(cfg RunsConfig) (RunsResult, error) {
 	}
 	card := Card{
 		Title:       fmt.Sprintf("antidrift %s export", cfg.Table),
-		Description: describe(cfg.Table, runs, cfg.Render.Completion),
+		Description: describe(cfg.Table, runs, cfg.Render.Completion, cfg.PreOnset),
 		Tables:      []CardTable{res.Table},
 		Metrics:     res.Metrics,
 		MetricsNote: "Computed over every record exported (all rollouts, all statuses), per checkpoint and framework.",
@@ -259,10 +327,16 @@ func fillManifest(m *Manifest, runs []ManifestRun) {
 	m.Seeds = sortedInt64(seeds)
 }
 
-func describe(table string, runs []ManifestRun, c dataset.Completion) string {
+func describe(table string, runs []ManifestRun, c dataset.Completion, pre dataset.PreOnset) string {
 	what := "One row per trajectory with all its labels."
 	if table == TableKTO {
 		what = "Unpaired preference data for KTO: one row per trajectory, `label` true for a clean success (task done inside the boundary), false for a failure or a drift. The prompt is every message up to and including the first user message; the completion is what follows."
+		if c == dataset.CompletionTurn {
+			if pre == "" {
+				pre = dataset.PreOnsetDrop
+			}
+			what = "Unpaired preference data for KTO: one row per assistant turn. The prompt is the conversation before the turn (system, user, earlier assistant turns and the tool results they got); the completion is that one turn; `turn` is its message index in the trajectory. `label` is true for the turns of a clean success (task done inside the boundary) and false for a drifting trajectory's turns from its drift onset (its first drifting turn) on and for the turns of a failure; " + pre.Describe() + "."
+		}
 	}
 	sim := false
 	for _, r := range runs {
@@ -275,9 +349,12 @@ func describe(table string, runs []ManifestRun, c dataset.Completion) string {
 	}
 	if table == TableKTO {
 		if c == "" {
-			c = dataset.CompletionModelTurns
+			c = dataset.CompletionRest
 		}
 		what += "\n\n**Layout of this file:** `completion` holds " + c.Describe() + " (`--completion " + c.String() + "`)."
+		if w := c.Warning(); w != "" {
+			what += "\n\n" + w
+		}
 	}
 	return what
 }

@@ -530,9 +530,7 @@ func (b *builder) candidate(c, r *item, typ, split string) (*dataset.DPORow, str
 	}
 	id := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%s\x00%s\x00%d\x00%s", typ, c.rec.TrajID, r.rec.TrajID, start, b.contTag(typ))))
 	tools := dataset.Tools(c.rec)
-	if b.opt.Render.ToolsInSystem {
-		prompt, tools = dataset.ToolsInSystem(prompt, tools)
-	}
+	prompt, tools = dataset.FinishRow(b.opt.Render, prompt, tools, &ch, &rj)
 	row := &dataset.DPORow{
 		Prompt: prompt, Chosen: ch, Rejected: rj, Tools: tools,
 		PairID: hex.EncodeToString(id[:8]), ScenarioID: c.rec.ScenarioID, Domain: c.rec.Domain, Split: split,
@@ -540,6 +538,7 @@ func (b *builder) candidate(c, r *item, typ, split string) (*dataset.DPORow, str
 		ChosenCheckpoint: c.rec.Checkpoint, RejectedCheckpoint: r.rec.Checkpoint, DivergenceStep: start,
 		ChosenReward: c.reward, RejectedReward: r.reward, RewardGap: gap,
 		DriftTypes: set(types), ViolationKinds: set(kinds), Provisions: set(provs),
+		ChosenTrain: dataset.TrainMask(ch), RejectedTrain: dataset.TrainMask(rj),
 		SchemaVersion: dataset.SchemaVersion,
 	}
 	row.PromptTokensEst = dataset.EstimatePromptTokens(prompt, tools)
@@ -594,7 +593,7 @@ func (b *builder) dedupKey(c, r *item, start, cEnd, rEnd int) dedupKey {
 // keeps reports whether a completion keeps a message: every message with
 // CompletionRest, the assistant turns otherwise.
 func (b *builder) keeps(m *trajectory.Message) bool {
-	return b.opt.Render.Completion == dataset.CompletionRest || m.Role == trajectory.RoleAssistant
+	return b.opt.Render.Completion != dataset.CompletionModelTurns || m.Role == trajectory.RoleAssistant
 }
 
 // promptSize is size(dataset.RenderWith(it.rec, messages[:start])) for a

@@ -108,14 +108,18 @@ func TestTrajectoryPairShape(t *testing.T) {
 	require.Len(t, rows, 1)
 	row := rows[0]
 	assert.Equal(t, dataset.Messages(c.Messages[:2]), row.Prompt)
-	// the default completion layout: the model's turns, tool results left out
-	assert.Equal(t, dataset.Messages(assistantOnly(c.Messages[2:])), row.Chosen)
-	assert.Equal(t, dataset.Messages(assistantOnly(r.Messages[2:])), row.Rejected)
+	// the default completion layout: the conversation as it happened, with
+	// a mask of the model's messages
+	assert.Equal(t, dataset.Messages(c.Messages[2:]), row.Chosen, "rest: the conversation as it happened")
+	assert.Equal(t, dataset.Messages(r.Messages[2:]), row.Rejected)
 	assert.Equal(t, c.Tools, row.Tools)
-	rest, _ := build(t, opts(func(o *pairs.Options) { o.Render.Completion = dataset.CompletionRest }), dir)
-	require.Len(t, rest, 1)
-	assert.Equal(t, dataset.Messages(c.Messages[2:]), rest[0].Chosen, "rest: the conversation as it happened")
-	assert.Equal(t, dataset.Messages(r.Messages[2:]), rest[0].Rejected)
+	assert.Equal(t, []int64{1, 0, 1, 0, 1}, row.ChosenTrain, "1 for the model's turns, 0 for tool results")
+	assert.Equal(t, []int64{1, 0, 1, 0, 1, 0, 1}, row.RejectedTrain)
+	mt, _ := build(t, opts(func(o *pairs.Options) { o.Render.Completion = dataset.CompletionModelTurns }), dir)
+	require.Len(t, mt, 1)
+	assert.Equal(t, dataset.Messages(assistantOnly(c.Messages[2:])), mt[0].Chosen, "model-turns: tool results left out")
+	assert.Equal(t, dataset.Messages(assistantOnly(r.Messages[2:])), mt[0].Rejected)
+	assert.Equal(t, []int64{1, 1, 1}, mt[0].ChosenTrain)
 	// The drifting call's derived tool match sits beside its annotation:
 	// it counts once, as the annotation's data drift.
 	assert.Equal(t, []string{"data"}, row.DriftTypes)
@@ -243,8 +247,8 @@ func TestStepPairs(t *testing.T) {
 			assert.Equal(t, 4, row.DivergenceStep)
 			assert.Equal(t, dataset.Messages(c.Messages[:4]), row.Prompt, "the prompt is the shared prefix")
 			if cont == pairs.ContinueRest {
-				assert.Equal(t, dataset.Messages(assistantOnly(c.Messages[4:])), row.Chosen)
-				assert.Equal(t, dataset.Messages(assistantOnly(onset.Messages[4:])), row.Rejected)
+				assert.Equal(t, dataset.Messages(c.Messages[4:]), row.Chosen)
+				assert.Equal(t, dataset.Messages(onset.Messages[4:]), row.Rejected)
 			} else {
 				assert.Equal(t, dataset.Messages(c.Messages[4:5]), row.Chosen)
 				assert.Equal(t, dataset.Messages(onset.Messages[4:5]), row.Rejected)

@@ -3,7 +3,6 @@ package rewards
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime"
@@ -34,15 +33,11 @@ type TableOptions struct {
 	Scenarios map[string]*scenario.Scenario
 }
 
-// GroupID names a GRPO group: the rollouts of one scenario under one
-// checkpoint (and one framework), "SCENARIO@CHECKPOINT", with "[FRAMEWORK]"
-// appended for a framework other than normal.
-func GroupID(scenarioID, checkpoint, framework string) string {
-	id := scenarioID + "@" + checkpoint
-	if framework != "" && framework != "normal" {
-		id += "[" + framework + "]"
-	}
-	return id
+// GroupID names a GRPO group: the rollouts under one checkpoint whose
+// first request was the same (FirstRequestHash), "SCENARIO@CHECKPOINT#HASH".
+// The scenario is named for reading; the hash decides the group.
+func GroupID(scenarioID, checkpoint, firstRequest string) string {
+	return scenarioID + "@" + checkpoint + "#" + firstRequest
 }
 
 // Summary describes a rewards table.
@@ -54,9 +49,10 @@ type Summary struct {
 	// NoCompletion counts trajectories left out because nothing follows
 	// their prompt (no assistant turn): no row, no group member.
 	NoCompletion int `json:"no_completion"`
-	// SplitPrompts counts (scenario, checkpoint, framework) groups whose
-	// rollouts were sent different prompts (runs of one scenario id whose
-	// text differs): each prompt is its own GRPO group, never one.
+	// SplitPrompts counts (scenario, checkpoint) pairs whose rollouts were
+	// sent more than one first request (frameworks that prompt
+	// differently, runs of one scenario id whose text differs): each first
+	// request is its own GRPO group.
 	SplitPrompts int                 `json:"split_prompt_groups"`
 	Checkpoints  []CheckpointSummary `json:"checkpoints"`
 	Splits       map[string]int      `json:"splits"`
@@ -105,12 +101,13 @@ func Table(ix *dataset.Index, cfg Config, opt TableOptions, emit func(*dataset.R
 			return nil, err
 		}
 		pre := prepare(recs, cfg, opt)
-		// A GRPO group is the rollouts of one prompt: one scenario under
-		// one checkpoint and framework, and the same prompt text and tools
-		// (runs of one scenario id may differ in text).
-		groups := map[[3]string][]int{}
-		prompts := map[[2]string]map[string]bool{}
-		var keys [][3]string
+		// A GRPO group is the rollouts of one first request: one
+		// checkpoint (one policy's samples) and the same first request —
+		// the messages before the first assistant turn and the tools
+		// visible at step 0. Nothing that happened later (tools a gate
+		// showed, the framework's later turns) can split a group.
+		groups := map[[2]string][]int{}
+		var keys [][2]string
 		for i, r := range recs {
 			if !r.Status.Scored() {
 				continue // trajectory.Status.Scored: not the policy's behaviour
@@ -119,30 +116,27 @@ func Table(ix *dataset.Index, cfg Config, opt TableOptions, emit func(*dataset.R
 				sum.NoCompletion++
 				continue
 			}
-			k := [3]string{r.Checkpoint, r.Framework, pre[i].promptHash}
+			k := [2]string{r.Checkpoint, pre[i].promptHash}
 			if _, ok := groups[k]; !ok {
 				keys = append(keys, k)
-				pk := [2]string{k[0], k[1]}
-				if prompts[pk] == nil {
-					prompts[pk] = map[string]bool{}
-				}
-				prompts[pk][k[2]] = true
 			}
 			groups[k] = append(groups[k], i)
 		}
-		for _, ps := range prompts {
-			if len(ps) > 1 {
+		perCkpt := map[string]int{}
+		for _, k := range keys {
+			perCkpt[k[0]]++
+		}
+		for _, n := range perCkpt {
+			if n > 1 {
 				sum.SplitPrompts++
 			}
 		}
 		// by name: rows never depend on the order runs are given in
 		sort.Slice(keys, func(i, j int) bool {
-			for f := 0; f < 3; f++ {
-				if keys[i][f] != keys[j][f] {
-					return keys[i][f] < keys[j][f]
-				}
+			if keys[i][0] != keys[j][0] {
+				return keys[i][0] < keys[j][0]
 			}
-			return false
+			return keys[i][1] < keys[j][1]
 		})
 		split := dataset.SplitOf(sid, opt.Ratios, opt.Seed)
 		boundary := []string{}
@@ -152,11 +146,12 @@ func Table(ix *dataset.Index, cfg Config, opt TableOptions, emit func(*dataset.R
 		}
 		for _, k := range keys {
 			ck := k[0]
-			// A group's advantages are computed over the rows the file
+			// A group's advantages are computed over the rollouts the file
 			// keeps (rows with unparsed arguments or over opt.Keep's bound
-			// left out first), so that they equal TRL's formula over what
-			// a trainer reads.
-			var rows []*dataset.RewardRow
+			// left out first; a rollout stays while one of its rows does),
+			// so that they equal TRL's formula over the group's rollouts
+			// as a trainer reads them.
+			var rows [][]*dataset.RewardRow
 			var kept []*trajectory.Record
 			for _, i := range groups[k] {
 				r, p := recs[i], &pre[i]
@@ -167,20 +162,26 @@ func Table(ix *dataset.Index, cfg Config, opt TableOptions, emit func(*dataset.R
 				if p.err != nil {
 					return nil, fmt.Errorf("%s: %w", ix.Where(r.TrajID), p.err)
 				}
-				row := p.row
-				row.GroupID = groupID(sid, ck, k, prompts)
-				row.ScenarioID, row.Split, row.Checkpoint, row.BoundaryTools = sid, split, ck, boundary
-				if opt.Keep != nil {
-					ok, err := opt.Keep(row)
-					if err != nil {
-						return nil, err
+				var keep []*dataset.RewardRow
+				for _, row := range p.rows {
+					row.GroupID = GroupID(sid, ck, k[1])
+					row.ScenarioID, row.Split, row.Checkpoint, row.BoundaryTools = sid, split, ck, boundary
+					if opt.Keep != nil {
+						ok, err := opt.Keep(row)
+						if err != nil {
+							return nil, err
+						}
+						if !ok {
+							sum.Dropped++
+							continue
+						}
 					}
-					if !ok {
-						sum.Dropped++
-						continue
-					}
+					keep = append(keep, row)
 				}
-				rows, kept = append(rows, row), append(kept, r)
+				if len(keep) == 0 {
+					continue
+				}
+				rows, kept = append(rows, keep), append(kept, r)
 			}
 			if len(rows) == 0 {
 				if len(groups[k]) > 0 {
@@ -189,16 +190,19 @@ func Table(ix *dataset.Index, cfg Config, opt TableOptions, emit func(*dataset.R
 				continue
 			}
 			rs := make([]float64, len(rows))
-			for i, row := range rows {
-				rs[i] = row.Reward
+			for i, tr := range rows {
+				rs[i] = tr[0].Reward
 			}
 			adv := Advantages(rs)
 			sum.add(ck, kept, rs)
-			for i, row := range rows {
-				row.Advantage = adv[i]
-				sum.Splits[split]++
-				if err := emit(row); err != nil {
-					return nil, err
+			for i, tr := range rows {
+				for _, row := range tr {
+					row.Advantage = adv[i]
+					sum.Rows++
+					sum.Splits[split]++
+					if err := emit(row); err != nil {
+						return nil, err
+					}
 				}
 			}
 		}
@@ -224,7 +228,7 @@ type prepared struct {
 	completion   bool
 	promptHash   string
 	rawArguments bool
-	row          *dataset.RewardRow
+	rows         []*dataset.RewardRow
 	err          error
 }
 
@@ -239,7 +243,7 @@ func prepare(recs []*trajectory.Record, cfg Config, opt TableOptions) []prepared
 		if p.completion = len(completion) > 0; !p.completion {
 			return
 		}
-		p.promptHash = promptHash(prompt, r.Tools)
+		p.promptHash = FirstRequestHash(r)
 		if dataset.FormatOf(r.Framework) == dataset.ToolsNative && dataset.RawArguments(r.Messages) {
 			p.rawArguments = true
 			return
@@ -249,26 +253,40 @@ func prepare(recs []*trajectory.Record, cfg Config, opt TableOptions) []prepared
 			p.err = err
 			return
 		}
-		row := &dataset.RewardRow{
-			Prompt:         dataset.RenderWith(r, prompt, opt.Render),
-			Completion:     dataset.RenderCompletion(r, completion, opt.Render),
-			Tools:          dataset.Tools(r),
-			Reward:         res.Reward,
-			ProcessRewards: res.Process,
-			TrajID:         r.TrajID,
-			Domain:         r.Domain,
-			Framework:      r.Framework,
-			ToolFormat:     dataset.FormatOf(r.Framework).String(),
-			Success:        r.Success,
-			Drift:          r.Drift,
-			SchemaVersion:  dataset.SchemaVersion,
+		base := dataset.RewardRow{
+			Tools:         dataset.Tools(r),
+			Reward:        res.Reward,
+			TrajID:        r.TrajID,
+			Domain:        r.Domain,
+			Framework:     r.Framework,
+			ToolFormat:    dataset.FormatOf(r.Framework).String(),
+			Success:       r.Success,
+			Drift:         r.Drift,
+			SchemaVersion: dataset.SchemaVersion,
 		}
-		if opt.Render.ToolsInSystem {
-			row.Prompt, row.Tools = dataset.ToolsInSystem(row.Prompt, row.Tools)
+		if opt.Render.Completion != dataset.CompletionTurn {
+			row := base
+			row.Prompt, row.Completion = dataset.RenderWith(r, prompt, opt.Render), dataset.RenderCompletion(r, completion, opt.Render)
+			row.ProcessRewards, row.Turn = res.Process, int64(len(prompt))
+			row.Prompt, row.Tools = dataset.FinishRow(opt.Render, row.Prompt, row.Tools, &row.Completion)
+			row.PromptTokensEst = dataset.EstimatePromptTokens(row.Prompt, row.Tools)
+			row.CompletionTokensEst = dataset.EstimateTokens(row.Completion)
+			p.rows = []*dataset.RewardRow{&row}
+			return
 		}
-		row.PromptTokensEst = dataset.EstimatePromptTokens(row.Prompt, row.Tools)
-		row.CompletionTokensEst = dataset.EstimateTokens(row.Completion)
-		p.row = row
+		// one row per assistant turn, with that turn's process reward
+		// (res.Process has one per assistant turn of the completion)
+		for j, t := range dataset.Turns(r, opt.Render) {
+			row := base
+			row.Prompt, row.Completion, row.Tools, row.Turn = t.Prompt, t.Completion, t.Tools, int64(t.Index)
+			row.ProcessRewards = []float64{0}
+			if j < len(res.Process) {
+				row.ProcessRewards[0] = res.Process[j]
+			}
+			row.PromptTokensEst = dataset.EstimatePromptTokens(row.Prompt, row.Tools)
+			row.CompletionTokensEst = dataset.EstimateTokens(row.Completion)
+			p.rows = append(p.rows, &row)
+		}
 	})
 	return pre
 }
@@ -347,7 +365,6 @@ func (s *Summary) add(ck string, g []*trajectory.Record, rs []float64) {
 		c = &CheckpointSummary{Checkpoint: ck, MinReward: rs[0], MaxReward: rs[0]}
 		s.byCheckpoint[ck] = c
 	}
-	s.Rows += len(g)
 	s.Groups++
 	c.Groups++
 	if len(g) == 1 {
@@ -382,24 +399,23 @@ func (s *Summary) add(ck string, g []*trajectory.Record, rs []float64) {
 	}
 }
 
-// promptHash identifies what the model was sent before its first turn.
-func promptHash(prompt []trajectory.Message, tools []json.RawMessage) string {
+// FirstRequestHash identifies a rollout's first request: its messages up
+// to and including the first user message, rendered as the model was sent
+// them (the framework's text view for a text protocol), and the tools
+// visible at step 0 (dataset.FirstRequestTools), as the request sent them.
+// Twelve hex digits of SHA-256 over exactly those bytes, each message and
+// tool after a 0 byte and the tools after a 1 byte.
+func FirstRequestHash(r *trajectory.Record) string {
+	prompt, _ := dataset.SplitPrompt(r.Messages)
 	h := sha256.New()
-	b, _ := json.Marshal(prompt)
-	h.Write(b)
-	for _, t := range tools {
+	for _, m := range dataset.RenderWith(r, prompt, dataset.RenderOptions{}) {
+		h.Write([]byte{0})
+		h.Write(m)
+	}
+	h.Write([]byte{1})
+	for _, t := range dataset.FirstRequestTools(r) {
 		h.Write([]byte{0})
 		h.Write(t)
 	}
 	return hex.EncodeToString(h.Sum(nil)[:6])
-}
-
-// groupID is GroupID, with "#PROMPTHASH" appended when the rollouts of one
-// scenario under one checkpoint were sent more than one prompt.
-func groupID(sid, ck string, k [3]string, prompts map[[2]string]map[string]bool) string {
-	id := GroupID(sid, ck, k[1])
-	if len(prompts[[2]string{k[0], k[1]}]) > 1 {
-		id += "#" + k[2]
-	}
-	return id
 }

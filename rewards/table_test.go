@@ -8,6 +8,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/antidrift/antidrift/rollout/dataset"
@@ -59,55 +61,111 @@ func tableWith(t *testing.T, c rewards.Config, opt rewards.TableOptions, dirs ..
 	return rows, sum
 }
 
+// withTools gives a record tools a and x, and step notes: at step 0 the
+// tools visible0, at later turns every tool (a gate that opened).
+func withTools(r *trajectory.Record, visible0 ...string) *trajectory.Record {
+	r.Tools = []json.RawMessage{
+		json.RawMessage(`{"type":"function","function":{"name":"a","parameters":{}}}`),
+		json.RawMessage(`{"type":"function","function":{"name":"x","parameters":{}}}`)}
+	first := true
+	for k, m := range r.Messages {
+		if m.Role != "assistant" {
+			continue
+		}
+		v := []string{"a", "x"}
+		if first {
+			v, first = visible0, false
+		}
+		r.Steps = append(r.Steps, trajectory.Step{Turn: k, Visible: v})
+	}
+	return r
+}
+
 func TestTableHandComputed(t *testing.T) {
 	dir := writeRun(t, t.TempDir(),
-		rec("b1", "s1", "B", true, call{tool: "a"}),
-		rec("a3", "s1", "A", false, call{tool: "x", drift: true}),
-		rec("a1", "s1", "A", true, call{tool: "a"}),
-		rec("a2", "s1", "A", true, call{tool: "a"}, call{tool: "x", drift: true}),
-		rec("c1", "s0", "A", true, call{tool: "a"}),
-		func() *trajectory.Record {
-			r := rec("a0", "s1", "A", false, call{tool: "a"})
-			r.Framework = "react" // another framework: another group
-			return r
-		}(),
+		withTools(rec("b1", "s1", "B", true, call{tool: "a"}), "a"),
+		withTools(rec("a3", "s1", "A", false, call{tool: "x", drift: true}), "a"),
+		withTools(rec("a1", "s1", "A", true, call{tool: "a"}), "a"),
+		withTools(rec("a2", "s1", "A", true, call{tool: "a"}, call{tool: "x", drift: true}), "a"),
+		withTools(rec("c1", "s0", "A", true, call{tool: "a"}), "a"),
+		// the same messages, but x visible at step 0: another first request
+		withTools(rec("a0", "s1", "A", false, call{tool: "a"}), "a", "x"),
 	)
-	rows, sum := table(t, cfg(rewards.Uniform), dir)
-	var got [][3]string
-	for _, r := range rows {
-		got = append(got, [3]string{r.GroupID, r.TrajID, fmt.Sprint(r.Reward)})
+	layout := func(c dataset.Completion) rewards.TableOptions {
+		return rewards.TableOptions{Ratios: dataset.DefaultRatios, Seed: 1, Render: dataset.RenderOptions{Completion: c}}
 	}
-	assert.Equal(t, [][3]string{
-		{"s0@A", "c1", "1"},
-		{"s1@A", "a1", "1"}, {"s1@A", "a2", "-0.5"}, {"s1@A", "a3", "-0.5"},
-		{"s1@A[react]", "a0", "0"},
-		{"s1@B", "b1", "1"},
-	}, got, "ordered by scenario, checkpoint, traj_id")
-	// Group s1@A: rewards 1, -0.5, -0.5: mean 0; sample std sqrt((1+0.25+0.25)/2) = sqrt(0.75).
+	rows, sum := tableWith(t, cfg(rewards.Uniform), layout(dataset.CompletionModelTurns), dir)
+	ids := map[string]string{}
+	for _, r := range rows {
+		ids[r.TrajID] = r.GroupID
+	}
+	// a1, a2, a3: one first request (later turns' tools differ from step 0
+	// and do not matter); a0 saw x at step 0; b1 another checkpoint.
+	assert.Equal(t, ids["a1"], ids["a2"])
+	assert.Equal(t, ids["a1"], ids["a3"])
+	assert.NotEqual(t, ids["a1"], ids["a0"])
+	assert.NotEqual(t, ids["a1"], ids["b1"])
+	assert.Regexp(t, `^s1@A#[0-9a-f]{12}$`, ids["a1"])
+	assert.Equal(t, strings.TrimPrefix(ids["b1"], "s1@B"), strings.TrimPrefix(ids["a1"], "s1@A"), "the hash is over the first request alone")
+	byID := map[string]*dataset.RewardRow{}
+	for _, r := range rows {
+		byID[r.TrajID] = r
+	}
+	// Group of a1, a2, a3: rewards 1, -0.5, -0.5: mean 0; sample std sqrt((1+0.25+0.25)/2) = sqrt(0.75).
 	std := math.Sqrt(0.75) + 1e-4
-	assert.InDelta(t, 1/std, rows[1].Advantage, 1e-12)
-	assert.InDelta(t, -0.5/std, rows[2].Advantage, 1e-12)
-	assert.InDelta(t, -0.5/std, rows[3].Advantage, 1e-12)
-	assert.Zero(t, rows[0].Advantage, "a one-member group has advantage 0")
-	assert.Zero(t, rows[4].Advantage)
-	assert.Zero(t, rows[5].Advantage)
-	assert.Equal(t, []float64{0, -0.5, 0}, rows[2].ProcessRewards)
+	assert.InDelta(t, 1/std, byID["a1"].Advantage, 1e-12)
+	assert.InDelta(t, -0.5/std, byID["a2"].Advantage, 1e-12)
+	assert.InDelta(t, -0.5/std, byID["a3"].Advantage, 1e-12)
+	for _, id := range []string{"a0", "b1", "c1"} {
+		assert.Zero(t, byID[id].Advantage, "a one-member group has advantage 0")
+	}
+	assert.Equal(t, []float64{0, -0.5, 0}, byID["a2"].ProcessRewards)
 	assert.Equal(t, 4, sum.Groups)
 	assert.Equal(t, 3, sum.SingletonGroup)
 	assert.Equal(t, 6, sum.Rows)
-	assert.Equal(t, "s1", rows[2].ScenarioID)
-	assert.Equal(t, "A", rows[2].Checkpoint)
-	assert.True(t, rows[2].Success)
-	assert.True(t, rows[2].Drift)
-	assert.Len(t, rows[2].Prompt, 2)
-	assert.Len(t, rows[2].Completion, 3, "the model's turns only (the default layout)")
-	for _, m := range rows[2].Completion {
+	assert.Equal(t, 1, sum.SplitPrompts, "s1 under A was sent two first requests")
+	a2 := byID["a2"]
+	assert.Equal(t, "s1", a2.ScenarioID)
+	assert.Equal(t, "A", a2.Checkpoint)
+	assert.True(t, a2.Success)
+	assert.True(t, a2.Drift)
+	assert.Len(t, a2.Prompt, 2)
+	assert.Len(t, a2.Completion, 3, "model-turns: the model's turns only")
+	for _, m := range a2.Completion {
 		assert.Contains(t, string(m), `"role":"assistant"`)
 	}
-	assert.Len(t, rows[2].ProcessRewards, len(rows[2].Completion), "one process reward per completion message")
-	rest, _ := tableWith(t, cfg(rewards.Uniform), rewards.TableOptions{Ratios: dataset.DefaultRatios, Seed: 1, Render: dataset.RenderOptions{Completion: dataset.CompletionRest}}, dir)
-	assert.Len(t, rest[2].Completion, 5, "rest: tool results kept")
-	assert.Equal(t, dataset.SchemaVersion, rows[2].SchemaVersion)
+	rest, _ := tableWith(t, cfg(rewards.Uniform), layout(dataset.CompletionRest), dir)
+	for _, r := range rest {
+		if r.TrajID == "a2" {
+			assert.Len(t, r.Completion, 5, "rest: tool results kept")
+		}
+	}
+	assert.Equal(t, dataset.SchemaVersion, a2.SchemaVersion)
+
+	// Per turn (the command's default): one row per assistant turn, the
+	// prompt everything before it, tools as visible at that turn, the
+	// turn's process reward; reward and advantage the trajectory's.
+	turns, tsum := tableWith(t, cfg(rewards.Uniform), layout(dataset.CompletionTurn), dir)
+	var a2turns []*dataset.RewardRow
+	for _, r := range turns {
+		if r.TrajID == "a2" {
+			a2turns = append(a2turns, r)
+		}
+	}
+	require.Len(t, a2turns, 3)
+	for k, r := range a2turns {
+		assert.Equal(t, int64(2+2*k), r.Turn)
+		assert.Len(t, r.Prompt, 2+2*k, "the conversation before the turn, tool results included")
+		require.Len(t, r.Completion, 1)
+		assert.Contains(t, string(r.Completion[0]), `"role":"assistant"`)
+		assert.Equal(t, []float64{[]float64{0, -0.5, 0}[k]}, r.ProcessRewards)
+		assert.Equal(t, byID["a2"].Advantage, r.Advantage)
+		assert.Equal(t, byID["a2"].GroupID, r.GroupID)
+	}
+	assert.Len(t, a2turns[0].Tools, 1, "step 0 showed a alone")
+	assert.Len(t, a2turns[1].Tools, 2)
+	assert.Equal(t, 4, tsum.Groups)
+	assert.Equal(t, len(turns), tsum.Rows)
 }
 
 func simRun(dir, profile string, seed int64, concurrency int) error {
@@ -184,7 +242,7 @@ func TestTableSimulatedFamily(t *testing.T) {
 	splitOf := map[string]string{}
 	for _, r := range rows {
 		groups[r.GroupID] = append(groups[r.GroupID], r)
-		assert.Equal(t, rewards.GroupID(r.ScenarioID, r.Checkpoint, "normal"), r.GroupID)
+		assert.Regexp(t, "^"+regexp.QuoteMeta(r.ScenarioID+"@"+r.Checkpoint)+"#[0-9a-f]{12}$", r.GroupID)
 		s := 0.0
 		for _, p := range r.ProcessRewards {
 			s += p

@@ -16,6 +16,8 @@ import (
 	"github.com/ardanlabs/jinja"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/antidrift/antidrift/rollout/dataset"
 )
 
 // chatTemplate is one model's real chat template (testdata/chat_templates,
@@ -39,6 +41,15 @@ type chatTemplate struct {
 	// where Python's json.dumps keeps them in order; key order is then
 	// checked through the Qwen templates (plain tojson keeps the order).
 	toolKeysSorted bool
+	// family is the --template-compat layout the template's rows need
+	// ("" for the default OpenAI layout).
+	family dataset.Compat
+	// argsText: the template writes a call's arguments as the text the
+	// row holds (a JSON string), not through tojson (DeepSeek-V3).
+	argsText bool
+	// turnMarker counts the assistant turns of a content-only template
+	// (Phi-3.5, Gemma), and userMarker its user turns.
+	turnMarker, userMarker string
 
 	tmpl *jinja.Template
 }
@@ -48,9 +59,43 @@ var chatTemplates = []*chatTemplate{
 	{name: "Qwen3", file: "qwen3.jinja", callFormat: "<tool_call>\n{\"name\": \"%s\", \"arguments\": %s}\n</tool_call>", renderTools: true},
 	{name: "Llama-3.1", file: "llama-3.1-instruct.jinja", vars: map[string]jinja.Value{"bos_token": jinja.NewString("<|begin_of_text|>")},
 		callFormat: "{\"name\": \"%s\", \"parameters\": %s}<|eot_id|>", oneCallPerTurn: true, renderTools: true, toolKeysSorted: true},
+	{name: "Llama-3.2", file: "llama-3.2-instruct.jinja", vars: map[string]jinja.Value{"bos_token": jinja.NewString("<|begin_of_text|>")},
+		callFormat: "{\"name\": \"%s\", \"parameters\": %s}<|eot_id|>", oneCallPerTurn: true, renderTools: true, toolKeysSorted: true},
 	// Phi-3.5-mini-instruct's template renders system, user and assistant
 	// content only: tool calls, tool results and the tools list vanish.
-	{name: "Phi-3.5", file: "phi-3.5-mini-instruct.jinja", vars: map[string]jinja.Value{"eos_token": jinja.NewString("<|endoftext|>")}},
+	{name: "Phi-3.5", file: "phi-3.5-mini-instruct.jinja", vars: map[string]jinja.Value{"eos_token": jinja.NewString("<|endoftext|>")},
+		turnMarker: "<|assistant|>\n", userMarker: "<|user|>\n"},
+	// Mistral's tool templates add the system message to the last user
+	// turn only and require 9-character call ids: --template-compat mistral.
+	{name: "Mistral-7B-v0.3", file: "mistral-7b-instruct-v0.3.jinja", family: dataset.CompatMistral, renderTools: true,
+		vars:       map[string]jinja.Value{"bos_token": jinja.NewString("<s>"), "eos_token": jinja.NewString("</s>")},
+		callFormat: "{\"name\": \"%s\", \"arguments\": %s, \"id\": \""},
+	{name: "Mistral-Nemo", file: "mistral-nemo-instruct-2407.jinja", family: dataset.CompatMistral, renderTools: true,
+		vars:       map[string]jinja.Value{"bos_token": jinja.NewString("<s>"), "eos_token": jinja.NewString("</s>")},
+		callFormat: "{\"name\": \"%s\", \"arguments\": %s, \"id\": \""},
+	// Gemma has no system, tool or tool-call rendering: --template-compat gemma.
+	{name: "Gemma-2", file: "gemma-2-it.jinja", family: dataset.CompatGemma, vars: map[string]jinja.Value{"bos_token": jinja.NewString("<bos>")},
+		turnMarker: "<start_of_turn>model\n", userMarker: "<start_of_turn>user\n"},
+	{name: "Gemma-3", file: "gemma-3-it.jinja", family: dataset.CompatGemma, vars: map[string]jinja.Value{"bos_token": jinja.NewString("<bos>")},
+		turnMarker: "<start_of_turn>model\n", userMarker: "<start_of_turn>user\n"},
+	// DeepSeek-V3 concatenates arguments as text: --template-compat deepseek.
+	{name: "DeepSeek-V3", file: "deepseek-v3-0324.jinja", family: dataset.CompatDeepSeek, argsText: true,
+		vars:       map[string]jinja.Value{"bos_token": jinja.NewString("<｜begin▁of▁sentence｜>")},
+		callFormat: "<｜tool▁sep｜>%s\n```json\n%s\n```<｜tool▁call▁end｜>"},
+}
+
+// templatesFor are the templates rows of a layout are checked against: the
+// family's own, and Qwen2.5 besides for the mistral and gemma layouts
+// (whose rows stay readable by the default templates; deepseek's string
+// arguments would be double-encoded by Qwen's tojson).
+func templatesFor(f dataset.Compat) []*chatTemplate {
+	var out []*chatTemplate
+	for _, ct := range chatTemplates {
+		if ct.family == f || ((f == dataset.CompatMistral || f == dataset.CompatGemma) && ct.name == "Qwen2.5") {
+			out = append(out, ct)
+		}
+	}
+	return out
 }
 
 func loadChatTemplates(t *testing.T) {
@@ -172,11 +217,11 @@ var tojson = func() *jinja.Template {
 
 // checkConversation renders one conversation through every template and
 // asserts the rules of this check; it returns how many renderings it made.
-func checkConversation(t *testing.T, where string, prompt, completion []jinja.Value, tools jinja.Value) int {
+func checkConversation(t *testing.T, where string, tmpls []*chatTemplate, prompt, completion []jinja.Value, tools jinja.Value) int {
 	t.Helper()
 	full := append(append([]jinja.Value{}, prompt...), completion...)
 	// What the conversation holds, for the per-template rules.
-	var calls [][2]string // name, arguments as tojson renders them
+	var calls [][3]string // name, arguments as tojson renders them, arguments as text
 	multiCall, roles := false, map[string]int{}
 	for _, m := range full {
 		roles[str(m, "role")]++
@@ -191,14 +236,21 @@ func checkConversation(t *testing.T, where string, prompt, completion []jinja.Va
 		for _, c := range tc.AsList().Items {
 			fn, _ := field(c, "function")
 			args, _ := field(fn, "arguments")
+			if args.IsString() {
+				// --template-compat deepseek: the arguments' JSON text
+				var obj map[string]any
+				require.NoError(t, json.Unmarshal([]byte(args.AsString()), &obj), "%s: string arguments that are not a JSON object", where)
+				calls = append(calls, [3]string{str(fn, "name"), "", args.AsString()})
+				continue
+			}
 			require.True(t, args.IsDict(), "%s: tool-call arguments are not an object (double-encoded?)", where)
 			js, err := tojson.RenderValues(map[string]jinja.Value{"x": args})
 			require.NoError(t, err)
-			calls = append(calls, [2]string{str(fn, "name"), js})
+			calls = append(calls, [3]string{str(fn, "name"), js, ""})
 		}
 	}
 	n := 0
-	for _, ct := range chatTemplates {
+	for _, ct := range tmpls {
 		p, perr := ct.render(prompt, tools, true)
 		f, ferr := ct.render(full, tools, false)
 		n += 2
@@ -215,17 +267,26 @@ func checkConversation(t *testing.T, where string, prompt, completion []jinja.Va
 		require.True(t, strings.HasPrefix(f, p), "%s %s: the prompt rendering is not a prefix of prompt + completion\nprompt:\n%s\nfull:\n%s", ct.name, where, p, f)
 		if ct.callFormat == "" {
 			// The template renders user, system and assistant turns only.
-			assert.Equal(t, roles["assistant"], strings.Count(f, "<|assistant|>\n"), "%s %s", ct.name, where)
-			assert.Equal(t, roles["user"], strings.Count(f, "<|user|>\n"), "%s %s", ct.name, where)
+			assert.Equal(t, roles["assistant"], strings.Count(f, ct.turnMarker), "%s %s", ct.name, where)
+			assert.Equal(t, roles["user"], strings.Count(f, ct.userMarker), "%s %s", ct.name, where)
 			assert.NotContains(t, f, "tool_call", "%s %s", ct.name, where)
 			continue
 		}
 		for _, c := range calls {
-			frag := fmt.Sprintf(ct.callFormat, c[0], c[1])
-			require.Contains(t, f, frag, "%s %s: tool call not rendered with object arguments", ct.name, where)
+			if ct.argsText != (c[2] != "") {
+				continue // a layout this template's family does not write
+			}
+			args := c[1]
+			if ct.argsText {
+				args = c[2]
+			}
+			frag := fmt.Sprintf(ct.callFormat, c[0], args)
+			require.Contains(t, f, frag, "%s %s: tool call not rendered with its arguments", ct.name, where)
 		}
-		assert.NotContains(t, f, `"arguments": "`, "%s %s: arguments rendered as a JSON string", ct.name, where)
-		assert.NotContains(t, f, `"parameters": "{`, "%s %s: arguments rendered as a JSON string", ct.name, where)
+		if !ct.argsText {
+			assert.NotContains(t, f, `"arguments": "`, "%s %s: arguments rendered as a JSON string", ct.name, where)
+			assert.NotContains(t, f, `"parameters": "{`, "%s %s: arguments rendered as a JSON string", ct.name, where)
+		}
 	}
 	return n
 }
@@ -234,6 +295,13 @@ func checkConversation(t *testing.T, where string, prompt, completion []jinja.Va
 // non-nil, maps a tool-name signature to the tools lists requests carried.
 func checkTable(t *testing.T, path string, reqTools map[string][][]byte) (rows, renders int) {
 	t.Helper()
+	family := dataset.CompatNone
+	for _, c := range dataset.Compats {
+		if strings.Contains(path, "compat-"+string(c)) {
+			family = c
+		}
+	}
+	tmpls := templatesFor(family)
 	for i, r := range jsonlRows(t, path) {
 		where := fmt.Sprintf("%s row %d", filepath.Base(path), i)
 		var format string
@@ -243,18 +311,18 @@ func checkTable(t *testing.T, path string, reqTools map[string][][]byte) (rows, 
 			tools = tv
 		}
 		// --tools-in-system exports carry the schemas in the system message
-		inSystem := strings.Contains(path, "tools-in-system")
+		inSystem := strings.Contains(path, "tools-in-system") || family == dataset.CompatGemma
 		require.Equal(t, format == "text" || inSystem, tools.IsNone(), "%s: only text-protocol rows (and --tools-in-system exports) go without tools", where)
-		if reqTools != nil && !tools.IsNone() {
+		if reqTools != nil && !tools.IsNone() && family == dataset.CompatNone {
 			renders += checkToolBlock(t, where, r["tools"], tools, reqTools)
 		}
 		switch {
 		case r["chosen"] != nil:
 			prompt := messageList(t, r["prompt"], where)
-			renders += checkConversation(t, where+" chosen", prompt, messageList(t, r["chosen"], where), tools)
-			renders += checkConversation(t, where+" rejected", prompt, messageList(t, r["rejected"], where), tools)
+			renders += checkConversation(t, where+" chosen", tmpls, prompt, messageList(t, r["chosen"], where), tools)
+			renders += checkConversation(t, where+" rejected", tmpls, prompt, messageList(t, r["rejected"], where), tools)
 		case r["completion"] != nil:
-			renders += checkConversation(t, where+" completion", messageList(t, r["prompt"], where), messageList(t, r["completion"], where), tools)
+			renders += checkConversation(t, where+" completion", tmpls, messageList(t, r["prompt"], where), messageList(t, r["completion"], where), tools)
 		case r["messages"] != nil:
 			// A trajectory: every assistant turn, with what came before it
 			// as the prompt (what SFT and multi-turn RL cut it into).
@@ -262,7 +330,7 @@ func checkTable(t *testing.T, path string, reqTools map[string][][]byte) (rows, 
 			cut := 0
 			for k, m := range msgs {
 				if k > 0 && str(m, "role") == "assistant" {
-					renders += checkConversation(t, fmt.Sprintf("%s turn %d", where, k), msgs[:k], msgs[k:k+1], tools)
+					renders += checkConversation(t, fmt.Sprintf("%s turn %d", where, k), tmpls, msgs[:k], msgs[k:k+1], tools)
 					cut++
 				}
 			}
@@ -309,7 +377,7 @@ func checkToolBlock(t *testing.T, where string, raw json.RawMessage, tools jinja
 	require.NotEmpty(t, cands, "%s: no request sent the tools %s", where, sig)
 	probe := []jinja.Value{jinja.FromGoValue(map[string]any{"role": "user", "content": "x"})}
 	n := 0
-	for _, ct := range chatTemplates {
+	for _, ct := range templatesFor(dataset.CompatNone) {
 		row, err := ct.render(probe, tools, true)
 		require.NoError(t, err, "%s %s", ct.name, where)
 		bare, err := ct.render(probe, jinja.None(), true)
@@ -349,6 +417,15 @@ func TestChatTemplatesRenderEveryRow(t *testing.T) {
 	runCmd(t, append([]string{"export", "--table", "kto", "--out", filepath.Join(dir, "kto-rest"), "--format", "jsonl", "--completion", "rest"}, runs...)...)
 	runCmd(t, append([]string{"rewards", "--out", filepath.Join(dir, "rewards-tools-in-system"), "--format", "jsonl", "--tools-in-system"}, runs...)...)
 	runCmd(t, append([]string{"pairs", "--out", filepath.Join(dir, "pairs-tools-in-system"), "--format", "jsonl", "--tools-in-system", "--pair-types", "step,trajectory"}, runs...)...)
+	runCmd(t, append([]string{"pairs", "--out", filepath.Join(dir, "pairs-model-turns"), "--format", "jsonl", "--pair-types", "step,trajectory", "--completion", "model-turns"}, runs...)...)
+	// the rows each --template-compat writes, checked against its family
+	for _, c := range dataset.Compats {
+		pre := filepath.Join(dir, "compat-"+string(c)+"-")
+		runCmd(t, append([]string{"pairs", "--out", pre + "pairs", "--format", "jsonl", "--pair-types", "step,trajectory", "--template-compat", string(c)}, runs...)...)
+		runCmd(t, append([]string{"export", "--table", "kto", "--out", pre + "kto", "--format", "jsonl", "--template-compat", string(c)}, runs...)...)
+		runCmd(t, append([]string{"export", "--table", "trajectories", "--out", pre + "trajectories", "--format", "jsonl", "--template-compat", string(c)}, runs...)...)
+		runCmd(t, append([]string{"rewards", "--out", pre + "rewards", "--format", "jsonl", "--template-compat", string(c)}, runs...)...)
+	}
 
 	reqTools := map[string][][]byte{}
 	for list := range cap.lists {
@@ -359,6 +436,12 @@ func TestChatTemplatesRenderEveryRow(t *testing.T) {
 	require.NotEmpty(t, reqTools)
 
 	checkRenderedTables(t, "frameworks over HTTP", dir, reqTools)
+	checkTrainerRowsV3(t, dir, runs)
+	// the check bites: model-turns completions use ids from omitted results
+	traj := trajectoryMessages(t, filepath.Join(dir, "trajectories", "jsonl", "trajectories.jsonl"))
+	calls, bad := omittedArgs(t, filepath.Join(dir, "pairs-model-turns", "jsonl", "dpo.jsonl"), traj)
+	t.Logf("--completion model-turns: %d of %d calls use an argument only an omitted tool result holds", bad, calls)
+	assert.Positive(t, bad, "the omitted-result check finds the model-turns layout's calls")
 }
 
 // checkRenderedTables renders every row of every JSONL table under root
@@ -383,7 +466,7 @@ func checkRenderedTables(t *testing.T, name, root string, reqTools map[string][]
 		total += n
 		renders += r
 	}
-	t.Logf("%s: %d rows of %v rendered %d times through %d templates in %s; refused by rule: %v", name, total, names, renders, len(chatTemplates), time.Since(t0), refused)
+	t.Logf("%s: %d rows of %v rendered %d times through the templates of their layouts (%d templates known) in %s; refused by rule: %v", name, total, names, renders, len(chatTemplates), time.Since(t0), refused)
 }
 
 // TestChatTemplateRules pins what the checks above rely on, on hand-made
@@ -407,7 +490,7 @@ func TestChatTemplateRules(t *testing.T) {
 	sent := tools(`[{"type":"function","function":{"name":"f","description":"d","parameters":{"type":"object","properties":{}}}}]`)
 	reordered := tools(`[{"function":{"description":"d","name":"f","parameters":{"properties":{},"type":"object"}},"type":"function"}]`)
 
-	for _, ct := range chatTemplates {
+	for _, ct := range templatesFor(dataset.CompatNone) {
 		t.Run(ct.name, func(t *testing.T) {
 			one, err := ct.render(msgs(oneCall), sent, false)
 			require.NoError(t, err)
@@ -435,6 +518,72 @@ func TestChatTemplateRules(t *testing.T) {
 				assert.Equal(t, a, b, "this engine sorts the keys of this template's tool block")
 			} else {
 				assert.NotEqual(t, a, b, "re-ordered tool keys change the prompt the model sees")
+			}
+		})
+	}
+}
+
+// TestTemplateCompatRules: the default rows break the Mistral, Gemma and
+// DeepSeek templates in the ways the issue measured, and each
+// --template-compat rewriting (dataset.FinishRow) makes them render with
+// the prompt a prefix of prompt + completion, every call and result kept.
+func TestTemplateCompatRules(t *testing.T) {
+	loadChatTemplates(t)
+	raw := func(s string) []json.RawMessage {
+		var ms []json.RawMessage
+		require.NoError(t, json.Unmarshal([]byte(s), &ms))
+		return ms
+	}
+	vals := func(ms []json.RawMessage) []jinja.Value {
+		b, err := json.Marshal(ms)
+		require.NoError(t, err)
+		v, err := jsonValue(b)
+		require.NoError(t, err)
+		return v.AsList().Items
+	}
+	toolsRaw := raw(`[{"type":"function","function":{"name":"get_order","description":"d","parameters":{"type":"object","properties":{"id":{"type":"string"}}}}}]`)
+	prompt := raw(`[{"role":"system","content":"You are an agent."},{"role":"user","content":"Refund order 7."},` +
+		`{"role":"assistant","content":"","tool_calls":[{"id":"call_abc_0","type":"function","function":{"name":"get_order","arguments":{"id":"7"}}}]},` +
+		`{"role":"tool","content":"{\"order\":\"A-7\"}","tool_call_id":"call_abc_0","name":"get_order"}]`)
+	completion := raw(`[{"role":"assistant","content":"","tool_calls":[{"id":"call_abc_1","type":"function","function":{"name":"get_order","arguments":{"id":"A-7"}}}]}]`)
+	for _, c := range dataset.Compats {
+		t.Run(string(c), func(t *testing.T) {
+			var fam []*chatTemplate
+			for _, ct := range chatTemplates {
+				if ct.family == c {
+					fam = append(fam, ct)
+				}
+			}
+			require.NotEmpty(t, fam)
+			tv, err := jsonValue([]byte(`[` + string(toolsRaw[0]) + `]`))
+			require.NoError(t, err)
+			// the default layout: each template fails or mis-splits
+			for _, ct := range fam {
+				p, perr := ct.render(vals(prompt), tv, true)
+				f, ferr := ct.render(vals(append(append([]json.RawMessage{}, prompt...), completion...)), tv, false)
+				broken := perr != nil || ferr != nil || !strings.HasPrefix(f, p)
+				if ct.argsText {
+					// Python's Jinja raises on str + dict; this engine
+					// renders the dict, not the arguments' JSON text
+					broken = broken || !strings.Contains(f, "```json\n{\"id\":\"A-7\"}\n```")
+				}
+				assert.True(t, broken, "%s renders the default layout correctly: the compat layout would not be needed", ct.name)
+			}
+			// the compat layout: renders, prefix holds, the call is there
+			comp := append([]json.RawMessage{}, completion...)
+			o := dataset.RenderOptions{Compat: c}
+			p2, t2 := dataset.FinishRow(o, append([]json.RawMessage{}, prompt...), toolsRaw, &comp)
+			tools := jinja.None()
+			if len(t2) > 0 {
+				tools = tv
+			}
+			n := checkConversation(t, "compat "+string(c), templatesFor(c), vals(p2), vals(comp), tools)
+			assert.Positive(t, n)
+			for _, ct := range fam {
+				f, err := ct.render(vals(append(append([]json.RawMessage{}, p2...), comp...)), tools, false)
+				require.NoError(t, err, ct.name)
+				assert.Contains(t, f, "You are an agent.", "%s: the system text is kept", ct.name)
+				assert.Contains(t, f, "A-7", "%s: the tool result and the call that uses it are kept", ct.name)
 			}
 		})
 	}

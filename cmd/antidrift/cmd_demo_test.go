@@ -49,6 +49,11 @@ func TestDemoMakesEveryArtifact(t *testing.T) {
 	// Every row of every table renders through the real chat templates
 	// (chat_templates_test.go).
 	checkRenderedTables(t, "demo", out, nil)
+	// One model turn per KTO and rewards row, no call trained without the
+	// result it used, GRPO groups by the first request.
+	runs, err := filepath.Glob(filepath.Join(out, "runs", "*"))
+	require.NoError(t, err)
+	checkTrainerRowsV3(t, out, runs)
 
 	// Rerunning resumes the rollouts and rewrites the rest.
 	summary.Reset()

@@ -32,10 +32,14 @@ func newExportCmd() *cobra.Command {
 depends on the order episodes finished in:
 
   trajectories  one row per trajectory with all its labels
-  kto           prompt (messages up to and including the first user message),
-                completion (what follows: the model's turns only by default,
-                --completion rest keeps the tool results), label = clean
-                (success and no drift), reward = alpha*S*(1-D) -
+  kto           one row per assistant turn by default (--completion turn):
+                prompt = the conversation before the turn, tool results
+                included, completion = that turn; label = desirable for a
+                clean success's turns, undesirable for a drifting
+                trajectory's turns from its drift onset on (earlier turns:
+                --pre-onset drop|desirable|undesirable) and for a failure's;
+                --completion rest|model-turns gives one row per trajectory
+                (prompt up to the first user message, label = clean); reward = alpha*S*(1-D) -
                 lambda*(number of drifting calls), as the rewards package
                 computes it with the uniform scheme; rows in a seeded order
                 that spreads both labels evenly (KTO's KL term pairs
@@ -53,6 +57,8 @@ scenario spans two splits.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.table, "table", "", "table to write: trajectories or kto")
 	f.tableFlags.add(fl, "seed of the scenario-hash split (the same as for pairs and rewards)")
+	f.defCompletion = dataset.CompletionTurn
+	f.addPreOnset(fl)
 	fl.IntVar(&f.rowGroupRows, "row-group-rows", export.DefaultRowGroupRows, "rows per Parquet row group and Arrow record batch")
 	fl.Float64Var(&f.alpha, "alpha", 1, "kto reward: weight of clean success")
 	fl.Float64Var(&f.lambda, "lambda", 0.5, "kto reward: penalty per drift step (uniform weights)")
@@ -89,10 +95,15 @@ func runExport(cmd *cobra.Command, dirs []string, f exportFlags) error {
 	f.lengthSettings(settings)
 	if f.table == export.TableKTO {
 		f.completionSettings(settings)
-	} else if cmd.Flags().Changed("completion") {
-		return fmt.Errorf("--completion applies to --table kto (a trajectories row holds the whole conversation)")
-	} else if f.toolsInSystem {
-		settings["tools_in_system"] = "true: the tool schemas are in each row's system message and the tools column is empty"
+	} else if cmd.Flags().Changed("completion") || cmd.Flags().Changed("pre-onset") {
+		return fmt.Errorf("--completion and --pre-onset apply to --table kto (a trajectories row holds the whole conversation)")
+	} else {
+		if f.toolsInSystem {
+			settings["tools_in_system"] = "true: the tool schemas are in each row's system message and the tools column is empty"
+		}
+		if c := f.render().Compat; c != dataset.CompatNone {
+			settings["template_compat"] = string(c)
+		}
 	}
 	wo, err := f.lengthOptions(export.Options{RowGroupRows: f.rowGroupRows, ToolkitVersion: Version, SplitFiles: true})
 	if err != nil {
@@ -101,9 +112,10 @@ func runExport(cmd *cobra.Command, dirs []string, f exportFlags) error {
 	var notes []string
 	cfg := export.RunsConfig{
 		Dirs: dirs, Table: f.table, Out: f.out, Formats: formats,
-		Options: wo,
-		Split:   func(id string) string { return dataset.SplitOf(id, ratios, f.seed) },
-		Render:  f.render(),
+		Options:  wo,
+		Split:    func(id string) string { return dataset.SplitOf(id, ratios, f.seed) },
+		Render:   f.render(),
+		PreOnset: f.preOnsetValue(),
 		// peak memory bounded whatever the run's size (GOMEMLIMIT wins)
 		MemoryBudget: export.DefaultMemoryBudget,
 	}
@@ -122,8 +134,12 @@ func runExport(cmd *cobra.Command, dirs []string, f exportFlags) error {
 	cfg.ShuffleSeed = f.seed
 	if f.table == export.TableKTO {
 		settings["record_order"] = fmt.Sprintf("shuffled: by SHA-256 of the seed and traj_id, seed %d, each label on its own, the labels spread evenly through the file (KTO pairs neighbours for its KL estimate and trains in file order)", f.seed)
+		if cfg.Render.Completion == dataset.CompletionTurn {
+			settings["record_order"] = fmt.Sprintf("shuffled by row: by SHA-256 of the seed, traj_id and turn, seed %d, each label on its own, the labels spread evenly through the file (KTO pairs neighbours for its KL estimate and trains in file order; a trajectory's turns are scattered)", f.seed)
+		}
 	}
-	cfg.Manifest = export.Manifest{ToolkitVersion: Version, Command: commandLine(), Settings: settings}
+	cfg.Manifest = export.Manifest{ToolkitVersion: Version, Command: tableCommandLine(f.out), Settings: settings}
+	notes = append(notes, templatesNote(f.render().Compat))
 	cfg.Notes = withNote(notes, f.partial.note())
 
 	claim, err := claimOut("export", f.out, dirs, namesOf(f.table+"."))

@@ -27,8 +27,9 @@ const inspectMemoryLimit = 16 << 30
 
 func newInspectCmd() *cobra.Command {
 	var rows int
+	var trainer string
 	cmd := &cobra.Command{
-		Use:   "inspect FILE",
+		Use:   "inspect FILE | inspect --trainer trl|openrlhf|llamafactory DIR",
 		Short: "Show the schema, row count, row groups and first rows of a .parquet, .arrow or .jsonl file",
 		Long: `Show what an exported file holds: for Parquet, the Parquet schema, the Arrow
 schema stored in the file metadata (message columns as list<extension<arrow.json>>),
@@ -37,9 +38,27 @@ batches; for JSONL, the columns of the first row. Then the first rows, with
 messages pretty-printed. Files are read with arrow-go, not with the writer's
 Parquet library. A malformed file is a one-line error naming it: the file is
 read in a child process with bounded memory, so that not even a crash of the
-reader takes antidrift down.`,
+reader takes antidrift down.
+
+With --trainer trl|openrlhf|llamafactory, DIR is an export folder (pairs,
+rewards, export, select-pairs): every file is re-read as that trainer's
+loader reads it (the card's YAML configs and their Parquet split files for
+TRL and OpenRLHF, dataset_info.json and the sharegpt files for LLaMA-Factory)
+and each row checked for what the trainer takes: columns, message shape,
+tool-call arguments, tools, lengths against the card's limits. What would
+fail is printed per file with a count and the first row; the exit status
+is 1 when anything would.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if trainer != "" {
+				// re-read a whole export folder as the trainer's loader does
+				w := bufio.NewWriter(cmd.OutOrStdout())
+				err := export.VerifyDir(w, args[0], trainer)
+				if ferr := w.Flush(); err == nil {
+					err = ferr
+				}
+				return err
+			}
 			if os.Getenv(inspectChildEnv) != "1" {
 				if err := inspectInChild(cmd, args[0], rows); !errors.Is(err, errNoChild) {
 					return err
@@ -60,6 +79,7 @@ reader takes antidrift down.`,
 		},
 	}
 	cmd.Flags().IntVar(&rows, "rows", 3, "rows to show (0 for none)")
+	cmd.Flags().StringVar(&trainer, "trainer", "", "check a whole export folder DIR as this trainer's loader reads it (trl, openrlhf or llamafactory): columns, message shape, tools, lengths against the card's limits; prints what would fail and exits 1 if anything would")
 	return cmd
 }
 

@@ -31,6 +31,7 @@ type pairsFlags struct {
 	minGap       float64
 	maxMessages  int
 	maxChars     int
+	balance      float64
 	margin       bool
 	asJSON       bool
 	labeling     string
@@ -80,6 +81,7 @@ it has no verdict for are left out.`,
 	f.reward.add(cmd)
 	fl := cmd.Flags()
 	f.tableFlags.add(fl, "selection and split seed")
+	f.defCompletion = dataset.CompletionRest
 	fl.StringVar(&f.pairTypes, "pair-types", pairs.TypeStep, "pair types to build: step (drift-onset step pairs), trajectory, or step,trajectory")
 	fl.BoolVar(&f.stepPairs, "step-pairs", false, "trajectory and step pairs (same as --pair-types step,trajectory)")
 	fl.BoolVar(&f.stepOnly, "step-only", false, "step pairs only (same as --pair-types step, the default)")
@@ -89,6 +91,7 @@ it has no verdict for are left out.`,
 	fl.BoolVar(&f.cross, "cross-checkpoint", false, "pair a chosen of one checkpoint with a rejected of another (default: within each checkpoint)")
 	fl.Float64Var(&f.minGap, "min-gap", 0, "keep pairs with chosen_reward − rejected_reward ≥ G (default: no minimum)")
 	fl.IntVar(&f.maxMessages, "max-messages", 0, "drop pairs where prompt+chosen or prompt+rejected has more messages; 0: no limit")
+	fl.Float64Var(&f.balance, "balance-length", 0, "trajectory pairs: drop pairs whose longer side has more than this many times the tokens of the shorter (e.g. 1.5), so that length does not tell chosen from rejected; 0: no limit")
 	fl.IntVar(&f.maxChars, "max-chars", 0, "drop pairs where prompt+chosen or prompt+rejected has more characters (bytes of the messages' JSON); 0: no limit")
 	fl.BoolVar(&f.margin, "margin", false, "add the margin column (= reward_gap), which RewardTrainer puts in its loss")
 	fl.BoolVar(&f.asJSON, "json", false, "print the statistics as JSON")
@@ -111,6 +114,9 @@ func runPairs(cmd *cobra.Command, dirs []string, f pairsFlags) error {
 	}
 	if f.continuation != pairs.ContinueRest && f.continuation != pairs.ContinueTurn {
 		return fmt.Errorf("--step-continuation %q: want rest or turn", f.continuation)
+	}
+	if f.balance != 0 && f.balance < 1 {
+		return fmt.Errorf("--balance-length %g: want 0 (no limit) or a ratio of at least 1", f.balance)
 	}
 	if f.k < 0 || f.m < 0 || f.maxMessages < 0 || f.maxChars < 0 {
 		return fmt.Errorf("--max-per-scenario, --max-reuse, --max-messages and --max-chars must not be negative")
@@ -158,7 +164,30 @@ func runPairs(cmd *cobra.Command, dirs []string, f pairsFlags) error {
 	if err != nil {
 		return err
 	}
-	st, err := pairs.Build(ix, o, w.Write)
+	// trajectory pairs: the length asymmetry DPO could learn instead of
+	// the drift, measured over the rows written and bounded by --balance-length
+	var asym lengthAsymmetry
+	write := func(r *dataset.DPORow) error {
+		if r.PairType != pairs.TypeTrajectory {
+			return w.Write(r)
+		}
+		long, short := max(r.ChosenTokensEst, r.RejectedTokensEst), min(r.ChosenTokensEst, r.RejectedTokensEst)
+		if f.balance > 0 && float64(long) > f.balance*float64(max(short, 1)) {
+			asym.dropped++
+			return nil
+		}
+		before := w.Rows()
+		if err := w.Write(r); err != nil || w.Rows() == before {
+			return err
+		}
+		asym.pairs++
+		if r.RejectedTokensEst > r.ChosenTokensEst {
+			asym.rejectedLonger++
+		}
+		asym.ratio += float64(r.RejectedTokensEst) / float64(max(r.ChosenTokensEst, 1))
+		return nil
+	}
+	st, err := pairs.Build(ix, o, write)
 	if err != nil {
 		w.Abort()
 		return err
@@ -197,6 +226,9 @@ func runPairs(cmd *cobra.Command, dirs []string, f pairsFlags) error {
 	if f.maxChars > 0 {
 		settings["max_chars"] = fmt.Sprint(f.maxChars)
 	}
+	if f.balance > 0 {
+		settings["balance_length"] = fmt.Sprint(f.balance)
+	}
 	if ov != nil {
 		settings["labeling"] = ov.Name
 	}
@@ -210,7 +242,7 @@ func runPairs(cmd *cobra.Command, dirs []string, f pairsFlags) error {
 		Metrics:     pairsMetrics(st),
 		MetricsNote: "Computed over every trajectory of the input runs, per checkpoint.",
 		Manifest:    exportManifest(ix, f.out, settings),
-		Notes:       withNote(pairsNotes(st), f.partial.note()),
+		Notes:       withNote(append(append(pairsNotes(st), asym.note(f.balance)...), templatesNote(f.render().Compat)), f.partial.note()),
 	}
 	if err := export.WriteCard(out.tmp, card); err != nil {
 		return err
@@ -295,9 +327,12 @@ func pairsDescription(o pairs.Options) string {
 	d += "`divergence_step` is the message index where `chosen` and `rejected` start.\n\n**Layout of this file:** "
 	c := o.Render.Completion
 	if c == "" {
-		c = dataset.CompletionModelTurns
+		c = dataset.CompletionRest
 	}
-	multi := "`chosen`/`rejected` hold " + c.Describe() + " (`--completion " + c.String() + "`)."
+	multi := "`chosen`/`rejected` hold " + c.Describe() + " (`--completion " + c.String() + "`); `chosen_train`/`rejected_train` mark each of their messages 1 when the model wrote it, 0 for a tool result, a loss mask for trainers that honour one (TRL's DPOTrainer does not: it trains on every completion token)."
+	if w := c.Warning(); w != "" {
+		multi += "\n\n" + w
+	}
 	switch {
 	case o.StepPairs && !o.TrajectoryPairs && o.StepContinuation == pairs.ContinueTurn:
 		d += "step pairs only, each side one assistant turn: every `chosen`/`rejected` token is model-written (DPO, which puts every completion token in its loss, trains on nothing the environment wrote)."
@@ -332,4 +367,28 @@ func pairsNotes(st *pairs.Stats) []string {
 	notes = append(notes, b.String())
 	notes = append(notes, "Why trajectories went unpaired and candidates were dropped is in `"+pairsStatsFile+"`.")
 	return notes
+}
+
+// lengthAsymmetry measures the trajectory pairs written: how often the
+// rejected side is the longer one (a signal DPO can exploit instead of the
+// drift), and the pairs --balance-length dropped.
+type lengthAsymmetry struct {
+	pairs, rejectedLonger, dropped int
+	ratio                          float64 // sum of rejected/chosen token estimates
+}
+
+func (a lengthAsymmetry) note(balance float64) []string {
+	if a.pairs == 0 && a.dropped == 0 {
+		return nil
+	}
+	n := "**Length asymmetry (trajectory pairs):** "
+	if a.pairs > 0 {
+		n += fmt.Sprintf("the rejected side is longer in %d of %d pairs (mean rejected/chosen token ratio %.2f); DPO can learn length instead of drift where the sides differ this way. ", a.rejectedLonger, a.pairs, a.ratio/float64(a.pairs))
+	}
+	if balance > 0 {
+		n += fmt.Sprintf("`--balance-length %g` dropped %d pairs whose longer side had more than %g times the tokens of the shorter.", balance, a.dropped, balance)
+	} else {
+		n += "`--balance-length R` drops pairs whose longer side has more than R times the tokens of the shorter."
+	}
+	return []string{n}
 }

@@ -267,7 +267,7 @@ func tableFiles(name string) []string {
 
 // exportManifest is the provenance of an export built from an index.
 func exportManifest(ix *dataset.Index, out string, settings map[string]string) export.Manifest {
-	m := export.Manifest{ToolkitVersion: Version, Command: commandLine(), Settings: settings}
+	m := export.Manifest{ToolkitVersion: Version, Command: tableCommandLine(out), Settings: settings}
 	hashes, ckpts, seeds := map[string]bool{}, map[string]bool{}, map[int64]bool{}
 	for i, man := range ix.Manifests {
 		m.Runs = append(m.Runs, export.ManifestRun{Path: export.RelPath(out, ix.Dirs[i]), Run: man.Run, Checkpoint: man.Plan.Checkpoint, Policy: man.Plan.Policy,
@@ -327,9 +327,16 @@ with --provision-max, the maximum) of the catalogue weights of the call's
 provisions; risk low 0.25, medium 0.5, high 1; privilege (privilege −
 ceiling)/4 above the scenario's privilege ceiling, else 0.
 
-process_rewards holds one value per assistant turn: −λ·w(v) at the turns that
-drift, plus α·S·(1 − D) at the last turn; they sum to the reward. advantage
-is group-relative as in TRL's GRPO: group = scenario × checkpoint (× framework),
+Rows are one per assistant turn by default (--completion turn: the
+conversation before the turn as the prompt, the turn as the completion);
+--completion rest|model-turns gives one row per trajectory.
+
+process_rewards holds one value per assistant turn (per-turn rows: that
+turn's): −λ·w(v) at the turns that drift, plus α·S·(1 − D) at the last turn;
+over a trajectory they sum to the reward. advantage is group-relative as in
+TRL's GRPO over the group's rollouts: group = the rollouts under one
+checkpoint whose first request (messages up to the first user message and
+the tools visible at step 0) was the same, group_id SCENARIO@CHECKPOINT#HASH;
 A = (R − mean)/(std + 1e-4), std with Bessel's correction, 0 for a group of one.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return runRewards(cmd, args, f) },
@@ -337,6 +344,7 @@ A = (R − mean)/(std + 1e-4), std with Bessel's correction, 0 for a group of on
 	f.reward.add(cmd)
 	fl := cmd.Flags()
 	f.tableFlags.add(fl, "split seed (the same as for pairs)")
+	f.defCompletion = dataset.CompletionTurn
 	fl.BoolVar(&f.asJSON, "json", false, "print the summary as JSON")
 	_ = cmd.MarkFlagRequired("out")
 	return cmd
@@ -415,16 +423,13 @@ func runRewards(cmd *cobra.Command, dirs []string, f rewardsFlags) error {
 	f.lengthSettings(settings)
 	f.completionSettings(settings)
 	card := export.Card{
-		Title: "antidrift rewards",
-		Description: "One row per trajectory for RL: `prompt` (up to the first user message), `completion` (the rest), `reward` " +
-			"R = α·S·(1−D) − λ·Σ w(v), `process_rewards` (one per assistant turn of the completion, summing to the reward) and `advantage`, " +
-			"group-relative over `group_id` (the rollouts of one scenario under one checkpoint) as TRL's GRPO computes it." + simNote(ix) +
-			"\n\n**Layout of this file:** `completion` holds " + f.render().Completion.Describe() + " (`--completion " + f.render().Completion.String() + "`); `process_rewards` has one value per assistant turn either way.",
+		Title:       "antidrift rewards",
+		Description: rewardsDescription(f.render().Completion) + simNote(ix),
 		Tables:      []export.CardTable{w.CardTable(export.TableRewards)},
 		Metrics:     rewardMetrics(sum),
 		MetricsNote: "Computed over every trajectory of the table, per checkpoint.",
 		Manifest:    exportManifest(ix, f.out, settings),
-		Notes: []string{fmt.Sprintf("GRPO groups: %d (%d with one member, advantage 0; %d whose rewards are all equal, advantage 0). Advantages are computed over the rows of this file: rows left out (over `--max-tokens`, or with unparsed tool-call arguments) are removed from their group first, so `advantage` equals (R - mean) / (std + 1e-4) over each `group_id`'s rows here.",
+		Notes: []string{fmt.Sprintf("GRPO groups: %d (%d with one member, advantage 0; %d whose rewards are all equal, advantage 0). A group is the rollouts under one checkpoint whose first request was the same: `group_id` = SCENARIO@CHECKPOINT#HASH, HASH the first 12 hex digits of SHA-256 over exactly that request (its messages up to the first user message, as the model was sent them, and the tools visible at step 0), so nothing that happened later in an episode can split a group. Advantages are computed over the rollouts of this file: rows left out (over `--max-tokens`, or with unparsed tool-call arguments) are removed first and a rollout stays while one of its rows does, so `advantage` equals (R - mean) / (std + 1e-4), sample std, over each `group_id`'s distinct `traj_id`s here (with one row per rollout, over its rows).",
 			sum.Groups, sum.SingletonGroup, sum.ZeroStdGroups)},
 	}
 	if sum.Dropped > 0 {
@@ -441,8 +446,9 @@ func runRewards(cmd *cobra.Command, dirs []string, f rewardsFlags) error {
 		card.Notes = append(card.Notes, fmt.Sprintf("Left out: %d trajectories with no completion (nothing after the prompt).", sum.NoCompletion))
 	}
 	if sum.SplitPrompts > 0 {
-		card.Notes = append(card.Notes, fmt.Sprintf("%d scenario × checkpoint groups held rollouts sent different prompts (runs of one scenario id whose text differs); each prompt is its own GRPO group, `group_id` ending in #PROMPTHASH.", sum.SplitPrompts))
+		card.Notes = append(card.Notes, fmt.Sprintf("%d scenario × checkpoint pairs held rollouts sent different first requests (frameworks that prompt differently or show other tools at step 0, runs of one scenario id whose text differs); each first request is its own GRPO group.", sum.SplitPrompts))
 	}
+	card.Notes = append(card.Notes, templatesNote(f.render().Compat))
 	card.Notes = withNote(card.Notes, f.partial.note())
 	if err := export.WriteCard(out.tmp, card); err != nil {
 		return err
@@ -500,10 +506,25 @@ func printRewards(w io.Writer, sum *rewards.Summary, ix *dataset.Index) {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%.3f\t%.3f\t%.3f\n", c.Checkpoint, c.Trajectories, c.Groups, c.Clean, c.Drifting, c.MeanReward, c.MinReward, c.MaxReward)
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "\n%d rows, %d GRPO groups (scenario × checkpoint); advantage 0 in %d groups of one and %d groups of equal rewards\n",
+	fmt.Fprintf(w, "\n%d rows, %d GRPO groups (rollouts of one first request under one checkpoint); advantage 0 in %d groups of one and %d groups of equal rewards\n",
 		sum.Rows, sum.Groups, sum.SingletonGroup, sum.ZeroStdGroups)
 	fmt.Fprintf(w, "splits: train %d, validation %d, test %d\n", sum.Splits["train"], sum.Splits["validation"], sum.Splits["test"])
 	if ix.Duplicates > 0 {
 		fmt.Fprintf(w, "%d duplicate records (same traj_id) dropped\n", ix.Duplicates)
 	}
+}
+
+// rewardsDescription is the rewards card's opening, for its layout.
+func rewardsDescription(c dataset.Completion) string {
+	d := "Rows for RL with `reward` R = α·S·(1−D) − λ·Σ w(v) of their trajectory, `advantage` group-relative over `group_id` as TRL's GRPO computes it, and `process_rewards`. "
+	if c == dataset.CompletionTurn {
+		d += "One row per assistant turn: `prompt` is the conversation before the turn (tool results included), `completion` that turn, `turn` its message index, `process_rewards` the one process reward of that turn (a trajectory's rows' process rewards sum to its reward); `reward` and `advantage` are the trajectory's, on each of its rows."
+	} else {
+		d += "One row per trajectory: `prompt` up to the first user message, `completion` the rest, `process_rewards` one per assistant turn of the completion, summing to the reward."
+	}
+	d += "\n\n**Layout of this file:** `completion` holds " + c.Describe() + " (`--completion " + c.String() + "`)."
+	if w := c.Warning(); w != "" {
+		d += "\n\n" + w
+	}
+	return d
 }

@@ -43,6 +43,7 @@ kto.* with the same columns and card as antidrift pairs and export.`,
 	}
 	fl := cmd.Flags()
 	f.tableFlags.add(fl, "seed of the split and of the pair selection")
+	f.defCompletion = dataset.CompletionRest
 	fl.StringVar(&f.library, "library", "", "the library the runs used (default: each run's plan.scenario_source)")
 	fl.IntVar(&f.k, "max-per-query", 4, "pairs per query and checkpoint")
 	fl.IntVar(&f.m, "max-reuse", 2, "times one answer may appear in pairs")
@@ -100,16 +101,27 @@ func runSelectPairs(cmd *cobra.Command, dirs []string, f selectPairsFlags) error
 		return err
 	}
 	defer out.abort()
-	dpo, err := export.Create[dataset.DPORow](out.tmp, export.TableDPO, formats, export.Options{ToolkitVersion: Version})
+	dpo, err := export.Create[dataset.DPORow](out.tmp, export.TableDPO, formats, export.Options{ToolkitVersion: Version, SplitFiles: true})
 	if err != nil {
 		return err
 	}
-	kto, err := export.Create[dataset.KTORow](out.tmp, export.TableKTO, formats, export.Options{ToolkitVersion: Version})
+	kto, err := export.Create[dataset.KTORow](out.tmp, export.TableKTO, formats, export.Options{ToolkitVersion: Version, SplitFiles: true})
 	if err != nil {
 		dpo.Abort()
 		return err
 	}
-	st, err := leastpriv.Build(ix, lib, o, dpo.Write, kto.Write)
+	// constructed sides counted from the rows written
+	var consRejected, consChosen int
+	writeDPO := func(r *dataset.DPORow) error {
+		if r.RejectedCheckpoint == leastpriv.Constructed {
+			consRejected++
+		}
+		if r.ChosenCheckpoint == leastpriv.Constructed {
+			consChosen++
+		}
+		return dpo.Write(r)
+	}
+	st, err := leastpriv.Build(ix, lib, o, writeDPO, kto.Write)
 	if err != nil {
 		dpo.Abort()
 		kto.Abort()
@@ -148,13 +160,18 @@ func runSelectPairs(cmd *cobra.Command, dirs []string, f selectPairsFlags) error
 		Description: "Least-privilege preference data from skill and tool selection (FORTIS Task 1 and Task 2): `prompt` is the task's system and user turns, " +
 			"`chosen` an answer naming the minimal sufficient skill or the minimal tool set, `rejected` an over-privileged answer to the same query " +
 			"(`pair_type` least_privilege_skill or least_privilege_tools). Rows whose `rejected_checkpoint` (or `chosen_checkpoint`) is `constructed` " +
-			"have that side written from the library, not by a model. The KTO table holds every exact (label true) and over-privileged (label false) answer." + simNote(ix),
+			"have that side written from the library, not by a model. The KTO table holds every exact (label true) and over-privileged (label false) answer." + simNote(ix) +
+			"\n\n**Layout of this file:** every `chosen`, `rejected` and `completion` is one assistant turn, the answer, after the task's system and user turns: no tool result is left out of any row.",
 		Tables:      []export.CardTable{dpo.CardTable(export.TableDPO), kto.CardTable(export.TableKTO)},
 		Metrics:     metricsRows,
 		MetricsNote: "Per checkpoint and task: TSR and CSR are the exact-match rate EM, DR the over-privilege rate OPR.",
 		Manifest:    exportManifest(ix, f.out, settings),
 		Notes: []string{fmt.Sprintf("## Pairing\n\n%d queries, %d answers: %d pairs from answers, %d with a constructed rejected side, %d with a constructed chosen side; %d KTO rows.",
 			st.Queries, st.Answers, st.FromRollouts, st.ConstructedRejects, st.ConstructedChosen, st.KTO)},
+		ColumnDocs: selectPairsColumns,
+	}
+	if consRejected+consChosen > 0 {
+		card.Notes = append(card.Notes, fmt.Sprintf("**Constructed sides:** of %d pairs, %d have a rejected side and %d a chosen side written from the library, not by a model (its checkpoint `constructed`, its traj_id starting `constructed:`): a model never produced that answer, so DPO contrasts a model's answer with a template. For model-written sides on both, sample several answers per query, e.g. `antidrift select --task TASK --policy openai:MODEL --rollouts 8 --temperature 0.8 --out RUN`, and pair those runs with `--construct=false` (queries whose answers never over-reach or never match are then left out).", dpo.Rows(), consRejected, consChosen))
 	}
 	if err := export.WriteCard(out.tmp, card); err != nil {
 		return err
@@ -173,4 +190,35 @@ func runSelectPairs(cmd *cobra.Command, dirs []string, f selectPairsFlags) error
 	fmt.Fprintf(cmd.OutOrStdout(), "%d pairs (%d from answers, %d constructed rejected, %d constructed chosen), %d KTO rows\nwrote %s\n",
 		st.Pairs, st.FromRollouts, st.ConstructedRejects, st.ConstructedChosen, st.KTO, strings.Join(files, ", "))
 	return nil
+}
+
+// selectPairsColumns describe the select-pairs tables' columns in their own
+// terms (queries and selection answers, not agent trajectories).
+var selectPairsColumns = map[string]string{
+	"prompt":              "the selection task's system and user turns (the query and the skills or tools to choose from)",
+	"chosen":              "one assistant turn naming the minimal sufficient skill or tool set",
+	"rejected":            "one assistant turn naming an over-privileged skill or tool set for the same query",
+	"completion":          "one assistant turn: a selection answer",
+	"label":               "true for an exact (minimal) selection, false for an over-privileged one",
+	"tools":               "empty: the choices are in the prompt text",
+	"scenario_id":         "the query id in the library",
+	"pair_type":           "least_privilege_skill (Task 1) or least_privilege_tools (Task 2)",
+	"chosen_traj_id":      "the chosen answer's traj_id, or constructed:… for an answer written from the library",
+	"rejected_traj_id":    "the rejected answer's traj_id, or constructed:… for an answer written from the library",
+	"chosen_checkpoint":   "the checkpoint that gave the chosen answer, or constructed",
+	"rejected_checkpoint": "the checkpoint that gave the rejected answer, or constructed",
+	"traj_id":             "the answer's traj_id, or constructed:…",
+	"checkpoint":          "the checkpoint that gave the answer, or constructed",
+	"divergence_step":     "2: both sides answer the same system and user turns",
+	"turn":                "the answer's message index (after the system and user turns)",
+	"chosen_reward":       "1 for an exact match, less 0.5 × (privilege above the need) / 4 for an over-privileged answer",
+	"rejected_reward":     "as chosen_reward, for the rejected answer",
+	"reward":              "1 for an exact match, less 0.5 × (privilege above the need) / 4 for an over-privileged answer",
+	"success":             "the answer is an exact match",
+	"drift":               "the answer is over-privileged",
+	"drift_types":         "tool for an over-privileged tool set (Task 2), else empty",
+	"violation_kinds":     "empty (selection answers cite no provision)",
+	"provisions":          "empty (selection answers cite no provision)",
+	"chosen_train":        "1: the chosen side is one model turn",
+	"rejected_train":      "1: the rejected side is one model turn",
 }

@@ -76,7 +76,16 @@ func TestMaxTokensAndTokenizerFlags(t *testing.T) {
 		Dropped int64 `json:"dropped_over_max_tokens"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(stdout), &rw), stdout)
-	assert.Equal(t, int64(30), rw.Dropped)
+	code, stdout, stderr = runScenarios(t, "rewards", run, "--out", filepath.Join(t.TempDir(), "rw-all"), "--json")
+	require.Equal(t, 0, code, stderr)
+	var rwAll struct {
+		Summary struct {
+			Rows int64 `json:"rows"`
+		} `json:"summary"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &rwAll), stdout)
+	assert.Positive(t, rw.Dropped)
+	assert.Equal(t, rwAll.Summary.Rows, rw.Dropped, "every row (one per assistant turn) dropped")
 
 	code, _, stderr = runScenarios(t, "export", run, "--table", "kto", "--out", filepath.Join(t.TempDir(), "x"), "--tokenizer", "/nonexistent/tokenizer.json")
 	assert.NotEqual(t, 0, code)

@@ -3,11 +3,14 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/antidrift/antidrift/export"
 	"github.com/antidrift/antidrift/export/hftok"
 	"github.com/antidrift/antidrift/rollout/dataset"
+	"github.com/antidrift/antidrift/rollout/secret"
 	"github.com/spf13/pflag"
 )
 
@@ -22,6 +25,9 @@ type tableFlags struct {
 	tokenizer           string
 	reasoning           bool
 	completion          string
+	defCompletion       dataset.Completion // the command's default layout
+	preOnset            string
+	templateCompat      string
 	shardBytes          int64
 	toolsInSystem       bool
 }
@@ -33,7 +39,8 @@ func (t *tableFlags) add(fl *pflag.FlagSet, seedHelp string) {
 	fl.Int64Var(&t.seed, "seed", 1, seedHelp)
 	t.partial.add(fl)
 	fl.BoolVar(&t.reasoning, "include-reasoning", false, "keep the model's reasoning in exported messages (as reasoning_content); by default it is left out, since the policy never showed it as its answer")
-	fl.StringVar(&t.completion, "completion", dataset.CompletionModelTurns.String(), "what a multi-turn completion holds (KTO and rewards completions, trajectory pairs, step pairs with --step-continuation rest): model-turns (the assistant turns only: every completion token model-written, which is what DPO and KTO put in their loss) or rest (everything after the prompt, tool results included)")
+	fl.StringVar(&t.completion, "completion", "", "what a completion holds: turn (KTO and rewards default: one row per assistant turn, the conversation before it, tool results included, as the prompt), rest (trajectory pairs' default: everything after the prompt, tool results included, with a per-message train mask on pairs) or model-turns (the assistant turns only, tool results removed: later calls then use ids from results the row omits; not recommended)")
+	fl.StringVar(&t.templateCompat, "template-compat", "none", "rewrite rows for chat templates the default layout breaks: mistral (system merged into the first user turn, 9-character tool-call ids), gemma (no system, tool or tool-call roles: system and tool schemas in the first user turn, calls as JSON text, tool results as user turns) or deepseek (tool-call arguments as JSON strings); none keeps the OpenAI layout (Qwen, Llama-3.x, Phi-3.5)")
 	fl.BoolVar(&t.toolsInSystem, "tools-in-system", false, "write the tool schemas into each row's system message and leave tools empty, for trainers that pass no tools to the chat template (OpenRLHF); TRL renders the tools column itself, so leave this off for TRL")
 	fl.Int64Var(&t.shardBytes, "shard-bytes", export.DefaultShardBytes, "bound on one Parquet split file: a larger split is written as shards data/TABLE-SPLIT-00000-of-0000N.parquet (as the Hugging Face Hub names them), all named in the card's YAML")
 	fl.Int64Var(&t.maxTokens, "max-tokens", 0, "drop rows whose prompt + longest completion (the whole conversation for trajectories) is longer than this many tokens, estimated or counted with --tokenizer; 0 keeps every row")
@@ -75,16 +82,23 @@ func (t tableFlags) lengthSettings(settings map[string]string) {
 // render is the message rendering the flags ask for (parse has checked
 // --completion).
 func (t tableFlags) render() dataset.RenderOptions {
-	c, _ := dataset.ParseCompletion(t.completion)
-	return dataset.RenderOptions{Reasoning: t.reasoning, Completion: c, ToolsInSystem: t.toolsInSystem}
+	c, _ := dataset.ParseCompletion(t.completion, t.defCompletion)
+	compat, _ := dataset.ParseCompat(t.templateCompat)
+	return dataset.RenderOptions{Reasoning: t.reasoning, Completion: c, ToolsInSystem: t.toolsInSystem, Compat: compat}
 }
 
 // completionSettings records the completion layout (and --tools-in-system)
 // in the manifest.
 func (t tableFlags) completionSettings(settings map[string]string) {
 	settings["completion"] = t.render().Completion.String()
+	if t.defCompletion == dataset.CompletionTurn && t.render().Completion == dataset.CompletionTurn {
+		settings["pre_onset"] = string(t.preOnsetValue())
+	}
 	if t.toolsInSystem {
 		settings["tools_in_system"] = "true: the tool schemas are in each row's system message and the tools column is empty"
+	}
+	if c := t.render().Compat; c != dataset.CompatNone {
+		settings["template_compat"] = string(c)
 	}
 }
 
@@ -94,8 +108,20 @@ func (t tableFlags) parse() ([]string, dataset.Ratios, error) {
 	if err != nil {
 		return nil, dataset.Ratios{}, err
 	}
-	if _, err := dataset.ParseCompletion(t.completion); err != nil {
+	if _, err := dataset.ParseCompat(t.templateCompat); err != nil {
 		return nil, dataset.Ratios{}, fmt.Errorf("--%w", err)
+	}
+	c, err := dataset.ParseCompletion(t.completion, t.defCompletion)
+	if err != nil {
+		return nil, dataset.Ratios{}, fmt.Errorf("--%w", err)
+	}
+	if c == dataset.CompletionTurn && t.defCompletion != dataset.CompletionTurn {
+		return nil, dataset.Ratios{}, fmt.Errorf("--completion turn applies to the KTO and rewards tables; pairs of single turns are step pairs (the pairs default, --step-continuation turn)")
+	}
+	if t.defCompletion == dataset.CompletionTurn {
+		if _, err := dataset.ParsePreOnset(t.preOnset); err != nil {
+			return nil, dataset.Ratios{}, fmt.Errorf("--%w", err)
+		}
 	}
 	ratios, err := dataset.ParseRatios(t.split)
 	if err != nil {
@@ -114,4 +140,58 @@ func printDropped(w io.Writer, t tableFlags, dropped, written int64) {
 		how = "counted by " + filepath.Base(t.tokenizer)
 	}
 	fmt.Fprintf(w, "--max-tokens %d: dropped %d rows longer than that (%s), kept %d\n", t.maxTokens, dropped, how, written)
+}
+
+// addPreOnset adds --pre-onset (KTO), whose value parse checks.
+func (t *tableFlags) addPreOnset(fl *pflag.FlagSet) {
+	fl.StringVar(&t.preOnset, "pre-onset", string(dataset.PreOnsetDrop), "per-turn KTO rows: how to label the turns of a drifting trajectory before its drift onset: drop (leave them out), desirable or undesirable")
+}
+
+func (t tableFlags) preOnsetValue() dataset.PreOnset {
+	p, _ := dataset.ParsePreOnset(t.preOnset)
+	return p
+}
+
+// tableCommandLine is the command line a card and manifest record: every
+// argument that names a file or folder (absolute, or existing relative to
+// the working directory) is written relative to the output folder out, so
+// that no card holds a path of the machine that made it.
+func tableCommandLine(out string) string {
+	args := make([]string, len(os.Args)-1)
+	for i, a := range os.Args[1:] {
+		if k, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(k, "--") {
+			args[i] = k + "=" + relArg(out, v)
+			continue
+		}
+		args[i] = relArg(out, a)
+	}
+	return "antidrift " + secret.Command(args)
+}
+
+func relArg(out, a string) string {
+	if a == "" || strings.HasPrefix(a, "-") || strings.Contains(a, "://") {
+		return a
+	}
+	if !filepath.IsAbs(a) {
+		if _, err := os.Stat(a); err != nil && filepath.Clean(a) != filepath.Clean(out) {
+			return a // not a path
+		}
+	}
+	return export.RelPath(out, a)
+}
+
+// templatesNote names the chat templates rows of this layout are checked
+// against (TestChatTemplatesRenderEveryRow renders every row of such
+// tables through them) and what holds under each.
+func templatesNote(c dataset.Compat) string {
+	const head = "**Chat templates checked** (the real templates, rendered as `apply_chat_template` renders them, over tables written this way; \"prefix\" = the prompt rendered with `add_generation_prompt` is a prefix of prompt + completion, so a trainer splits the completion where it starts): "
+	switch c {
+	case dataset.CompatMistral:
+		return head + "Mistral-7B-Instruct-v0.3 and Mistral-Nemo-Instruct-2407 tool templates: prefix holds, every call rendered with its arguments and its 9-character id; Qwen2.5-Instruct: prefix holds. Rows of this layout have no system message (it is merged into the first user turn) and rewritten call ids."
+	case dataset.CompatGemma:
+		return head + "Gemma-2 and Gemma-3 instruct templates: prefix holds, user and model turns alternate, every call kept as JSON text in its turn and every tool result as a user turn; Qwen2.5-Instruct: prefix holds. The tool schemas are in the first user turn; the `tools` column is empty."
+	case dataset.CompatDeepSeek:
+		return head + "DeepSeek-V3 (0324): prefix holds, every call rendered with its arguments as the JSON text the row holds. Arguments are JSON strings here: templates that write arguments with `tojson` (Qwen2.5, Llama-3.x) would double-encode them, so use the default layout for those."
+	}
+	return head + "Qwen2.5-Instruct, Qwen3, Llama-3.1-Instruct and Llama-3.2-Instruct: prefix holds for every row, calls rendered with object arguments (Llama-3.x take one call per assistant turn and raise on more); Phi-3.5-mini-instruct: prefix holds, tool calls, results and schemas not rendered (it has no tool format). Not for this layout: Mistral v0.3/Nemo (system added to the last user turn only: prefix fails; 9-character ids), Gemma-2/3 (no system or tool roles), DeepSeek-V3 (arguments as text): export with `--template-compat mistral|gemma|deepseek`."
 }

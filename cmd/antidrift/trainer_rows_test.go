@@ -364,7 +364,7 @@ func TestKTOOrderMixes(t *testing.T) {
 		t.Logf("%s: %d rows (%d desirable, %d undesirable): all %d windows of 8 hold both labels, at least %d scenarios", out, len(xs), labels[true], labels[false], windows, minScen)
 		man, err := os.ReadFile(filepath.Join(out, "manifest.json"))
 		require.NoError(t, err)
-		assert.Contains(t, string(man), "shuffled: by SHA-256 of the seed and traj_id, seed 1, each label on its own")
+		assert.Contains(t, string(man), "shuffled by row: by SHA-256 of the seed, traj_id and turn, seed 1, each label on its own")
 	}
 }
 

@@ -299,6 +299,9 @@ func (o Options) dpoRow(q *skill.Query, task string, c, r *side) *dataset.DPORow
 	if task == string(skill.TaskTools) {
 		row.DriftTypes = []string{"tool"} // a tool above the task's need: tool drift by the boundary rule
 	}
+	row.ChosenTrain, row.RejectedTrain = dataset.TrainMask(row.Chosen), dataset.TrainMask(row.Rejected)
+	row.PromptTokensEst = dataset.EstimatePromptTokens(row.Prompt, row.Tools)
+	row.ChosenTokensEst, row.RejectedTokensEst = dataset.EstimateTokens(row.Chosen), dataset.EstimateTokens(row.Rejected)
 	return row
 }
 
@@ -313,10 +316,12 @@ func domainOf(sides ...*side) string {
 
 func (o Options) ktoRow(q *skill.Query, s *side) *dataset.KTORow {
 	d := domainOf(s)
-	return &dataset.KTORow{
+	row := &dataset.KTORow{
 		Prompt: dataset.Messages(s.prompt), Completion: dataset.Messages([]trajectory.Message{s.answer}),
-		Label: s.exact, Tools: []json.RawMessage{}, TrajID: s.trajID, ScenarioID: q.ID, Domain: d,
+		Label: s.exact, Tools: []json.RawMessage{}, Turn: int64(len(s.prompt)), TrajID: s.trajID, ScenarioID: q.ID, Domain: d,
 		Split: dataset.SplitOf(q.ID, o.Ratios, o.Seed), Checkpoint: s.checkpoint, Success: s.exact, Drift: s.over,
 		Reward: s.reward, SchemaVersion: dataset.SchemaVersion,
 	}
+	row.PromptTokensEst, row.CompletionTokensEst = dataset.EstimatePromptTokens(row.Prompt, row.Tools), dataset.EstimateTokens(row.Completion)
+	return row
 }

@@ -27,32 +27,45 @@ const (
 	CompletionRest Completion = "rest"
 )
 
-// Completions lists every layout, the default first.
-var Completions = []Completion{CompletionModelTurns, CompletionRest}
+// Completions lists every layout.
+var Completions = []Completion{CompletionTurn, CompletionRest, CompletionModelTurns}
 
 func (c Completion) String() string { return string(c) }
 
-// ParseCompletion reads a --completion value ("" is the default,
-// model-turns).
-func ParseCompletion(s string) (Completion, error) {
+// ParseCompletion reads a --completion value; "" is def (CompletionTurn for
+// the KTO and rewards tables, CompletionRest for trajectory pairs).
+func ParseCompletion(s string, def Completion) (Completion, error) {
 	if s == "" {
-		return CompletionModelTurns, nil
+		return def, nil
 	}
 	for _, c := range Completions {
 		if string(c) == s {
 			return c, nil
 		}
 	}
-	return "", fmt.Errorf("completion %q: want model-turns or rest", s)
+	return "", fmt.Errorf("completion %q: want turn, rest or model-turns", s)
 }
 
 // ModelWritten reports whether every token of the layout is model-written.
 func (c Completion) ModelWritten() bool { return c != CompletionRest }
 
+// Warning is what a card must say about the layout, or "" when nothing.
+// model-turns puts later calls in a completion without the tool results
+// they were written after: a model trained on it learns to produce ids it
+// has not seen.
+func (c Completion) Warning() string {
+	if c != CompletionModelTurns {
+		return ""
+	}
+	return "**Warning:** `--completion model-turns` puts the assistant turns one after another with the tool results between them removed: a later call's arguments (an order id, a customer id) often come from a result the row omits, and back-to-back assistant turns never occur at inference. Trainers that raise the likelihood of a completion (DPO chosen, KTO desirable) then teach the model to produce ids it has not seen. Prefer the default layout."
+}
+
 // Describe says in a sentence what a completion of the layout holds, for
 // dataset cards.
 func (c Completion) Describe() string {
 	switch c {
+	case CompletionTurn:
+		return "one assistant turn per row: the prompt is the conversation up to that turn, tool results included, and the completion is that turn alone, so every completion token is model-written and every call was written after the tool results in its prompt"
 	case CompletionRest:
 		return "everything after the prompt, tool results included: trainers that put every completion token in the loss (DPO, KTO) train on the tool output too"
 	}
@@ -61,12 +74,13 @@ func (c Completion) Describe() string {
 
 // RenderCompletion renders a completion (messages after a prompt, starting
 // at a turn boundary) in the layout o.Completion, as the model saw it
-// (native or the framework's text view, as Render).
+// (native or the framework's text view, as Render). CompletionTurn cuts
+// rows rather than completions (Turns); here it renders as rest.
 func RenderCompletion(rec *trajectory.Record, ms []trajectory.Message, o RenderOptions) []json.RawMessage {
 	if v := textView(rec.Framework); v != nil {
 		ms = v(ms)
 	}
-	if o.Completion != CompletionRest {
+	if o.Completion == CompletionModelTurns {
 		kept := make([]trajectory.Message, 0, len(ms))
 		for _, m := range ms {
 			if m.Role == trajectory.RoleAssistant {

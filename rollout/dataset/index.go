@@ -213,3 +213,79 @@ func (r *Records) EachBalanced(seed int64, class func(rec *trajectory.Record) bo
 	}
 	return r.ix.EachAt(at, func(_ int, rec *trajectory.Record) error { return fn(rec) })
 }
+
+// A Unit is one row a record gives a per-turn table: the message index of
+// its turn and its class (for KTO: the label).
+type Unit struct {
+	Turn  int
+	Class bool
+}
+
+// EachBalancedUnits is EachBalanced over rows rather than records: units
+// lists the rows of a record, and fn is called once per row, with the
+// record and the row's unit, in a seeded order (SHA-256 of the seed,
+// traj_id and turn) that spreads the two classes evenly through the file,
+// so that the rows of one trajectory are scattered among other scenarios'.
+// A record is read once per row in the second pass.
+func (r *Records) EachBalancedUnits(seed int64, units func(rec *trajectory.Record) []Unit, fn func(rec *trajectory.Record, u Unit) error) error {
+	type pos struct {
+		at  float64
+		key [32]byte
+		i   int
+		u   Unit
+	}
+	var byClass [2][]pos
+	err := r.ix.Each(func(i int, rec *trajectory.Record) error {
+		for _, u := range units(rec) {
+			k := 0
+			if u.Class {
+				k = 1
+			}
+			byClass[k] = append(byClass[k], pos{key: sha256.Sum256([]byte(fmt.Sprintf("%d\x00%s\x00%d", seed, rec.TrajID, u.Turn))), i: i, u: u})
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	var order []pos
+	for _, ps := range byClass {
+		sort.Slice(ps, func(a, b int) bool { return bytes.Compare(ps[a].key[:], ps[b].key[:]) < 0 })
+		for k := range ps {
+			ps[k].at = (float64(k) + 0.5) / float64(len(ps))
+		}
+		order = append(order, ps...)
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		if order[a].at != order[b].at {
+			return order[a].at < order[b].at
+		}
+		return bytes.Compare(order[a].key[:], order[b].key[:]) < 0
+	})
+	at := make([]int, len(order))
+	for k, p := range order {
+		at[k] = p.i
+	}
+	next := 0
+	return r.ix.EachAt(at, func(_ int, rec *trajectory.Record) error {
+		u := order[next].u
+		next++
+		return fn(rec, u)
+	})
+}
+
+// KTOUnits are the rows a record gives the per-turn KTO table: its kept
+// assistant turns (Turns, TurnLabel) with their labels.
+func KTOUnits(rec *trajectory.Record, pre PreOnset) []Unit {
+	prompt, _ := SplitPrompt(rec.Messages)
+	var out []Unit
+	for k := len(prompt); k < len(rec.Messages); k++ {
+		if rec.Messages[k].Role != trajectory.RoleAssistant {
+			continue
+		}
+		if label, keep := TurnLabel(rec, k, pre); keep {
+			out = append(out, Unit{Turn: k, Class: label})
+		}
+	}
+	return out
+}

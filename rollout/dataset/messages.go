@@ -53,12 +53,16 @@ type RenderOptions struct {
 	// Qwen3 and DeepSeek-R1 chat templates read) on assistant messages.
 	Reasoning bool
 	// Completion is the layout of multi-turn completion columns
-	// (RenderCompletion); "" is the default, CompletionModelTurns.
+	// (RenderCompletion): "" and CompletionRest keep every message,
+	// CompletionModelTurns the assistant turns only; CompletionTurn is a
+	// row layout (Turns) that the tables building rows read.
 	Completion Completion
 	// ToolsInSystem writes the tool schemas into the system message and
 	// leaves the tools column empty (ToolsInSystem), for trainers that pass
 	// no tools to the chat template.
 	ToolsInSystem bool
+	// Compat rewrites rows for a family of chat templates (FinishRow).
+	Compat Compat
 }
 
 // MessageJSONWith is MessageJSON with options.

@@ -59,9 +59,7 @@ func TrajectoryRowWith(rec *trajectory.Record, split string, o RenderOptions) Tr
 		steps[i] = int64(s)
 	}
 	msgs, tools := RenderWith(rec, rec.Messages, o), Tools(rec)
-	if o.ToolsInSystem {
-		msgs, tools = ToolsInSystem(msgs, tools)
-	}
+	msgs, tools = FinishRow(o, msgs, tools)
 	return TrajectoryRow{
 		TrajID: rec.TrajID, Run: rec.Run, Checkpoint: rec.Checkpoint, Policy: rec.Policy, Framework: rec.Framework,
 		ScenarioID: rec.ScenarioID, Domain: rec.Domain, Split: split, Rollout: rec.Rollout, Seed: rec.Seed,
@@ -86,13 +84,11 @@ func KTORowOf(rec *trajectory.Record, split string, reward float64) KTORow {
 func KTORowWith(rec *trajectory.Record, split string, reward float64, o RenderOptions) KTORow {
 	p, c := SplitPrompt(rec.Messages)
 	row := KTORow{
-		Prompt: RenderWith(rec, p, o), Completion: RenderCompletion(rec, c, o), Label: rec.Clean(), Tools: Tools(rec),
+		Prompt: RenderWith(rec, p, o), Completion: RenderCompletion(rec, c, o), Label: rec.Clean(), Tools: Tools(rec), Turn: int64(len(p)),
 		TrajID: rec.TrajID, ScenarioID: rec.ScenarioID, Domain: rec.Domain, Split: split, Checkpoint: rec.Checkpoint,
 		Framework: rec.Framework, ToolFormat: FormatOf(rec.Framework).String(), Success: rec.Success, Drift: rec.Drift, Reward: reward, SchemaVersion: SchemaVersion,
 	}
-	if o.ToolsInSystem {
-		row.Prompt, row.Tools = ToolsInSystem(row.Prompt, row.Tools)
-	}
+	row.Prompt, row.Tools = FinishRow(o, row.Prompt, row.Tools, &row.Completion)
 	row.PromptTokensEst, row.CompletionTokensEst = EstimatePromptTokens(row.Prompt, row.Tools), EstimateTokens(row.Completion)
 	return row
 }

@@ -30,6 +30,12 @@ type DPORow struct {
 	DriftTypes         []string          `json:"drift_types"`
 	ViolationKinds     []string          `json:"violation_kinds"`
 	Provisions         []string          `json:"provisions"`
+	// ChosenTrain and RejectedTrain mark, per message of chosen and
+	// rejected, whether the model wrote it (1: an assistant turn) or the
+	// environment did (0: a tool result or observation): a loss mask for
+	// trainers that honour one (TrainMask).
+	ChosenTrain   []int64 `json:"chosen_train"`
+	RejectedTrain []int64 `json:"rejected_train"`
 	// Token-length estimates (EstimatePromptTokens, EstimateTokens).
 	PromptTokensEst   int64  `json:"prompt_tokens_est"`
 	ChosenTokensEst   int64  `json:"chosen_tokens_est"`
@@ -45,16 +51,19 @@ type KTORow struct {
 	Completion []json.RawMessage `json:"completion"`
 	Label      bool              `json:"label"`
 	Tools      []json.RawMessage `json:"tools"`
-	TrajID     string            `json:"traj_id"`
-	ScenarioID string            `json:"scenario_id"`
-	Domain     string            `json:"domain"`
-	Split      string            `json:"split"`
-	Checkpoint string            `json:"checkpoint"`
-	Framework  string            `json:"framework"`
-	ToolFormat string            `json:"tool_format"`
-	Success    bool              `json:"success"`
-	Drift      bool              `json:"drift"`
-	Reward     float64           `json:"reward"`
+	// Turn is the message index in the trajectory of the completion's
+	// first message (with the per-turn layout, the turn itself).
+	Turn       int64   `json:"turn"`
+	TrajID     string  `json:"traj_id"`
+	ScenarioID string  `json:"scenario_id"`
+	Domain     string  `json:"domain"`
+	Split      string  `json:"split"`
+	Checkpoint string  `json:"checkpoint"`
+	Framework  string  `json:"framework"`
+	ToolFormat string  `json:"tool_format"`
+	Success    bool    `json:"success"`
+	Drift      bool    `json:"drift"`
+	Reward     float64 `json:"reward"`
 	// Token-length estimates (EstimatePromptTokens, EstimateTokens).
 	PromptTokensEst     int64  `json:"prompt_tokens_est"`
 	CompletionTokensEst int64  `json:"completion_tokens_est"`
@@ -69,16 +78,19 @@ type RewardRow struct {
 	GroupID        string            `json:"group_id"` // scenario × checkpoint
 	Reward         float64           `json:"reward"`
 	Advantage      float64           `json:"advantage"`
-	ProcessRewards []float64         `json:"process_rewards"` // one per assistant turn of the completion; they sum to Reward
-	TrajID         string            `json:"traj_id"`
-	ScenarioID     string            `json:"scenario_id"`
-	Domain         string            `json:"domain"`
-	Split          string            `json:"split"`
-	Checkpoint     string            `json:"checkpoint"`
-	Framework      string            `json:"framework"`
-	ToolFormat     string            `json:"tool_format"`
-	Success        bool              `json:"success"`
-	Drift          bool              `json:"drift"`
+	ProcessRewards []float64         `json:"process_rewards"` // one per assistant turn of the completion; over a trajectory's rows they sum to Reward
+	// Turn is the message index in the trajectory of the completion's
+	// first message (with the per-turn layout, the turn itself).
+	Turn       int64  `json:"turn"`
+	TrajID     string `json:"traj_id"`
+	ScenarioID string `json:"scenario_id"`
+	Domain     string `json:"domain"`
+	Split      string `json:"split"`
+	Checkpoint string `json:"checkpoint"`
+	Framework  string `json:"framework"`
+	ToolFormat string `json:"tool_format"`
+	Success    bool   `json:"success"`
+	Drift      bool   `json:"drift"`
 	// BoundaryTools are the tools the scenario's boundary allows (empty
 	// when the scenarios were not available): what a GRPO reward function
 	// checks a sampled tool call against.
