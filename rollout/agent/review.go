@@ -58,6 +58,7 @@ func (r *run) tidy(resp policy.Response, turn int, st *trajectory.Step) trajecto
 		}
 		msg.Content = answer
 	}
+	r.uniqueIDs(&msg, turn)
 	for _, tc := range msg.ToolCalls {
 		switch tc.Function.Repair {
 		case trajectory.RepairEmpty:
@@ -143,6 +144,50 @@ func (r *run) settle() {
 	if r.cut != "" && r.res.Status != trajectory.StatusInfraError {
 		r.res.Status, r.res.Error = trajectory.StatusContextTruncated, r.cut
 	}
+}
+
+// uniqueIDs gives a call whose id is empty or already taken in the
+// episode an id of the episode's own (deterministic), keeping the policy's
+// id as ServerID: the judge's strip and every view key on call ids, so two
+// calls sharing one would be stripped or kept together. The OpenAI client
+// already assigns unique ids; this covers every other policy.
+func (r *run) uniqueIDs(msg *trajectory.Message, turn int) {
+	if len(msg.ToolCalls) == 0 {
+		return
+	}
+	used := map[string]bool{}
+	for _, m := range r.res.Messages {
+		for _, tc := range m.ToolCalls {
+			used[tc.ID] = true
+		}
+	}
+	for i := range msg.ToolCalls {
+		tc := &msg.ToolCalls[i]
+		for salt := 0; tc.ID == "" || used[tc.ID]; salt++ {
+			if tc.ServerID == "" {
+				tc.ServerID = tc.ID
+			}
+			tc.ID = episodeCallID(r.seed, turn, i, salt)
+		}
+		used[tc.ID] = true
+	}
+}
+
+// episodeCallID is the deterministic id given to a call whose own id was
+// missing or taken.
+func episodeCallID(seed int64, turn, index, salt int) string {
+	var buf [33]byte
+	buf[0] = 'U'
+	binary.BigEndian.PutUint64(buf[1:], uint64(seed))
+	binary.BigEndian.PutUint64(buf[9:], uint64(turn))
+	binary.BigEndian.PutUint64(buf[17:], uint64(index))
+	binary.BigEndian.PutUint64(buf[25:], uint64(salt))
+	sum := sha256.Sum256(buf[:])
+	out := make([]byte, 9)
+	for i := range out {
+		out[i] = idAlphabet[int(sum[i])%len(idAlphabet)]
+	}
+	return string(out)
 }
 
 // recoveredCallID is the deterministic id of a call recovered from markup.

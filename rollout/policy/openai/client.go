@@ -346,7 +346,7 @@ func (c *Client) Complete(ctx context.Context, req policy.Request) (policy.Respo
 	if err != nil {
 		return policy.Response{}, &Error{Class: policy.ErrModel, Message: "encode request: " + c.redact.apply(err.Error())}
 	}
-	seed := idSeed{seed: req.Seed, messages: len(req.Messages)}
+	seed := newIDSeed(req)
 	prevSig := ""
 	waits, switched := 0, false
 	for attempt := 1; ; attempt++ {

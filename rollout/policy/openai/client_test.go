@@ -166,10 +166,12 @@ func TestQuirks(t *testing.T) {
 				assert.Equal(t, "function", got.Type)
 				assert.Equal(t, "search", got.Function.Name)
 				assert.Equal(t, tc.args, got.Function.Arguments)
+				// The id is always the client's; the server's is kept beside it.
+				assert.Regexp(t, generatedID, got.ID)
 				if tc.generateID {
-					assert.Regexp(t, generatedID, got.ID)
+					assert.Empty(t, got.ServerID)
 				} else {
-					assert.Equal(t, "call_1", got.ID)
+					assert.Equal(t, "call_1", got.ServerID)
 				}
 				if tc.parsed == "" {
 					assert.Nil(t, got.Function.Parsed)
@@ -218,20 +220,32 @@ func TestGeneratedIDs(t *testing.T) {
 	assert.NotEqual(t, first, ids(longer), "turn changes ids")
 }
 
-func TestDuplicateServerIDsAreReplaced(t *testing.T) {
-	srv := fakeserver.Start(t, fakeserver.Options{Script: []fakeserver.Reply{fakeserver.ToolCalls(
-		fakeserver.Call{ID: "call_0", Name: "a", Arguments: "{}"},
-		fakeserver.Call{ID: "call_0", Name: "b", Arguments: "{}"},
-	)}, Fallback: &fakeserver.Reply{Content: "done"}})
+// TestServerIDsAreReplaced: ids repeated within a message or across turns
+// (a gateway answering "call_0" every turn) never reach the record as ids:
+// every call gets the client's own id, unique in the conversation.
+func TestServerIDsAreReplaced(t *testing.T) {
+	srv := fakeserver.Start(t, fakeserver.Options{Fallback: &fakeserver.Reply{ToolCalls: []fakeserver.Call{
+		{ID: "call_0", Name: "a", Arguments: "{}"},
+		{ID: "call_0", Name: "b", Arguments: "{}"},
+	}}})
 	c := newTestClient(t, srv)
 	req := userRequest("x")
-	resp, err := c.Complete(context.Background(), req)
-	require.NoError(t, err)
-	require.Len(t, resp.Message.ToolCalls, 2)
-	assert.Equal(t, "call_0", resp.Message.ToolCalls[0].ID)
-	assert.Regexp(t, generatedID, resp.Message.ToolCalls[1].ID)
-	_, err = c.Complete(context.Background(), answerAll(req, resp.Message))
-	require.NoError(t, err)
+	seen := map[string]bool{}
+	for turn := 0; turn < 3; turn++ {
+		resp, err := c.Complete(context.Background(), req)
+		require.NoError(t, err)
+		require.Len(t, resp.Message.ToolCalls, 2)
+		for _, tc := range resp.Message.ToolCalls {
+			assert.Regexp(t, generatedID, tc.ID)
+			assert.Equal(t, "call_0", tc.ServerID)
+			assert.False(t, seen[tc.ID], "turn %d: id %s already used in the conversation", turn, tc.ID)
+			seen[tc.ID] = true
+		}
+		req = answerAll(req, resp.Message)
+	}
+	for _, r := range srv.Requests() {
+		assert.NotContains(t, string(r.Raw), "call_0", "the server's ids are never sent back")
+	}
 	assert.Empty(t, srv.Violations())
 }
 
