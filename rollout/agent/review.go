@@ -34,16 +34,52 @@ const outcomeUnparsed = "unparsed"
 // end is the status that ends the episode after this turn ("" to go on, as
 // the framework decides).
 func (r *run) review(resp policy.Response, turn int, st *trajectory.Step, markup bool) (msg trajectory.Message, end trajectory.Status) {
+	finish := policy.NormalizeFinish(resp.FinishReason, len(resp.Message.ToolCalls) > 0)
+	resp.FinishReason = finish
 	msg = r.tidy(resp, turn, st)
+	switch {
+	case finish == policy.FinishError:
+		// Half an answer or half a call, cut by a server error (the OpenAI
+		// client already asked again once): never run, never final.
+		r.res.Error = `finish_reason "error": the answer was cut by a server or provider error`
+		msg.ToolCalls = nil
+		return msg, trajectory.StatusModelError
+	case finish == policy.FinishContentFilter:
+		r.res.Error = "a content or safety filter stopped the answer (finish_reason " + strings.ToLower(resp.FinishReason) + ")"
+		msg.ToolCalls = nil
+		return msg, trajectory.StatusRefused
+	case resp.Refusal != "" && len(msg.ToolCalls) == 0:
+		r.res.Error = "the model refused: " + clipText(resp.Refusal, 200)
+		return msg, trajectory.StatusRefused
+	}
 	if markup && len(msg.ToolCalls) == 0 {
 		if end = r.recover(&msg, turn, st); end != "" {
+			if end == trajectory.StatusUnparsedToolCall && finish == policy.FinishLength {
+				// A call cut by the token limit: the limit, not the
+				// model's markup, made it unreadable.
+				r.res.Error = "a tool call was cut by the token limit (finish_reason length); " + r.res.Error
+				end = trajectory.StatusTruncated
+			}
 			return msg, end
 		}
 	}
-	if resp.FinishReason == "length" {
+	switch {
+	case finish == policy.FinishLength:
 		end = trajectory.StatusTruncated
+	case !policy.KnownFinish(finish) && len(msg.ToolCalls) == 0:
+		r.res.Error = fmt.Sprintf("finish_reason %q is not one antidrift knows to end a finished answer: the turn is not taken as a final answer", finish)
+		end = trajectory.StatusModelError
 	}
 	return msg, end
+}
+
+// clipText shortens s to about n bytes for an error message.
+func clipText(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }
 
 // tidy splits reasoning off, counts argument repairs and notes the turn's

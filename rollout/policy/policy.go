@@ -37,6 +37,9 @@ type Response struct {
 	Message      trajectory.Message // Role is always assistant; tool-call ids are never empty
 	FinishReason string
 	Usage        trajectory.Usage
+	// Refusal is the model's refusal when the server says it declined
+	// (OpenAI's "refusal" field); the message's content then holds it too.
+	Refusal string
 }
 
 // Policy produces assistant turns. Implementations must be safe for

@@ -42,12 +42,18 @@ const (
 	// StatusContextTruncated: a turn's prompt tokens fell below the previous
 	// turn's: the server silently cut the conversation (Ollama's num_ctx).
 	StatusContextTruncated Status = "context_truncated"
+	// StatusRefused: the model declined (OpenAI's refusal field) or a
+	// content or safety filter stopped its answer (finish_reason
+	// content_filter and its spellings). The deployed model's behaviour,
+	// so scored: a failure unless the judge found the task done.
+	StatusRefused Status = "refused"
 )
 
 // Statuses lists every status in a fixed order.
 var Statuses = []Status{
 	StatusCompleted, StatusMaxSteps, StatusContextLength, StatusModelError, StatusInfraError,
 	StatusTruncated, StatusUnparsedToolCall, StatusDroppedToolCall, StatusEmptyAnswer, StatusContextTruncated,
+	StatusRefused,
 }
 
 func (s Status) String() string { return string(s) }
@@ -81,7 +87,7 @@ func ParseStatus(v string) (Status, error) {
 //
 // Counted: every status where the policy itself produced the behaviour —
 // completed, max_steps, context_length, model_error, truncated,
-// unparsed_tool_call, dropped_tool_call, empty_answer. They are failures
+// unparsed_tool_call, dropped_tool_call, empty_answer, refused. They are failures
 // unless the judge found the task done, and their drift counts (an
 // unparsed or dropped call that the text shows is still an attempt).
 //

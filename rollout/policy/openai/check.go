@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/antidrift/antidrift/rollout/policy"
 )
 
 // The prompts of Check's probes, exported so that simulated servers can
@@ -237,7 +239,7 @@ func (c *Client) probe(ctx context.Context, messages, tools []any, params map[st
 	}
 	m := cr.Choices[0].Message
 	content, _ := decodeContent(m.Content)
-	p := chatProbe{status: status, content: content, calls: len(m.ToolCalls), finish: string(cr.Choices[0].FinishReason)}
+	p := chatProbe{status: status, content: content, calls: len(m.ToolCalls), finish: policy.NormalizeFinish(string(cr.Choices[0].FinishReason), len(m.ToolCalls) > 0)}
 	switch {
 	case m.ReasoningContent != "" || m.Reasoning != "":
 		p.reasoning = "field"

@@ -559,6 +559,14 @@ func (c *Client) attempt(ctx context.Context, body []byte, seed idSeed) (policy.
 		resp, err := decodeResponse(data, seed)
 		if err == nil {
 			c.limiter.Succeeded()
+			if resp.FinishReason == policy.FinishError {
+				// An answer cut by a server or provider error: half an
+				// answer, or half a call. Asked again once; twice cut, it
+				// is the model's error for this episode, never a final
+				// answer or a call to run.
+				return policy.Response{}, &failure{err: &Error{Class: policy.ErrModel, StatusCode: status,
+					Message: "the server ended the answer with finish_reason \"error\" (cut by a server or provider error)"}, retry: true, once: true}
+			}
 			return resp, nil
 		}
 		return policy.Response{}, c.badSuccess(status, data, err)

@@ -636,3 +636,29 @@ func TestErrorUnwrapsToClass(t *testing.T) {
 	assert.True(t, errors.Is(e, context.DeadlineExceeded))
 	assert.Equal(t, "openai: infrastructure error: m", e.Error())
 }
+
+// TestFinishErrorRetriedOnce: an answer cut by finish_reason "error" is
+// asked again once; cut twice, it is a model error, not an answer.
+func TestFinishErrorRetriedOnce(t *testing.T) {
+	srv := fakeserver.Start(t, fakeserver.Options{Script: []fakeserver.Reply{
+		{Content: "half", FinishReason: "error"}, {Content: "whole"},
+		{Content: "half", FinishReason: "ERROR"}, {Content: "half", FinishReason: "error"},
+	}})
+	c := newTestClient(t, srv)
+	resp, err := c.Complete(context.Background(), userRequest("x"))
+	require.NoError(t, err)
+	assert.Equal(t, "whole", resp.Message.Content)
+	_, err = c.Complete(context.Background(), userRequest("x"))
+	require.ErrorIs(t, err, policy.ErrModel)
+	assert.Contains(t, err.Error(), `finish_reason "error"`)
+	assert.Equal(t, 4, srv.Served())
+}
+
+// TestRefusalField: OpenAI's refusal field is the response's Refusal.
+func TestRefusalField(t *testing.T) {
+	srv := fakeserver.Start(t, fakeserver.Options{Script: []fakeserver.Reply{{Refusal: "I can't help with that."}}})
+	resp, err := newTestClient(t, srv).Complete(context.Background(), userRequest("x"))
+	require.NoError(t, err)
+	assert.Equal(t, "I can't help with that.", resp.Refusal)
+	assert.Equal(t, "I can't help with that.", resp.Message.Content)
+}

@@ -353,7 +353,11 @@ func decodeResponse(body []byte, idSeed idSeed) (policy.Response, error) {
 		})
 	}
 
-	resp := policy.Response{Message: msg, FinishReason: normalizeFinish(string(choice.FinishReason), len(msg.ToolCalls) > 0)}
+	resp := policy.Response{Message: msg, FinishReason: policy.NormalizeFinish(string(choice.FinishReason), len(msg.ToolCalls) > 0)}
+	if r := strings.TrimSpace(string(rm.Refusal)); r != "" {
+		// OpenAI's refusal field: the model declined, which is not an answer.
+		resp.Refusal = r
+	}
 	if u := cr.Usage; u != nil {
 		resp.Usage = trajectory.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
 		if resp.Usage.TotalTokens == 0 {
@@ -452,25 +456,6 @@ func jsonKind(first byte) string {
 	default:
 		return "a number"
 	}
-}
-
-// normalizeFinish makes finish reasons comparable across servers. Tool calls
-// win: servers say "stop", "eos" or nothing although they returned calls.
-// A cut turn stays "length" whatever it holds, so that it is never taken
-// for a finished one.
-func normalizeFinish(reason string, hasCalls bool) string {
-	switch reason {
-	case "length", "max_tokens", "model_length":
-		return "length"
-	}
-	if hasCalls {
-		return "tool_calls"
-	}
-	switch reason {
-	case "", "eos", "eos_token", "stop_sequence", "end_turn":
-		return "stop"
-	}
-	return reason
 }
 
 // idSeed derives tool-call ids from the request, so that a replayed episode

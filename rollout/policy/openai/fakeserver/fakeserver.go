@@ -76,6 +76,10 @@ type Reply struct {
 	// Reasoning is the model's reasoning, sent as the Mode's family sends
 	// it (reasoning_content, reasoning, or <think> in content).
 	Reasoning string
+	// Refusal is sent in the message's "refusal" field with null content,
+	// as OpenAI does when a model declines (structured outputs and newer
+	// chat models).
+	Refusal string
 	// Markup, when set, writes ToolCalls into content in that markup (see
 	// RenderMarkup) with finish_reason "stop" and no structured call: the
 	// server failed to parse the model's calls.
@@ -393,6 +397,9 @@ func (s *Server) completion(req *Request, reply Reply) map[string]any {
 	msg := map[string]any{"role": "assistant", "content": reply.Content}
 	if q&NullContent != 0 {
 		msg["content"] = nil
+	}
+	if reply.Refusal != "" {
+		msg["content"], msg["refusal"] = nil, reply.Refusal
 	}
 	if reply.Reasoning != "" {
 		field := reply.reasoningField
