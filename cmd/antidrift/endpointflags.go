@@ -93,7 +93,9 @@ func preflight(ctx context.Context, w io.Writer, c *openai.Client, ef endpointFl
 	if c == nil || ef.skipCheck {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	// The check waits for a loading server as the run would (--ready-timeout),
+	// then has its own few minutes for the probes and their retries.
+	ctx, cancel := context.WithTimeout(ctx, max(ef.readyWait, 0)+2*time.Minute)
 	defer cancel()
 	rep, err := c.Check(ctx)
 	if err != nil {

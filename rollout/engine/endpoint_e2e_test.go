@@ -77,6 +77,10 @@ var endpointModes = []endpointMode{
 	// llama.cpp loading the model: 503 "Loading model" until /health is ready
 	// (tools/server/server.cpp).
 	{name: "llamacpp-loading", mode: fakeserver.Mode{Family: fakeserver.FamilyLlamaCpp, LoadingPolls: 3}, reason: true, sameLabels: true},
+	// Busy servers: Ollama's full queue answers 503 (server/sched.go), an
+	// OpenAI-style gateway 429 with Retry-After; both are waited out.
+	{name: "ollama-busy", mode: fakeserver.Mode{Family: fakeserver.FamilyOllama, Busy: 3}, sameLabels: true},
+	{name: "openai-busy-retry-after", mode: fakeserver.Mode{Family: fakeserver.FamilyOpenAI, Busy: 3, BusyRetryAfter: "0.01"}, sameLabels: true},
 	// OpenAI reasoning models: max_completion_tokens, no temperature.
 	{name: "openai-reasoning-model", mode: fakeserver.Mode{Family: fakeserver.FamilyOpenAI, RequireCompletionTokens: true, FixedTemperature: true},
 		limits: func(l *engineLimits) { l.omitTemperature, l.turnTokens = true, 4096 }, sameLabels: true},

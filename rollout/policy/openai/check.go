@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/antidrift/antidrift/rollout/policy"
 )
@@ -59,7 +60,8 @@ type Report struct {
 // (temperature 0, a seed and a token limit, dropping whichever the endpoint
 // refuses to learn what it takes) and a tool request that asks for one
 // call, and reports what came back with the fix for what failed. It does
-// not retry: a check is for a person waiting at a terminal.
+// retry what is transient as the run does (patient), so that a busy or
+// loading server is not declared unusable by its first answers.
 func (c *Client) Check(ctx context.Context) (Report, error) {
 	rep := Report{BaseURL: Redact(c.base), Model: c.model, ToolCalls: "unknown", TokenParam: "max_tokens", Reasoning: "none"}
 	add := func(name, status, detail, fix string) {
@@ -67,7 +69,7 @@ func (c *Client) Check(ctx context.Context) (Report, error) {
 	}
 
 	// 1. Models.
-	status, body, err := c.get(ctx, c.base+"/models")
+	status, body, err := c.getPatient(ctx, c.base+"/models")
 	switch {
 	case err != nil:
 		add("reachable", CapNo, "GET /models: "+c.redact.apply(err.Error()), "check the base URL (usually http://HOST:PORT/v1) and that the server is running")
@@ -249,25 +251,88 @@ func (c *Client) probe(ctx context.Context, messages, tools []any, params map[st
 	return p
 }
 
-// post sends one chat request, without retries.
+// post sends one chat request, under the run's retry policy for what is
+// transient (patient).
 func (c *Client) post(ctx context.Context, body []byte) (int, []byte, error) {
-	actx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	hreq, err := http.NewRequestWithContext(actx, http.MethodPost, c.endpoint, bytes.NewReader(body))
-	if err != nil {
-		return 0, nil, err
+	return c.patient(ctx, func(ctx context.Context) (int, []byte, http.Header, error) {
+		actx, cancel := context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+		hreq, err := http.NewRequestWithContext(actx, http.MethodPost, c.endpoint, bytes.NewReader(body))
+		if err != nil {
+			return 0, nil, nil, err
+		}
+		hreq.Header.Set("Content-Type", "application/json")
+		if c.key != "" {
+			hreq.Header.Set("Authorization", "Bearer "+c.key)
+		}
+		hresp, err := c.http.Do(hreq)
+		if err != nil {
+			return 0, nil, nil, err
+		}
+		defer hresp.Body.Close()
+		data, err := io.ReadAll(io.LimitReader(hresp.Body, maxResponseBytes))
+		return hresp.StatusCode, data, hresp.Header, err
+	})
+}
+
+// getPatient is get under the retry policy of patient.
+func (c *Client) getPatient(ctx context.Context, u string) (int, []byte, error) {
+	return c.patient(ctx, func(ctx context.Context) (int, []byte, http.Header, error) {
+		return c.getHeader(ctx, u)
+	})
+}
+
+// patient makes a request under the same retry policy as Complete, so that
+// the pre-flight check and the run judge an endpoint alike: a connection
+// error, a 408, 409, 429 (quota aside) or 5xx is retried with back-off up
+// to MaxRetries, honouring Retry-After up to MaxRetryAfter; a 503 "Loading
+// model" waits for readiness up to ReadyWait without using up retries. The
+// last answer is returned: only one that stays after the retries is the
+// endpoint's.
+func (c *Client) patient(ctx context.Context, send func(context.Context) (int, []byte, http.Header, error)) (int, []byte, error) {
+	waits := 0
+	for attempt := 0; ; attempt++ {
+		status, data, h, err := send(ctx)
+		if ctx.Err() != nil {
+			return status, data, err
+		}
+		var wait time.Duration
+		switch {
+		case err != nil:
+			// A connection refused or reset, a timeout: transient.
+		case status >= 200 && status < 300:
+			return status, data, nil
+		default:
+			v := classify(status, parseAPIError(data))
+			if v.loading && c.readyWait > 0 && waits < 3 {
+				waits++
+				if werr := c.waitReady(ctx, &Error{Class: policy.ErrInfra, StatusCode: status, Message: "the server is still loading the model"}); werr != nil {
+					return status, data, nil
+				}
+				attempt--
+				continue
+			}
+			if !v.retry || v.once {
+				return status, data, nil
+			}
+			if d, ok := retryAfter(h, c.now()); ok {
+				if d > c.maxRetryAfter {
+					return status, data, nil
+				}
+				wait = d
+			}
+		}
+		if attempt >= c.maxRetries {
+			return status, data, err
+		}
+		if wait <= 0 {
+			wait = backoff(attempt, c.backoffBase, c.backoffMax)
+		}
+		if serr := c.sleep(ctx, wait); serr != nil {
+			return status, data, err
+		}
+		c.retries.Add(1)
 	}
-	hreq.Header.Set("Content-Type", "application/json")
-	if c.key != "" {
-		hreq.Header.Set("Authorization", "Bearer "+c.key)
-	}
-	hresp, err := c.http.Do(hreq)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer hresp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(hresp.Body, maxResponseBytes))
-	return hresp.StatusCode, data, err
 }
 
 // readModels reads the models list and what it says about the server.

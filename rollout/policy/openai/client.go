@@ -488,22 +488,28 @@ func readinessURLs(base string) []string {
 
 // get makes one GET with the client's key and timeout, outside the limiter.
 func (c *Client) get(ctx context.Context, u string) (int, []byte, error) {
+	status, data, _, err := c.getHeader(ctx, u)
+	return status, data, err
+}
+
+// getHeader is get with the answer's headers.
+func (c *Client) getHeader(ctx context.Context, u string) (int, []byte, http.Header, error) {
 	actx, cancel := context.WithTimeout(ctx, min(c.timeout, 30*time.Second))
 	defer cancel()
 	hreq, err := http.NewRequestWithContext(actx, http.MethodGet, u, nil)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
 	if c.key != "" {
 		hreq.Header.Set("Authorization", "Bearer "+c.key)
 	}
 	hresp, err := c.http.Do(hreq)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
 	defer hresp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(hresp.Body, 1<<20))
-	return hresp.StatusCode, data, err
+	return hresp.StatusCode, data, hresp.Header, err
 }
 
 // canceled is the error for a caller that gave up. It is an infrastructure

@@ -157,6 +157,7 @@ type Server struct {
 	maxInFlight int
 	served      int
 	healthPolls int
+	busy        int // chat requests seen by Mode.Busy
 	closeOnce   sync.Once
 }
 
@@ -281,6 +282,16 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	if loading {
 		writeError(w, http.StatusServiceUnavailable, "Loading model", "unavailable_error", "")
 		return
+	}
+	if m := s.opts.Mode; m != nil && m.Busy > 0 {
+		s.mu.Lock()
+		busy := s.busy < m.Busy
+		s.busy++
+		s.mu.Unlock()
+		if busy {
+			s.serve(w, r, req, m.busyReply())
+			return
+		}
 	}
 	var raw map[string]json.RawMessage
 	_ = json.Unmarshal(body, &raw)

@@ -60,10 +60,21 @@ type Mode struct {
 	// (max_model_len for vLLM and SGLang, meta.n_ctx_train for llama.cpp);
 	// a prompt longer than it is refused with the family's current wording.
 	ContextLength int
-	// LoadingPolls (llama.cpp tools/server/server.cpp): the server answers
-	// 503 "Loading model" to completions, and /health answers 503, until
-	// /health has been polled this many times.
+	// LoadingPolls (llama.cpp tools/server/server.cpp, the server-state
+	// middleware): the server answers 503 "Loading model" on every route —
+	// completions, /v1/models and /health — until /health has been polled
+	// this many times.
 	LoadingPolls int
+	// Busy: the first Busy chat requests are turned away as the family does
+	// when it is full, before any reply is consumed:
+	//   Ollama (server/sched.go, OLLAMA_MAX_QUEUE): 503 "server busy,
+	//   please try again.  maximum pending requests exceeded";
+	//   TGI (router/src/server.rs, OverloadedError) and gateways: 429
+	//   "Model is overloaded"; OpenAI: 429 with Retry-After;
+	//   SGLang and vLLM behind a load balancer: 503.
+	// BusyRetryAfter is the Retry-After header sent with them ("" none).
+	Busy           int
+	BusyRetryAfter string
 	// RequireCompletionTokens (OpenAI reasoning models): 400
 	// unsupported_parameter for max_tokens.
 	RequireCompletionTokens bool
@@ -90,6 +101,7 @@ func (m Mode) String() string {
 	add(m.LoneCloseTag, "lone-close-tag")
 	add(m.NumCtx > 0, fmt.Sprintf("num_ctx=%d", m.NumCtx))
 	add(m.LoadingPolls > 0, "loading")
+	add(m.Busy > 0, fmt.Sprintf("busy=%d", m.Busy))
 	add(m.RequireCompletionTokens, "max_completion_tokens")
 	add(m.FixedTemperature, "fixed-temperature")
 	add(m.DropUnofferedCalls, "drops-unoffered-calls")
@@ -293,8 +305,28 @@ func RenderMarkup(kind string, calls []Call) string {
 	return b.String()
 }
 
+// busyReply is the family's answer to a request it has no room for.
+func (m *Mode) busyReply() Reply {
+	var r Reply
+	switch m.Family {
+	case FamilyOllama, FamilySGLang, FamilyVLLM:
+		r = Raw(http.StatusServiceUnavailable, `{"error":{"message":"server busy, please try again.  maximum pending requests exceeded","type":"api_error","param":null,"code":null}}`)
+	default:
+		r = Raw(http.StatusTooManyRequests, `{"error":{"message":"Model is overloaded","type":"overloaded","param":null,"code":null}}`)
+	}
+	r.RetryAfter = m.BusyRetryAfter
+	return r
+}
+
 // models answers GET /v1/models as the family does.
 func (s *Server) models(w http.ResponseWriter) {
+	s.mu.Lock()
+	loading := s.loading()
+	s.mu.Unlock()
+	if loading {
+		writeError(w, http.StatusServiceUnavailable, "Loading model", "unavailable_error", "")
+		return
+	}
 	m := s.opts.Mode
 	model := s.opts.ModelName
 	if model == "" {
