@@ -332,7 +332,10 @@ func TestEndpointCheckTransient(t *testing.T) {
 		{name: "Retry-After beyond the bound", mode: fakeserver.Mode{Family: fakeserver.FamilyOpenAI, Busy: 100, BusyRetryAfter: "3600"}, detail: "HTTP 429"},
 		{name: "busy longer than the retries", mode: fakeserver.Mode{Family: fakeserver.FamilyOllama, Busy: 100}, detail: "server busy"},
 		{name: "500 for everything", mode: fakeserver.Mode{Family: fakeserver.FamilyVLLM},
-			fallback: func() *fakeserver.Reply { r := fakeserver.Error(500, "CUDA error: out of memory", "server_error", ""); return &r }(), detail: "CUDA error"},
+			fallback: func() *fakeserver.Reply {
+				r := fakeserver.Error(500, "CUDA error: out of memory", "server_error", "")
+				return &r
+			}(), detail: "CUDA error"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
