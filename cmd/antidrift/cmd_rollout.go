@@ -280,6 +280,9 @@ func summarizeRun(dir string) (runSummary, error) {
 	if w := trajectory.ModelErrorWarning(modelErrors, c.scored); w != "" {
 		rs.Warnings = append(rs.Warnings, w)
 	}
+	if w := trajectory.DroppedCallWarning(rs.Statuses[string(trajectory.StatusDroppedToolCall)]); w != "" {
+		rs.Warnings = append(rs.Warnings, w)
+	}
 	return rs, nil
 }
 

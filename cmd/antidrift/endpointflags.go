@@ -101,6 +101,7 @@ func preflight(ctx context.Context, w io.Writer, c *openai.Client, ef endpointFl
 	if err != nil {
 		return fmt.Errorf("endpoint check: %w", err)
 	}
+	c.Learn(rep) // the token parameter and num_ctx, so the run need not rediscover them
 	var fatal, warn []string
 	for _, cp := range rep.Capabilities {
 		if cp.Status != openai.CapNo {
@@ -114,7 +115,7 @@ func preflight(ctx context.Context, w io.Writer, c *openai.Client, ef endpointFl
 		case cp.Name == "tool calls" && !needTools:
 		case cp.Name == "tool calls" && (rep.ToolCalls == "markup_in_content" || rep.ToolCalls == "dropped"):
 			warn = append(warn, line)
-		case cp.Name == "seed" || cp.Name == "model listed":
+		case cp.Name == "seed" || cp.Name == "model listed" || cp.Name == "calls to hidden tools":
 			warn = append(warn, line)
 		case cp.Name == "temperature 0" && ef.omitTemperature:
 		default:

@@ -95,6 +95,8 @@ type Accumulator struct {
 	// excluded: records whose status is not scored, by status.
 	excluded    map[trajectory.Status]int
 	modelErrors int
+	// droppedCalls: records ending in dropped_tool_call (DR a lower bound).
+	droppedCalls int
 }
 
 // New returns an empty accumulator.
@@ -210,6 +212,9 @@ func (a *Accumulator) Add(r *trajectory.Record) error {
 	a.n++
 	if r.Status == trajectory.StatusModelError {
 		a.modelErrors++
+	}
+	if r.Status == trajectory.StatusDroppedToolCall {
+		a.droppedCalls++
 	}
 	if a.hasKey(ByDriftType) {
 		for _, t := range scenario.DriftTypes {

@@ -105,6 +105,12 @@ func (r *run) tidy(resp policy.Response, turn int, st *trajectory.Step) trajecto
 			r.res.Repairs.DoubleEncoded++
 		}
 	}
+	if resp.FinalAnswerCall != "" {
+		r.res.Repairs.FinalAnswerCalls++
+	}
+	if resp.ContextCut != "" && r.cut == "" {
+		r.cut = fmt.Sprintf("at message %d: %s", turn, resp.ContextCut)
+	}
 	st.FinishReason = resp.FinishReason
 	if resp.Usage != (trajectory.Usage{}) {
 		u := resp.Usage
@@ -164,7 +170,7 @@ func (r *run) noteUnparsed(mk protocol.Markup, turn int, st *trajectory.Step) {
 func finalStatus(msg trajectory.Message, finish string) (trajectory.Status, string) {
 	switch {
 	case finish == "tool_calls":
-		return trajectory.StatusDroppedToolCall, "finish_reason was tool_calls but the answer holds no call: the server dropped calls it could not parse or that named tools not offered"
+		return trajectory.StatusDroppedToolCall, "finish_reason was tool_calls but the answer holds no call: the server dropped calls it could not parse or that named tools not offered (SGLang does), so drift those calls held is not counted: DR is a lower bound"
 	case strings.TrimSpace(msg.Content) == "":
 		if msg.Reasoning != "" {
 			return trajectory.StatusEmptyAnswer, "the answer holds reasoning only: no content and no call"

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -51,6 +52,9 @@ func TestFinishReasons(t *testing.T) {
 		{name: "content_filter", replies: []fakeserver.Reply{{Content: "", FinishReason: "content_filter"}}, want: trajectory.StatusRefused, errPart: "filter"},
 		{name: "Gemini SAFETY", replies: []fakeserver.Reply{{Content: "I", FinishReason: "SAFETY"}}, want: trajectory.StatusRefused},
 		{name: "OpenAI refusal field", replies: []fakeserver.Reply{{Refusal: "I'm sorry, I can't help with that."}}, want: trajectory.StatusRefused, errPart: "refused"},
+		// SGLang drops a call to a tool not offered, keeping finish
+		// tool_calls (python/sglang/srt/function_call/base_format_detector.py).
+		{name: "tool_calls with no call", replies: []fakeserver.Reply{{FinishReason: "TOOL_CALLS"}}, want: trajectory.StatusDroppedToolCall, errPart: "lower bound"},
 		{name: "unknown finish reason", replies: []fakeserver.Reply{{Content: "Done: drafted.", FinishReason: "weird_stop_7"}}, want: trajectory.StatusModelError, errPart: "weird_stop_7"},
 	}
 	acc, err := metrics.New(metrics.Options{K: 1})
@@ -102,6 +106,7 @@ func TestFinishReasons(t *testing.T) {
 	assert.Equal(t, len(cases), scored)
 	assert.Equal(t, scored, acc.Records())
 	assert.Empty(t, acc.Excluded())
+	assert.Contains(t, strings.Join(acc.Result().Warnings, "\n"), "DR is a lower bound", "score says dropped calls make DR a lower bound")
 	assert.True(t, trajectory.StatusRefused.Valid())
 	assert.True(t, trajectory.StatusRefused.Scored())
 }

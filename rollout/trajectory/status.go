@@ -121,3 +121,15 @@ func ModelErrorWarning(n, total int) string {
 	}
 	return fmt.Sprintf("%d of %d trajectories (%.0f%%) are model errors: they count as failures in TSR and CSR, so these metrics describe the endpoint's failures as much as the policy; look at the records' error field (antidrift endpoint check shows misconfigurations)", n, total, 100*float64(n)/float64(total))
 }
+
+// DroppedCallWarning is the warning for n records that ended in
+// dropped_tool_call, or "" when there are none: the server threw away calls
+// the model wrote (SGLang drops calls to tools the request did not offer,
+// so under gated framing an attempt at a hidden tool is lost), and drift
+// the dropped calls held is not counted.
+func DroppedCallWarning(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d trajectories ended in dropped_tool_call: the server dropped tool calls the model wrote (SGLang drops calls to tools not offered, hiding attempts at gated tools), so DR is a lower bound and not comparable with runs on a server that keeps such calls (vLLM)", n)
+}

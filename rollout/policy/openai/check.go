@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -44,6 +45,9 @@ type Report struct {
 	Models  []string `json:"models,omitempty"`
 	// ContextLength is the model's context as the server reports it (0: not reported).
 	ContextLength int `json:"context_length,omitempty"`
+	// NumCtx is the context an Ollama server gives the model (num_ctx in
+	// the model's parameters, from /api/show; 0: not set there).
+	NumCtx int `json:"num_ctx,omitempty"`
 	// ToolCalls: structured, markup_in_content, dropped, none, refused or unknown.
 	ToolCalls string `json:"tool_calls"`
 	// TokenParam is the field the endpoint takes for the token limit.
@@ -90,6 +94,12 @@ func (c *Client) Check(ctx context.Context) (Report, error) {
 			add("model listed", CapOK, "", "")
 		} else {
 			add("model listed", CapNo, "the server lists: "+strings.Join(rep.Models, ", "), "pass one of the listed names as the model (with vLLM, a LoRA adapter's name is a model name)")
+		}
+	}
+	if rep.Family == "ollama" {
+		c.readNumCtx(ctx, &rep)
+		if rep.NumCtx > 0 {
+			add("num_ctx", CapOK, fmt.Sprintf("%d tokens (a longer conversation is cut silently; antidrift marks such episodes context_truncated)", rep.NumCtx), "")
 		}
 	}
 	if rep.ContextLength > 0 {
@@ -177,6 +187,11 @@ func (c *Client) Check(ctx context.Context) (Report, error) {
 	default:
 		rep.ToolCalls = "none"
 		add("tool calls", CapUnknown, "the model answered in text without calling the tool: "+clip(tc.content), "a model that ignores a direct request to call a tool will not call tools in rollouts either; try another model or --framework react")
+	}
+	if rep.Family == "sglang" {
+		// python/sglang/srt/function_call/base_format_detector.py drops a
+		// call to a tool the request did not offer.
+		add("calls to hidden tools", CapNo, "SGLang drops calls to tools the request did not offer: under --framework gated an attempt at a hidden tool that the answer's text does not show is lost, so DR is a lower bound, not comparable with a server that keeps such calls (vLLM)", "compare gated runs on one server family; records say dropped_tool_call where the server admits the drop")
 	}
 	switch rep.Reasoning {
 	case "field":
@@ -332,6 +347,46 @@ func (c *Client) patient(ctx context.Context, send func(context.Context) (int, [
 			return status, data, err
 		}
 		c.retries.Add(1)
+	}
+}
+
+// readNumCtx asks an Ollama server for the model's num_ctx: POST /api/show
+// beside the API root answers the Modelfile parameters as text lines
+// ("num_ctx 32768"; server/routes.go ShowHandler). Unset there, the
+// context comes from OLLAMA_CONTEXT_LENGTH or Ollama's default, which the
+// API does not show: NumCtx stays 0.
+func (c *Client) readNumCtx(ctx context.Context, rep *Report) {
+	root := strings.TrimSuffix(strings.TrimRight(c.base, "/"), "/v1")
+	body, _ := json.Marshal(map[string]string{"model": c.model, "name": c.model})
+	actx, cancel := context.WithTimeout(ctx, min(c.timeout, 30*time.Second))
+	defer cancel()
+	hreq, err := http.NewRequestWithContext(actx, http.MethodPost, root+"/api/show", bytes.NewReader(body))
+	if err != nil {
+		return
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hresp, err := c.http.Do(hreq)
+	if err != nil {
+		return
+	}
+	defer hresp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(hresp.Body, 1<<20))
+	if err != nil || hresp.StatusCode != http.StatusOK {
+		return
+	}
+	var show struct {
+		Parameters string `json:"parameters"`
+	}
+	if json.Unmarshal(data, &show) != nil {
+		return
+	}
+	for _, line := range strings.Split(show.Parameters, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 2 && f[0] == "num_ctx" {
+			if n, err := strconv.Atoi(f[1]); err == nil && n > 0 {
+				rep.NumCtx = n
+			}
+		}
 	}
 }
 

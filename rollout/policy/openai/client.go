@@ -203,6 +203,8 @@ type Client struct {
 	// find the server ready when they get the lock.
 	readyMu   sync.Mutex
 	readyTime time.Time
+	// numCtx: the context an Ollama server gives the model (Learn).
+	numCtx atomic.Int64
 
 	requests, retries, rateLimited atomic.Int64
 
@@ -352,6 +354,8 @@ func (c *Client) Complete(ctx context.Context, req policy.Request) (policy.Respo
 	for attempt := 1; ; attempt++ {
 		resp, f := c.attempt(ctx, body, seed)
 		if f == nil {
+			readFinalAnswerCall(&resp, req.Tools)
+			c.noteContextCut(&resp, len(body))
 			return resp, nil
 		}
 		f.err.Attempts = attempt
@@ -405,6 +409,78 @@ func (c *Client) Complete(ctx context.Context, req policy.Request) (policy.Respo
 			return policy.Response{}, e
 		}
 		c.retries.Add(1)
+	}
+}
+
+// Learn applies what the endpoint check found: with TokenAuto, the token
+// parameter the endpoint takes (so that no request is refused to learn it
+// again), and the context an Ollama server gives the model (num_ctx), for
+// telling when it cut a conversation.
+func (c *Client) Learn(rep Report) {
+	if c.tokenParam == TokenAuto && rep.TokenParam == TokenMaxCompletionTokens.String() {
+		c.completionTokens.Store(true)
+	}
+	if rep.NumCtx > 0 {
+		c.numCtx.Store(int64(rep.NumCtx))
+	}
+}
+
+// noteContextCut flags an answer to a request larger than the server's
+// num_ctx (Ollama, about four bytes a token), whose reported prompt fits
+// in num_ctx: the server dropped the oldest messages, the task first
+// (Ollama server/prompt.go chatPrompt), even on the first turn where no
+// fall in prompt tokens can show it.
+func (c *Client) noteContextCut(resp *policy.Response, bodyBytes int) {
+	n := int(c.numCtx.Load())
+	if n <= 0 {
+		return
+	}
+	est := bodyBytes / 4
+	if p := resp.Usage.PromptTokens; est > n && p > 0 && p <= n {
+		resp.ContextCut = fmt.Sprintf("the request was about %d tokens but the server's num_ctx is %d and it read %d prompt tokens: Ollama dropped the oldest messages (raise num_ctx)", est, n, p)
+	}
+}
+
+// readFinalAnswerCall reads TGI's final-answer pseudo-call as the text it
+// is: before TGI 2.4 (PR #2597), tool_choice "auto" was a grammar over the
+// offered tools plus one named notify_error (router/src/infer/
+// tool_grammar.rs), so a model answering in text came back as a call to
+// notify_error with the text in its "error" argument; later versions named
+// it no_tool ("content"). A call to a tool the request did offer is left
+// alone.
+func readFinalAnswerCall(resp *policy.Response, offered []policy.Tool) {
+	calls := resp.Message.ToolCalls
+	if len(calls) != 1 {
+		return
+	}
+	name := calls[0].Function.Name
+	if name != "notify_error" && name != "no_tool" {
+		return
+	}
+	for _, t := range offered {
+		if t.Name == name {
+			return
+		}
+	}
+	var args map[string]any
+	_ = json.Unmarshal(calls[0].Function.Parsed, &args)
+	text := ""
+	for _, k := range []string{"error", "content"} {
+		if s, ok := args[k].(string); ok && s != "" {
+			text = s
+			break
+		}
+	}
+	if text == "" && resp.Message.Content == "" {
+		return // nothing to read: left as the call it is
+	}
+	if resp.Message.Content == "" {
+		resp.Message.Content = text
+	}
+	resp.Message.ToolCalls = nil
+	resp.FinalAnswerCall = name
+	if resp.FinishReason == policy.FinishToolCalls {
+		resp.FinishReason = policy.FinishStop
 	}
 }
 

@@ -662,3 +662,48 @@ func TestRefusalField(t *testing.T) {
 	assert.Equal(t, "I can't help with that.", resp.Refusal)
 	assert.Equal(t, "I can't help with that.", resp.Message.Content)
 }
+
+// TestNotifyErrorReadAsAnswer: TGI's notify_error pseudo-call is the text
+// answer it wraps, unless the request offered a tool of that name.
+func TestNotifyErrorReadAsAnswer(t *testing.T) {
+	m := fakeserver.Mode{Family: fakeserver.FamilyTGI, NotifyError: true}
+	srv := fakeserver.Start(t, fakeserver.Options{Mode: &m, Fallback: &fakeserver.Reply{Content: "All done."}})
+	c := newTestClient(t, srv)
+	resp, err := c.Complete(context.Background(), userRequest("x"))
+	require.NoError(t, err)
+	assert.Empty(t, resp.Message.ToolCalls)
+	assert.Equal(t, "All done.", resp.Message.Content)
+	assert.Equal(t, "notify_error", resp.FinalAnswerCall)
+	assert.Equal(t, policy.FinishStop, resp.FinishReason)
+
+	req := userRequest("x")
+	req.Tools = append(req.Tools, policy.Tool{Name: "notify_error", Parameters: json.RawMessage(`{"type":"object"}`)})
+	resp, err = c.Complete(context.Background(), req)
+	require.NoError(t, err)
+	require.Len(t, resp.Message.ToolCalls, 1, "a scenario's own notify_error tool is a call")
+	assert.Empty(t, resp.FinalAnswerCall)
+}
+
+// TestLearnTokenParam: what the check learnt is used from the first
+// request: no max_tokens refusal to rediscover it.
+func TestLearnTokenParam(t *testing.T) {
+	m := fakeserver.Mode{Family: fakeserver.FamilyOpenAI, RequireCompletionTokens: true}
+	srv := fakeserver.Start(t, fakeserver.Options{Mode: &m, Handler: func(req *fakeserver.Request) fakeserver.Reply {
+		if len(req.Tools) > 0 && req.Messages[0].Content == CheckToolPrompt {
+			return fakeserver.ToolCalls(fakeserver.Call{Name: CheckTool, Arguments: `{"city":"Paris"}`})
+		}
+		return fakeserver.Text("ready")
+	}})
+	c := newTestClient(t, srv)
+	rep, err := c.Check(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, "max_completion_tokens", rep.TokenParam)
+	c.Learn(rep)
+	before := srv.Count()
+	req := userRequest("x")
+	req.MaxTokens = 100
+	_, err = c.Complete(context.Background(), req)
+	require.NoError(t, err)
+	assert.Equal(t, before+1, srv.Count(), "one request, not refused")
+	assert.Contains(t, string(srv.Requests()[before].Raw), `"max_completion_tokens":100`)
+}

@@ -244,6 +244,10 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		s.models(w)
 		return
 	}
+	if r.Method == http.MethodPost && r.URL.Path == "/api/show" && s.opts.Mode != nil && s.opts.Mode.Family == FamilyOllama {
+		s.showModel(w)
+		return
+	}
 	if r.Method == http.MethodGet && r.URL.Path == "/health" {
 		s.health(w)
 		return
