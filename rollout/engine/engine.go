@@ -210,6 +210,11 @@ type Summary struct {
 	Ran         int            `json:"ran"`
 	InfraErrors int            `json:"infra_errors"` // not recorded; retried next time
 	Statuses    map[string]int `json:"statuses"`
+	// Rejected and Forged count what a queued run's coordinator refused to
+	// write: results that do not match their work item or are not valid
+	// records, and results or events without the run key.
+	Rejected int `json:"rejected,omitempty"`
+	Forged   int `json:"forged,omitempty"`
 	Elapsed     time.Duration  `json:"-"`
 }
 
