@@ -213,9 +213,9 @@ type Summary struct {
 	// Rejected and Forged count what a queued run's coordinator refused to
 	// write: results that do not match their work item or are not valid
 	// records, and results or events without the run key.
-	Rejected int `json:"rejected,omitempty"`
-	Forged   int `json:"forged,omitempty"`
-	Elapsed     time.Duration  `json:"-"`
+	Rejected int           `json:"rejected,omitempty"`
+	Forged   int           `json:"forged,omitempty"`
+	Elapsed  time.Duration `json:"-"`
 }
 
 // Run executes the plan's missing episodes into the run folder. It returns
