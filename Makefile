@@ -6,10 +6,17 @@ GO ?= go
 # export).
 RACE_PKGS ?= $(shell $(GO) list ./rollout/... ./pairs/... ./rewards/... ./export/... | grep -v -e '/rollout/suite' -e '/rollout/scenario$$')
 
-.PHONY: test build vet race fuzz bench bench-data demo
+.PHONY: test build vet race fuzz bench bench-data demo image
 
 build:
 	$(GO) build -o bin/antidrift ./cmd/antidrift
+
+# The container image (Dockerfile: multi-stage, static binary, non-root) that
+# `antidrift manifests k8s --image` runs. IMAGE names it; DOCKER may be podman.
+IMAGE ?= antidrift:latest
+DOCKER ?= docker
+image:
+	$(DOCKER) build -t $(IMAGE) .
 
 vet:
 	$(GO) vet ./...
