@@ -17,6 +17,7 @@ import (
 
 	"github.com/antidrift/antidrift/rollout/agent"
 	"github.com/antidrift/antidrift/rollout/engine"
+	"github.com/antidrift/antidrift/rollout/policy/openai"
 	"github.com/antidrift/antidrift/rollout/scenario"
 	"github.com/antidrift/antidrift/rollout/secret"
 	"github.com/antidrift/antidrift/rollout/store"
@@ -184,6 +185,10 @@ func runRollout(cmd *cobra.Command, f rolloutFlags) error {
 	cfg.Warn = func(msg string) { fmt.Fprintln(stderr, "antidrift: warning:", msg) }
 	total := len(engine.Plan(cfg, runName))
 	if q != nil {
+		if client != nil && f.endpoint.tokenParam == "auto" && client.TokenParamInUse() == openai.TokenMaxCompletionTokens {
+			// What the pre-flight check learnt goes to the workers too.
+			f.endpoint.tokenParam = openai.TokenMaxCompletionTokens.String()
+		}
 		client = nil // the workers' clients, not this one, talk to the endpoint
 	}
 	prog := newProgress(total, run.DoneCount(), client)

@@ -425,6 +425,18 @@ func (c *Client) Learn(rep Report) {
 	}
 }
 
+// TokenParamInUse is the token parameter the client sends now: the
+// configured one, or max_completion_tokens once learnt (TokenAuto).
+func (c *Client) TokenParamInUse() TokenParam {
+	if c.completionTokens.Load() {
+		return TokenMaxCompletionTokens
+	}
+	if c.tokenParam == TokenAuto {
+		return TokenAuto
+	}
+	return TokenMaxTokens
+}
+
 // noteContextCut flags an answer to a request larger than the server's
 // num_ctx (Ollama, about four bytes a token), whose reported prompt fits
 // in num_ctx: the server dropped the oldest messages, the task first
