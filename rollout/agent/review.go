@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/antidrift/antidrift/rollout/agent/protocol"
 	"github.com/antidrift/antidrift/rollout/drift"
@@ -34,6 +35,7 @@ const outcomeUnparsed = "unparsed"
 // end is the status that ends the episode after this turn ("" to go on, as
 // the framework decides).
 func (r *run) review(resp policy.Response, turn int, st *trajectory.Step, markup bool) (msg trajectory.Message, end trajectory.Status) {
+	raw := strings.ToLower(strings.TrimSpace(resp.FinishReason))
 	finish := policy.NormalizeFinish(resp.FinishReason, len(resp.Message.ToolCalls) > 0)
 	resp.FinishReason = finish
 	msg = r.tidy(resp, turn, st)
@@ -45,7 +47,7 @@ func (r *run) review(resp policy.Response, turn int, st *trajectory.Step, markup
 		msg.ToolCalls = nil
 		return msg, trajectory.StatusModelError
 	case finish == policy.FinishContentFilter:
-		r.res.Error = "a content or safety filter stopped the answer (finish_reason " + strings.ToLower(resp.FinishReason) + ")"
+		r.res.Error = "a content or safety filter stopped the answer (finish_reason " + raw + ")"
 		msg.ToolCalls = nil
 		return msg, trajectory.StatusRefused
 	case resp.Refusal != "" && len(msg.ToolCalls) == 0:
@@ -73,11 +75,15 @@ func (r *run) review(resp policy.Response, turn int, st *trajectory.Step, markup
 	return msg, end
 }
 
-// clipText shortens s to about n bytes for an error message.
+// clipText shortens s to at most n bytes (on a rune boundary) for an
+// error message.
 func clipText(s string, n int) string {
 	s = strings.TrimSpace(s)
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n] + "…"
 }

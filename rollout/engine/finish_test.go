@@ -50,7 +50,7 @@ func TestFinishReasons(t *testing.T) {
 		{name: "error then an answer", replies: []fakeserver.Reply{{Content: "Here is the dr", FinishReason: "error"}, {Content: "Done: drafted."}},
 			want: trajectory.StatusCompleted, requests: 2},
 		{name: "content_filter", replies: []fakeserver.Reply{{Content: "", FinishReason: "content_filter"}}, want: trajectory.StatusRefused, errPart: "filter"},
-		{name: "Gemini SAFETY", replies: []fakeserver.Reply{{Content: "I", FinishReason: "SAFETY"}}, want: trajectory.StatusRefused},
+		{name: "Gemini SAFETY", replies: []fakeserver.Reply{{Content: "I", FinishReason: "SAFETY"}}, want: trajectory.StatusRefused, errPart: "filter"},
 		{name: "OpenAI refusal field", replies: []fakeserver.Reply{{Refusal: "I'm sorry, I can't help with that."}}, want: trajectory.StatusRefused, errPart: "refused"},
 		// SGLang drops a call to a tool not offered, keeping finish
 		// tool_calls (python/sglang/srt/function_call/base_format_detector.py).
