@@ -748,7 +748,10 @@ func (c *Client) transportFailure(ctx, actx context.Context, err error) *failure
 	}
 	msg := "connection error: " + strings.ReplaceAll(c.redact.apply(err.Error()), c.endpoint, Redact(c.endpoint))
 	if actx.Err() != nil {
-		msg = fmt.Sprintf("request timed out after %s", c.timeout)
+		// The server did not answer within one attempt's limit: a retry
+		// asks it the same again, so a server that is merely slow needs a
+		// longer limit, not more retries.
+		msg = fmt.Sprintf("request timed out after %s (--request-timeout): a server slower than that for one completion (a long generation, a busy queue) needs a larger --request-timeout; one that never answers needs checking", c.timeout)
 		err = actx.Err()
 	}
 	return &failure{err: &Error{Class: policy.ErrInfra, Message: msg, cause: err}, retry: true}

@@ -323,7 +323,7 @@ func TestErrors(t *testing.T) {
 		{name: "429 then success", script: []fakeserver.Reply{fakeserver.RateLimited(""), ok}, requests: 2, throttled: 1},
 		{name: "429 exhausts retries", script: repeat(fakeserver.RateLimited(""), maxRetries+1), class: policy.ErrInfra, requests: maxRetries + 1, status: 429, throttled: maxRetries + 1},
 		{name: "hang then success", script: []fakeserver.Reply{fakeserver.Hang(), ok}, requests: 2},
-		{name: "hangs exhaust retries", script: repeat(fakeserver.Hang(), maxRetries+1), class: policy.ErrInfra, requests: maxRetries + 1, is: context.DeadlineExceeded, message: "timed out"},
+		{name: "hangs exhaust retries", script: repeat(fakeserver.Hang(), maxRetries+1), class: policy.ErrInfra, requests: maxRetries + 1, is: context.DeadlineExceeded, message: "needs a larger --request-timeout"},
 		{name: "reset then success", script: []fakeserver.Reply{fakeserver.Reset(), ok}, requests: 2},
 		{name: "resets exhaust retries", script: repeat(fakeserver.Reset(), maxRetries+1), class: policy.ErrInfra, requests: maxRetries + 1, message: "connection error"},
 		{name: "garbage 200 then success", script: []fakeserver.Reply{fakeserver.Raw(200, `<html>bad gateway</html>`), ok}, requests: 2},
