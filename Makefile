@@ -6,7 +6,7 @@ GO ?= go
 # export).
 RACE_PKGS ?= $(shell $(GO) list ./rollout/... ./pairs/... ./rewards/... ./export/... | grep -v -e '/rollout/suite' -e '/rollout/scenario$$')
 
-.PHONY: test build install vet race fuzz bench bench-data demo coverage
+.PHONY: test build install vet race fuzz bench bench-data demo coverage image
 
 build:
 	$(GO) build -o bin/antidrift ./cmd/antidrift
@@ -14,6 +14,13 @@ build:
 # antidrift on the PATH: go install puts it in $(go env GOPATH)/bin.
 install:
 	$(GO) install ./cmd/antidrift
+
+# The container image (Dockerfile: multi-stage, static binary, non-root) that
+# `antidrift manifests k8s --image` runs. IMAGE names it; DOCKER may be podman.
+IMAGE ?= antidrift:latest
+DOCKER ?= docker
+image:
+	$(DOCKER) build -t $(IMAGE) .
 
 vet:
 	$(GO) vet ./...

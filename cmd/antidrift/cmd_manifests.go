@@ -174,6 +174,23 @@ func buildK8sJobs(f manifestFlags, rollout []string) (*batchv1.Job, *batchv1.Job
 		return metav1.ObjectMeta{Name: name, Namespace: f.namespace,
 			Labels: map[string]string{"app.kubernetes.io/name": "antidrift", "antidrift/run": f.name, "antidrift/part": part}}
 	}
+	// Exit codes of rollout (docs/queue.md): 1 is final (bad input, a fatal
+	// endpoint error, an endpoint refusing every request): rerunning the
+	// same shard cannot help, so the index fails at once. 2 (episodes left
+	// as infrastructure errors) and a killed pod are retried: the shard
+	// resumes from its folder. A pod evicted or preempted does not count.
+	podFailure := &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{
+		{Action: batchv1.PodFailurePolicyActionFailIndex, OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
+			ContainerName: ptr("rollout"), Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{1}}},
+		{Action: batchv1.PodFailurePolicyActionIgnore, OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{
+			{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}}},
+	}}
+	mergeFailure := &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{
+		{Action: batchv1.PodFailurePolicyActionFailJob, OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
+			ContainerName: ptr("merge"), Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{1, 2}}},
+		{Action: batchv1.PodFailurePolicyActionIgnore, OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{
+			{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}}},
+	}}
 	indexed := batchv1.IndexedCompletion
 	shards, par := int32(f.shards), int32(f.parallelism)
 	backoff := int32(6)
@@ -184,6 +201,7 @@ func buildK8sJobs(f manifestFlags, rollout []string) (*batchv1.Job, *batchv1.Job
 		Spec: batchv1.JobSpec{
 			CompletionMode: &indexed, Completions: &shards, Parallelism: &par,
 			BackoffLimitPerIndex: &perIndex, // each shard retried on its own
+			PodFailurePolicy:     podFailure,
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"antidrift/run": f.name, "antidrift/part": "rollout"}},
 				Spec: corev1.PodSpec{
@@ -201,7 +219,9 @@ func buildK8sJobs(f manifestFlags, rollout []string) (*batchv1.Job, *batchv1.Job
 		},
 	}
 	one := int32(1)
-	mergeArgs := []string{"merge", "--out", dir + "/merged"}
+	// --resume: rerunning the merge Job (after missing shards were done)
+	// replaces an earlier merge instead of refusing it.
+	mergeArgs := []string{"merge", "--resume", "--out", dir + "/merged"}
 	for i := 0; i < f.shards; i++ {
 		mergeArgs = append(mergeArgs, fmt.Sprintf("%s/shard-%d", dir, i))
 	}
@@ -209,7 +229,7 @@ func buildK8sJobs(f manifestFlags, rollout []string) (*batchv1.Job, *batchv1.Job
 		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
 		ObjectMeta: meta(f.name+"-merge", "merge"),
 		Spec: batchv1.JobSpec{
-			Completions: &one, Parallelism: &one, BackoffLimit: &backoff,
+			Completions: &one, Parallelism: &one, BackoffLimit: &backoff, PodFailurePolicy: mergeFailure,
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"antidrift/run": f.name, "antidrift/part": "merge"}},
 				Spec: corev1.PodSpec{
@@ -234,8 +254,12 @@ func writeK8s(w io.Writer, f manifestFlags, rollout []string) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# antidrift: %d shards of one rollout as an Indexed Job, then a merge Job.\n", f.shards)
 	fmt.Fprintf(&b, "#   kubectl apply -f this.yaml -l antidrift/part=rollout\n")
-	fmt.Fprintf(&b, "#   kubectl wait --for=condition=complete --timeout=-1s job/%s-rollout\n", f.name)
+	fmt.Fprintf(&b, "#   # wait until the Job is Complete or Failed (kubectl wait alone never sees a failure):\n")
+	fmt.Fprintf(&b, "#   until s=$(kubectl get job/%s-rollout -o jsonpath='{.status.conditions[?(@.status==\"True\")].type}') && echo \"$s\" | grep -Eq 'Complete|Failed'; do sleep 10; done\n", f.name)
+	fmt.Fprintf(&b, "#   echo \"$s\" | grep -q Complete || { echo 'rollout failed: kubectl describe job/%s-rollout'; exit 1; }\n", f.name)
 	fmt.Fprintf(&b, "#   kubectl apply -f this.yaml -l antidrift/part=merge\n")
+	fmt.Fprintf(&b, "# Exit 1 of a shard (a fatal endpoint error, bad input) fails its index at once; exit 2\n")
+	fmt.Fprintf(&b, "# (infrastructure errors) is retried and resumes. The merge Job may be rerun (merge --resume).\n")
 	for i, j := range []*batchv1.Job{rj, mj} {
 		out, err := yaml.Marshal(j)
 		if err != nil {
@@ -272,7 +296,10 @@ func writeSlurm(w io.Writer, f manifestFlags, rollout []string) error {
 	}
 	var b strings.Builder
 	q := shellQuote
-	merge := []string{q(f.binary), "merge", "--out", q(dir + "/merged")}
+	if strings.ContainsAny(dir, "\"\n%") {
+		return fmt.Errorf("--dir %q: must not hold a double quote, a newline or %%", dir)
+	}
+	merge := []string{q(f.binary), "merge", "--resume", "--out", q(dir + "/merged")}
 	for i := 0; i < f.shards; i++ {
 		merge = append(merge, q(fmt.Sprintf("%s/shard-%d", dir, i)))
 	}
@@ -284,15 +311,17 @@ func writeSlurm(w io.Writer, f manifestFlags, rollout []string) error {
 	if f.partition != "" {
 		fmt.Fprintf(&b, "#SBATCH --partition=%s\n", f.partition)
 	}
-	fmt.Fprintf(&b, "#SBATCH --output=%s/logs/%%x-%%A_%%a.out\n", dir)
+	fmt.Fprintf(&b, "#SBATCH --output=\"%s/logs/%%x-%%A_%%a.out\"\n", dir)
 	fmt.Fprintf(&b, "#SBATCH --requeue\n")
 	fmt.Fprintf(&b, "#\n# antidrift: %d shards of one rollout as a Slurm array; a requeued shard resumes.\n", f.shards)
 	fmt.Fprintf(&b, "# Submit, then merge once every shard succeeded:\n")
 	fmt.Fprintf(&b, "#   mkdir -p %s/logs && jid=$(sbatch --parsable this.sbatch)\n", q(dir))
 	fmt.Fprintf(&b, "#   sbatch --dependency=afterok:$jid --job-name=%s-merge --wrap %s\n", f.name, q(strings.Join(merge, " ")))
 	fmt.Fprintf(&b, "# The API key is read from $%s in the job's environment; never put it in this file.\n", f.keyEnv)
-	b.WriteString("set -euo pipefail\n")
-	words := []string{"exec", q(f.binary), "rollout"}
+	fmt.Fprintf(&b, "# Exit 1 (a fatal endpoint error, bad input) is final; exit 2 (infrastructure errors)\n")
+	fmt.Fprintf(&b, "# reruns the shard, which resumes, up to 3 times ($ANTIDRIFT_RETRY_WAIT seconds apart).\n")
+	b.WriteString("set -uo pipefail\n")
+	words := []string{q(f.binary), "rollout"}
 	for _, a := range rollout {
 		words = append(words, q(a))
 	}
@@ -301,7 +330,16 @@ func writeSlurm(w io.Writer, f manifestFlags, rollout []string) error {
 	}
 	words = append(words, "--shard", fmt.Sprintf(`"${SLURM_ARRAY_TASK_ID}/%d"`, f.shards),
 		"--out", fmt.Sprintf(`%s"/shard-${SLURM_ARRAY_TASK_ID}"`, q(dir)))
-	b.WriteString(strings.Join(words, " ") + "\n")
+	b.WriteString("for attempt in 1 2 3; do\n")
+	b.WriteString("  " + strings.Join(words, " ") + "\n")
+	b.WriteString("  rc=$?\n")
+	b.WriteString("  [ \"$rc\" -eq 2 ] || exit \"$rc\"\n")
+	b.WriteString("  echo \"antidrift: shard ${SLURM_ARRAY_TASK_ID}: infrastructure errors left (attempt $attempt); retrying\" >&2\n")
+	b.WriteString("  sleep \"${ANTIDRIFT_RETRY_WAIT:-60}\"\n")
+	b.WriteString("done\n")
+	b.WriteString("exit 2\n")
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+func ptr[T any](v T) *T { return &v }

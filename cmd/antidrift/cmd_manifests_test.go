@@ -66,7 +66,20 @@ func TestManifestsK8sIndexedJobAndMerge(t *testing.T) {
 
 	assert.Equal(t, "qwen-ckpt-merge", mj.Name)
 	assert.Nil(t, mj.Spec.CompletionMode)
-	assert.Equal(t, []string{"merge", "--out", "/data/qwen-ckpt/merged",
+	// Exit 1 fails the index at once; the rest is retried; evictions do not count.
+	require.NotNil(t, rj.Spec.PodFailurePolicy)
+	rules := rj.Spec.PodFailurePolicy.Rules
+	require.Len(t, rules, 2)
+	assert.Equal(t, batchv1.PodFailurePolicyActionFailIndex, rules[0].Action)
+	assert.Equal(t, []int32{1}, rules[0].OnExitCodes.Values)
+	assert.Equal(t, "rollout", *rules[0].OnExitCodes.ContainerName)
+	assert.Equal(t, batchv1.PodFailurePolicyActionIgnore, rules[1].Action)
+	assert.Equal(t, corev1.DisruptionTarget, rules[1].OnPodConditions[0].Type)
+	require.NotNil(t, mj.Spec.PodFailurePolicy)
+	// The documented wait sees a failed Job, not only a complete one.
+	assert.Contains(t, out, "grep -Eq 'Complete|Failed'")
+	assert.Contains(t, out, "rollout failed")
+	assert.Equal(t, []string{"merge", "--resume", "--out", "/data/qwen-ckpt/merged",
 		"/data/qwen-ckpt/shard-0", "/data/qwen-ckpt/shard-1", "/data/qwen-ckpt/shard-2"}, mj.Spec.Template.Spec.Containers[0].Args)
 	assert.Equal(t, "merge", mj.Labels["antidrift/part"])
 }
@@ -80,6 +93,8 @@ func TestManifestsSlurmArrayScript(t *testing.T) {
 	assert.Contains(t, out, `--shard "${SLURM_ARRAY_TASK_ID}/5"`)
 	assert.Contains(t, out, `'my suite/'`)
 	assert.Contains(t, out, "--dependency=afterok:$jid")
+	assert.Contains(t, out, `#SBATCH --output="/scratch/runs/a b/logs/%x-%A_%a.out"`)
+	assert.Contains(t, out, "merge --resume --out")
 	// The script is valid shell, and runs the rollout it says: run it with
 	// the array index set and a stub binary that prints its arguments.
 	dir := t.TempDir()
@@ -97,6 +112,29 @@ func TestManifestsSlurmArrayScript(t *testing.T) {
 	b, err = cmd.CombinedOutput()
 	require.NoError(t, err, string(b))
 	assert.Equal(t, "[rollout][--policy][sim:base][--rollouts][2][--scenarios][my suite/][--shard][3/5][--out][/scratch/runs/a b/shard-3]", string(b))
+
+	// Exit codes: 2 (infrastructure errors) reruns the shard, up to three
+	// times; 1 (fatal) is final at once.
+	for _, tc := range []struct {
+		codes    string // the stub's exit codes, one per run
+		runs, rc int
+	}{{"2 2 0", 3, 0}, {"2 2 2", 3, 2}, {"1 0 0", 1, 1}, {"2 1 0", 2, 1}} {
+		counter := filepath.Join(dir, "runs-"+strings.ReplaceAll(tc.codes, " ", ""))
+		stub := "#!/bin/sh\necho x >> " + counter + "\nn=$(wc -l < " + counter + ")\nset -- " + tc.codes + "\nshift $((n-1))\nexit $1\n"
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "antidrift"), []byte(stub), 0o755))
+		cmd := exec.Command("bash", script)
+		cmd.Env = append(os.Environ(), "SLURM_ARRAY_TASK_ID=3", "ANTIDRIFT_RETRY_WAIT=0", "PATH="+dir+":"+os.Getenv("PATH"))
+		err := cmd.Run()
+		rc := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			rc = ee.ExitCode()
+		} else {
+			require.NoError(t, err)
+		}
+		data, _ := os.ReadFile(counter)
+		assert.Equal(t, tc.runs, strings.Count(string(data), "x"), tc.codes)
+		assert.Equal(t, tc.rc, rc, tc.codes)
+	}
 }
 
 func TestManifestsRefuseBadInput(t *testing.T) {
@@ -113,6 +151,7 @@ func TestManifestsRefuseBadInput(t *testing.T) {
 		{"bad name", []string{"k8s", "--shards", "2", "--name", "Big_Name", "--", "--policy", "sim:base"}, "--name"},
 		{"bad secret", []string{"k8s", "--shards", "2", "--api-key-secret", "nokey", "--", "--policy", "sim:base"}, "NAME:KEY"},
 		{"bad memory", []string{"k8s", "--shards", "2", "--memory", "lots", "--", "--policy", "sim:base"}, "--memory"},
+		{"quote in the slurm dir", []string{"slurm", "--shards", "2", "--dir", `/x/"y`, "--", "--policy", "sim:base"}, "--dir"},
 		{"unknown scheduler", []string{"nomad", "--shards", "2", "--", "--policy", "sim:base"}, "unknown scheduler"},
 	}
 	for _, tc := range tests {

@@ -12,15 +12,23 @@ func init() { register(newMergeCmd) }
 
 func newMergeCmd() *cobra.Command {
 	var out string
+	var resume bool
 	cmd := &cobra.Command{
 		Use:   "merge --out DIR SHARD_DIR...",
 		Short: "Join the shard folders of one run into one run folder",
 		Long: `Join shard folders written by rollout --shard i/n into one run folder. The
 shards must share one plan (apart from the shard); records are checked for
-duplicates, and a missing shard or episode is reported.`,
+duplicates, and a missing shard or episode is reported. With --resume an
+existing --out that is an earlier merge of the same run is replaced (the new
+merge built beside it first), so that a merge step can be rerun once missing
+shards are done.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			res, err := store.Merge(out, args, Version, time.Now().UTC())
+			merge := store.Merge
+			if resume {
+				merge = store.MergeAgain
+			}
+			res, err := merge(out, args, Version, time.Now().UTC())
 			if err != nil {
 				return err
 			}
@@ -31,7 +39,8 @@ duplicates, and a missing shard or episode is reported.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&out, "out", "", "merged run folder (must not exist yet)")
+	cmd.Flags().StringVar(&out, "out", "", "merged run folder (must not exist yet, unless --resume)")
+	cmd.Flags().BoolVar(&resume, "resume", false, "replace --out when it is an earlier merge of the same run (idempotent merge steps)")
 	_ = cmd.MarkFlagRequired("out")
 	return cmd
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/antidrift/antidrift/rollout/agent"
 	"github.com/antidrift/antidrift/rollout/engine"
+	"github.com/antidrift/antidrift/rollout/policy/openai"
 	"github.com/antidrift/antidrift/rollout/scenario"
 	"github.com/antidrift/antidrift/rollout/secret"
 	"github.com/antidrift/antidrift/rollout/store"
@@ -194,6 +195,10 @@ func runRollout(cmd *cobra.Command, f rolloutFlags) error {
 	cfg.Warn = func(msg string) { fmt.Fprintln(stderr, "antidrift: warning:", msg) }
 	total := len(engine.Plan(cfg, runName))
 	if q != nil {
+		if client != nil && f.endpoint.tokenParam == "auto" && client.TokenParamInUse() == openai.TokenMaxCompletionTokens {
+			// What the pre-flight check learnt goes to the workers too.
+			f.endpoint.tokenParam = openai.TokenMaxCompletionTokens.String()
+		}
 		client = nil // the workers' clients, not this one, talk to the endpoint
 	}
 	prog := newProgress(total, run.DoneCount(), client)
@@ -288,6 +293,9 @@ func summarizeRun(dir string) (runSummary, error) {
 	rs.TSR, rs.DR, rs.CSR = c.of()
 	rs.Scored = c.scored
 	if w := trajectory.ModelErrorWarning(modelErrors, c.scored); w != "" {
+		rs.Warnings = append(rs.Warnings, w)
+	}
+	if w := trajectory.DroppedCallWarning(rs.Statuses[string(trajectory.StatusDroppedToolCall)]); w != "" {
 		rs.Warnings = append(rs.Warnings, w)
 	}
 	return rs, nil

@@ -20,12 +20,14 @@ import (
 // queue (docs/queue.md).
 type queueFlags struct {
 	url        string
+	authEnv    string
 	ackWait    time.Duration
 	maxDeliver int
 }
 
 func addQueueFlags(fl *pflag.FlagSet, q *queueFlags) {
 	fl.StringVar(&q.url, "queue", "", "run through the NATS JetStream work queue at this URL (nats://HOST:PORT): workers (antidrift worker) run the episodes, this process plans and writes the run folder")
+	fl.StringVar(&q.authEnv, "queue-auth-env", "", "with --queue: environment variable holding the NATS credential (a token, or USER:PASSWORD), as queue serve --auth-env; never written anywhere")
 	fl.DurationVar(&q.ackWait, "ack-wait", queue.DefaultAckWait, "with --queue: how long a work item may go without a worker's progress ack before it is handed to another worker")
 	fl.IntVar(&q.maxDeliver, "max-deliver", queue.DefaultMaxDeliver, "with --queue: deliveries of one work item before it is recorded as an infrastructure error (retried on resume)")
 }
@@ -49,7 +51,11 @@ func dialQueue(ctx context.Context, f queueFlags) (*queueRun, error) {
 	if f.maxDeliver < 1 {
 		return nil, fmt.Errorf("--max-deliver %d: must be at least 1", f.maxDeliver)
 	}
-	nc, js, err := queue.Connect(ctx, f.url, "antidrift rollout")
+	auth, err := queue.AuthFromEnv(f.authEnv)
+	if err != nil {
+		return nil, fmt.Errorf("--queue-auth-env: %w", err)
+	}
+	nc, js, err := queue.ConnectAuth(ctx, f.url, "antidrift rollout", auth)
 	if err != nil {
 		return nil, fmt.Errorf("--queue: %w", err)
 	}

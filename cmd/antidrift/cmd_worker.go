@@ -23,6 +23,7 @@ type workerFlags struct {
 	run         string
 	name        string
 	idleExit    time.Duration
+	authEnv     string
 }
 
 func newWorkerCmd() *cobra.Command {
@@ -31,7 +32,7 @@ func newWorkerCmd() *cobra.Command {
 		Use:   "worker --queue nats://HOST:PORT",
 		Short: "Run the episodes of queued rollouts (rollout --queue) from a NATS JetStream work queue",
 		Long: `Pull work items of every queued run (or of --run), run each episode with the
-run's configuration (read from the queue; it never holds a secret), publish
+run's configuration (read from the queue; it holds no credential), publish
 its record and only then acknowledge the item. Start as many workers on as
 many machines as you like, while a run goes on; a killed worker's items go
 to another worker after the run's --ack-wait.
@@ -56,6 +57,7 @@ the run's scenario suite, refuses the run's items and says so.`,
 	fl.StringSliceVar(&f.scenarios, "scenarios", nil, "use this worker's own scenario files (or builtin), refusing runs planned on another suite; default: the scenarios each run carries")
 	fl.StringVar(&f.run, "run", "", "take only this run's items (default: every run on the queue)")
 	fl.StringVar(&f.name, "name", "", "worker name in messages (default host:pid)")
+	fl.StringVar(&f.authEnv, "auth-env", "", "environment variable holding the NATS credential (a token, or USER:PASSWORD), as queue serve --auth-env; never written anywhere")
 	fl.DurationVar(&f.idleExit, "idle-exit", 0, "exit after this long without work (for batch jobs); 0: run until interrupted")
 	_ = cmd.MarkFlagRequired("queue")
 	return cmd
@@ -84,7 +86,11 @@ func runWorker(cmd *cobra.Command, f workerFlags) error {
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	nc, js, err := queue.Connect(ctx, f.queue, "antidrift worker")
+	auth, err := queue.AuthFromEnv(f.authEnv)
+	if err != nil {
+		return err
+	}
+	nc, js, err := queue.ConnectAuth(ctx, f.queue, "antidrift worker", auth)
 	if err != nil {
 		return fmt.Errorf("--queue: %w", err)
 	}

@@ -93,12 +93,15 @@ func preflight(ctx context.Context, w io.Writer, c *openai.Client, ef endpointFl
 	if c == nil || ef.skipCheck {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	// The check waits for a loading server as the run would (--ready-timeout),
+	// then has its own few minutes for the probes and their retries.
+	ctx, cancel := context.WithTimeout(ctx, max(ef.readyWait, 0)+2*time.Minute)
 	defer cancel()
 	rep, err := c.Check(ctx)
 	if err != nil {
 		return fmt.Errorf("endpoint check: %w", err)
 	}
+	c.Learn(rep) // the token parameter and num_ctx, so the run need not rediscover them
 	var fatal, warn []string
 	for _, cp := range rep.Capabilities {
 		if cp.Status != openai.CapNo {
@@ -112,7 +115,7 @@ func preflight(ctx context.Context, w io.Writer, c *openai.Client, ef endpointFl
 		case cp.Name == "tool calls" && !needTools:
 		case cp.Name == "tool calls" && (rep.ToolCalls == "markup_in_content" || rep.ToolCalls == "dropped"):
 			warn = append(warn, line)
-		case cp.Name == "seed" || cp.Name == "model listed":
+		case cp.Name == "seed" || cp.Name == "model listed" || cp.Name == "calls to hidden tools":
 			warn = append(warn, line)
 		case cp.Name == "temperature 0" && ef.omitTemperature:
 		default:

@@ -276,6 +276,9 @@ func (a *Accumulator) Result() *Result {
 	if w := trajectory.ModelErrorWarning(a.modelErrors, a.n); w != "" {
 		res.Warnings = append(res.Warnings, w)
 	}
+	if w := trajectory.DroppedCallWarning(a.droppedCalls); w != "" {
+		res.Warnings = append(res.Warnings, w)
+	}
 	return res
 }
 

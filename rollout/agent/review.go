@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/antidrift/antidrift/rollout/agent/protocol"
 	"github.com/antidrift/antidrift/rollout/drift"
@@ -34,16 +35,57 @@ const outcomeUnparsed = "unparsed"
 // end is the status that ends the episode after this turn ("" to go on, as
 // the framework decides).
 func (r *run) review(resp policy.Response, turn int, st *trajectory.Step, markup bool) (msg trajectory.Message, end trajectory.Status) {
+	raw := strings.ToLower(strings.TrimSpace(resp.FinishReason))
+	finish := policy.NormalizeFinish(resp.FinishReason, len(resp.Message.ToolCalls) > 0)
+	resp.FinishReason = finish
 	msg = r.tidy(resp, turn, st)
+	switch {
+	case finish == policy.FinishError:
+		// Half an answer or half a call, cut by a server error (the OpenAI
+		// client already asked again once): never run, never final.
+		r.res.Error = `finish_reason "error": the answer was cut by a server or provider error`
+		msg.ToolCalls = nil
+		return msg, trajectory.StatusModelError
+	case finish == policy.FinishContentFilter:
+		r.res.Error = "a content or safety filter stopped the answer (finish_reason " + raw + ")"
+		msg.ToolCalls = nil
+		return msg, trajectory.StatusRefused
+	case resp.Refusal != "" && len(msg.ToolCalls) == 0:
+		r.res.Error = "the model refused: " + clipText(resp.Refusal, 200)
+		return msg, trajectory.StatusRefused
+	}
 	if markup && len(msg.ToolCalls) == 0 {
 		if end = r.recover(&msg, turn, st); end != "" {
+			if end == trajectory.StatusUnparsedToolCall && finish == policy.FinishLength {
+				// A call cut by the token limit: the limit, not the
+				// model's markup, made it unreadable.
+				r.res.Error = "a tool call was cut by the token limit (finish_reason length); " + r.res.Error
+				end = trajectory.StatusTruncated
+			}
 			return msg, end
 		}
 	}
-	if resp.FinishReason == "length" {
+	switch {
+	case finish == policy.FinishLength:
 		end = trajectory.StatusTruncated
+	case !policy.KnownFinish(finish) && len(msg.ToolCalls) == 0:
+		r.res.Error = fmt.Sprintf("finish_reason %q is not one antidrift knows to end a finished answer: the turn is not taken as a final answer", finish)
+		end = trajectory.StatusModelError
 	}
 	return msg, end
+}
+
+// clipText shortens s to at most n bytes (on a rune boundary) for an
+// error message.
+func clipText(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // tidy splits reasoning off, counts argument repairs and notes the turn's
@@ -58,6 +100,7 @@ func (r *run) tidy(resp policy.Response, turn int, st *trajectory.Step) trajecto
 		}
 		msg.Content = answer
 	}
+	r.uniqueIDs(&msg, turn)
 	for _, tc := range msg.ToolCalls {
 		switch tc.Function.Repair {
 		case trajectory.RepairEmpty:
@@ -67,6 +110,12 @@ func (r *run) tidy(resp policy.Response, turn int, st *trajectory.Step) trajecto
 		case trajectory.RepairDoubleEncoded:
 			r.res.Repairs.DoubleEncoded++
 		}
+	}
+	if resp.FinalAnswerCall != "" {
+		r.res.Repairs.FinalAnswerCalls++
+	}
+	if resp.ContextCut != "" && r.cut == "" {
+		r.cut = fmt.Sprintf("at message %d: %s", turn, resp.ContextCut)
 	}
 	st.FinishReason = resp.FinishReason
 	if resp.Usage != (trajectory.Usage{}) {
@@ -127,7 +176,7 @@ func (r *run) noteUnparsed(mk protocol.Markup, turn int, st *trajectory.Step) {
 func finalStatus(msg trajectory.Message, finish string) (trajectory.Status, string) {
 	switch {
 	case finish == "tool_calls":
-		return trajectory.StatusDroppedToolCall, "finish_reason was tool_calls but the answer holds no call: the server dropped calls it could not parse or that named tools not offered"
+		return trajectory.StatusDroppedToolCall, "finish_reason was tool_calls but the answer holds no call: the server dropped calls it could not parse or that named tools not offered (SGLang does), so drift those calls held is not counted: DR is a lower bound"
 	case strings.TrimSpace(msg.Content) == "":
 		if msg.Reasoning != "" {
 			return trajectory.StatusEmptyAnswer, "the answer holds reasoning only: no content and no call"
@@ -143,6 +192,50 @@ func (r *run) settle() {
 	if r.cut != "" && r.res.Status != trajectory.StatusInfraError {
 		r.res.Status, r.res.Error = trajectory.StatusContextTruncated, r.cut
 	}
+}
+
+// uniqueIDs gives a call whose id is empty or already taken in the
+// episode an id of the episode's own (deterministic), keeping the policy's
+// id as ServerID: the judge's strip and every view key on call ids, so two
+// calls sharing one would be stripped or kept together. The OpenAI client
+// already assigns unique ids; this covers every other policy.
+func (r *run) uniqueIDs(msg *trajectory.Message, turn int) {
+	if len(msg.ToolCalls) == 0 {
+		return
+	}
+	used := map[string]bool{}
+	for _, m := range r.res.Messages {
+		for _, tc := range m.ToolCalls {
+			used[tc.ID] = true
+		}
+	}
+	for i := range msg.ToolCalls {
+		tc := &msg.ToolCalls[i]
+		for salt := 0; tc.ID == "" || used[tc.ID]; salt++ {
+			if tc.ServerID == "" {
+				tc.ServerID = tc.ID
+			}
+			tc.ID = episodeCallID(r.seed, turn, i, salt)
+		}
+		used[tc.ID] = true
+	}
+}
+
+// episodeCallID is the deterministic id given to a call whose own id was
+// missing or taken.
+func episodeCallID(seed int64, turn, index, salt int) string {
+	var buf [33]byte
+	buf[0] = 'U'
+	binary.BigEndian.PutUint64(buf[1:], uint64(seed))
+	binary.BigEndian.PutUint64(buf[9:], uint64(turn))
+	binary.BigEndian.PutUint64(buf[17:], uint64(index))
+	binary.BigEndian.PutUint64(buf[25:], uint64(salt))
+	sum := sha256.Sum256(buf[:])
+	out := make([]byte, 9)
+	for i := range out {
+		out[i] = idAlphabet[int(sum[i])%len(idAlphabet)]
+	}
+	return string(out)
 }
 
 // recoveredCallID is the deterministic id of a call recovered from markup.

@@ -213,7 +213,12 @@ type Summary struct {
 	Ran         int            `json:"ran"`
 	InfraErrors int            `json:"infra_errors"` // not recorded; retried next time
 	Statuses    map[string]int `json:"statuses"`
-	Elapsed     time.Duration  `json:"-"`
+	// Rejected and Forged count what a queued run's coordinator refused to
+	// write: results that do not match their work item or are not valid
+	// records, and results or events without the run key.
+	Rejected int           `json:"rejected,omitempty"`
+	Forged   int           `json:"forged,omitempty"`
+	Elapsed  time.Duration `json:"-"`
 }
 
 // Run executes the plan's missing episodes into the run folder. It returns
@@ -256,8 +261,9 @@ func Run(ctx context.Context, cfg Config, run *store.Run) (Summary, error) {
 }
 
 // episode runs one planned episode and builds its record. refusal is the
-// policy error of an episode that ended in a model error before any model
-// answer (a candidate endpoint-wide refusal), else nil.
+// policy error of an episode that ended in a model or infrastructure error
+// (a candidate endpoint-wide refusal or failure, which the gate judges),
+// else nil.
 func episode(ctx context.Context, cfg Config, runName string, sc *agent.Scenario, p Planned) (rec *trajectory.Record, refusal, err error) {
 	t0 := time.Now()
 	ep := agent.Episode{Scenario: sc, Seed: p.Seed}
@@ -268,8 +274,8 @@ func episode(ctx context.Context, cfg Config, runName string, sc *agent.Scenario
 	if err != nil {
 		return nil, nil, fmt.Errorf("engine: %s rollout %d: %w", p.Scenario.ID, p.Rollout, err)
 	}
-	if res.Status == trajectory.StatusModelError && len(res.Steps) == 0 {
-		refusal = res.Cause
+	if res.Status == trajectory.StatusModelError || res.Status == trajectory.StatusInfraError {
+		refusal = res.Cause // the gate judges it: a refusal before any answer, a server error at any step
 	}
 	rec = &trajectory.Record{
 		TrajID: p.TrajID, Run: runName, Checkpoint: cfg.Checkpoint, Policy: cfg.PolicyName,

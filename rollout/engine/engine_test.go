@@ -559,12 +559,12 @@ func TestOpenAIQuirksAndErrors(t *testing.T) {
 					}
 				}
 			}
+			seen := map[string]bool{}
 			for _, id := range ids {
-				if b.quirks&(fakeserver.MissingIDs|fakeserver.EmptyIDs) != 0 {
-					assert.Regexp(t, generatedID, id, "generated ids are 9 alphanumerics")
-				} else {
-					assert.True(t, strings.HasPrefix(id, "call_"), "the server's id %q is kept", id)
-				}
+				// Ids are the client's own, unique in the episode.
+				assert.Regexp(t, generatedID, id, "client ids are 9 alphanumerics")
+				assert.False(t, seen[id], "id %s used twice", id)
+				seen[id] = true
 			}
 			switch b.name {
 			case "invalid JSON arguments":

@@ -181,10 +181,49 @@ func checkRecordShape(t *testing.T, fw string, r *trajectory.Record) {
 }
 
 // normaliseIDs drops what may differ between the in-process and the HTTP
-// path: the wall-clock timings. Tool-call ids are the policy's own on both.
+// path: the wall-clock timings, and the tool-call ids, which the HTTP client
+// assigns itself (the server's kept as ServerID). Ids are renamed in order
+// of first appearance, so that which message and note share an id is still
+// compared.
 func normaliseIDs(r *trajectory.Record) trajectory.Record {
 	out := *r
 	out.Timings = trajectory.Timings{}
+	names := map[string]string{}
+	name := func(id string) string {
+		if id == "" {
+			return ""
+		}
+		if n, ok := names[id]; ok {
+			return n
+		}
+		names[id] = fmt.Sprintf("id%d", len(names))
+		return names[id]
+	}
+	out.Messages = make([]trajectory.Message, len(r.Messages))
+	for i, m := range r.Messages {
+		if len(m.ToolCalls) > 0 {
+			calls := make([]trajectory.ToolCall, len(m.ToolCalls))
+			for j, tc := range m.ToolCalls {
+				tc.ID, tc.ServerID = name(tc.ID), ""
+				calls[j] = tc
+			}
+			m.ToolCalls = calls
+		}
+		m.ToolCallID = name(m.ToolCallID)
+		out.Messages[i] = m
+	}
+	out.Steps = make([]trajectory.Step, len(r.Steps))
+	for i, st := range r.Steps {
+		if len(st.Calls) > 0 {
+			notes := make([]trajectory.CallNote, len(st.Calls))
+			for j, c := range st.Calls {
+				c.ID = name(c.ID)
+				notes[j] = c
+			}
+			st.Calls = notes
+		}
+		out.Steps[i] = st
+	}
 	return out
 }
 

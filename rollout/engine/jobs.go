@@ -14,8 +14,9 @@ import (
 // selection tasks of antidrift select): its id and how to produce its
 // record. Returning an error stops the run (a fatal endpoint error);
 // infrastructure failures are records with status infra_error. refusal is
-// the endpoint's error when the episode ended in a 4xx before any model
-// answer (else nil), for the first-wave refusal gate Run applies too.
+// the endpoint's error when the episode ended in one (else nil), for the
+// gate Run applies too: a first wave refused alike before any model answer,
+// or a streak of the same server error, stops the run.
 type Job struct {
 	TrajID string
 	Do     func(ctx context.Context) (rec *trajectory.Record, refusal error, err error)

@@ -17,8 +17,8 @@ import (
 // cancelled mid-episode; an infrastructure failure is a record with status
 // infra_error, which Run keeps out of the trajectories and retries.
 //
-// refusal is the endpoint's answer when the episode ended in a 4xx before
-// any model answer (RefusalSignature names its kind), else nil: Run judges
+// refusal is the endpoint's answer when the episode ended in a 4xx or 5xx
+// before any model answer (RefusalSignature names its kind), else nil: Run judges
 // an endpoint-wide refusal over a wave of such episodes and writes none of
 // them, and a caller handing out episodes must do the same.
 func RunOne(ctx context.Context, cfg Config, runName string, sc *agent.Scenario, p Planned) (rec *trajectory.Record, refusal error, err error) {
@@ -35,7 +35,7 @@ func RunOne(ctx context.Context, cfg Config, runName string, sc *agent.Scenario,
 	if err := ctx.Err(); err != nil {
 		return nil, nil, fmt.Errorf("engine: %s rollout %d: interrupted: %w", p.Scenario.ID, p.Rollout, err)
 	}
-	if RefusalSignature(refusal) == "" {
+	if len(rec.Steps) > 0 || RefusalSignature(refusal) == "" {
 		refusal = nil
 	}
 	return rec, refusal, nil

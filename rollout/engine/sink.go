@@ -37,22 +37,20 @@ func openSink(run *store.Run, shard Shard, todo int, sum *Summary, onRecord func
 	return &sink{w: w, elog: elog, gate: newRefusalGate(todo), onRecord: onRecord, warn: warn, sum: sum}, nil
 }
 
-// put admits a finished episode (refusal as episode returns it). The error
-// stops the run: the endpoint refuses every request, or a write failed.
-func (s *sink) put(rec *trajectory.Record, refusal error) error {
-	hold, release, refused := s.gate.admit(rec, refusal)
-	if refused != nil {
-		return refused
+// put admits a finished episode (cause as episode returns it). The error
+// stops the run: the endpoint refuses or fails every request, or a write
+// failed.
+func (s *sink) put(rec *trajectory.Record, cause error) error {
+	hold, release, refused := s.gate.admit(rec, cause)
+	if !hold {
+		release = append(release, rec)
 	}
-	if hold {
-		return nil
-	}
-	for _, r := range append(release, rec) {
+	for _, r := range release {
 		if err := s.write(r); err != nil {
 			return err
 		}
 	}
-	return nil
+	return refused
 }
 
 func (s *sink) write(rec *trajectory.Record) error {
@@ -80,5 +78,15 @@ func (s *sink) write(rec *trajectory.Record) error {
 	return nil
 }
 
-// close flushes and closes both writers.
-func (s *sink) close() error { return errors.Join(s.w.Close(), s.elog.Close()) }
+// close writes what the gate still holds, then flushes and closes both
+// writers.
+func (s *sink) close() error {
+	var errs []error
+	for _, r := range s.gate.flush() {
+		if err := s.write(r); err != nil {
+			errs = append(errs, err)
+			break
+		}
+	}
+	return errors.Join(append(errs, s.w.Close(), s.elog.Close())...)
+}

@@ -37,6 +37,15 @@ type Response struct {
 	Message      trajectory.Message // Role is always assistant; tool-call ids are never empty
 	FinishReason string
 	Usage        trajectory.Usage
+	// FinalAnswerCall names the pseudo-call a server wrapped a text answer
+	// in (TGI's notify_error), read back as the answer; "" when none.
+	FinalAnswerCall string
+	// ContextCut says why the server is known to have cut the conversation
+	// it was sent (Ollama's num_ctx); "" when it is not.
+	ContextCut string
+	// Refusal is the model's refusal when the server says it declined
+	// (OpenAI's "refusal" field); the message's content then holds it too.
+	Refusal string
 }
 
 // Policy produces assistant turns. Implementations must be safe for

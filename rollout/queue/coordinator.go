@@ -13,10 +13,12 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/antidrift/antidrift/rollout/engine"
 	"github.com/antidrift/antidrift/rollout/policy/openai"
+	"github.com/antidrift/antidrift/rollout/scenario"
 	"github.com/antidrift/antidrift/rollout/secret"
 	"github.com/antidrift/antidrift/rollout/store"
 	"github.com/antidrift/antidrift/rollout/trajectory"
@@ -50,6 +52,8 @@ type Coordinator struct {
 	// Log receives warnings and what workers report (refusals, fatal
 	// endpoint errors); nil discards them.
 	Log io.Writer
+
+	key string // the run key, once Run has it
 }
 
 // Run publishes the plan's unfinished episodes and collects their records
@@ -124,6 +128,10 @@ func (c *Coordinator) Run(ctx context.Context) (sum engine.Summary, retErr error
 	if rc.Scenarios, err = scenarioFiles(cfg.Scenarios); err != nil {
 		return sum, err
 	}
+	if rc.RunKey, err = c.runKey(ctx, id, key); err != nil {
+		return sum, err
+	}
+	c.key = rc.RunKey
 	rcb, err := json.Marshal(rc)
 	if err != nil {
 		return sum, fmt.Errorf("queue: %w", err)
@@ -166,6 +174,7 @@ func (c *Coordinator) Run(ctx context.Context) (sum engine.Summary, retErr error
 	// is started again.
 	var seenMu sync.Mutex
 	seen := map[string]bool{}
+	var forged atomic.Int64 // results and events without the run key
 	evSub, err := c.NC.Subscribe(eventsSubject(id), func(m *nats.Msg) {
 		var ev event
 		if json.Unmarshal(m.Data, &ev) != nil {
@@ -173,6 +182,13 @@ func (c *Coordinator) Run(ctx context.Context) (sum engine.Summary, retErr error
 		}
 		seenMu.Lock()
 		defer seenMu.Unlock()
+		if !verify(rc.RunKey, ev.Auth, ev.authParts(id)...) {
+			// Not from a worker that read this run's configuration: a
+			// forged or stray "fatal" must not stop the run.
+			forged.Add(1)
+			fmt.Fprintf(logw, "antidrift: queue: ignored a %q event claiming to be from worker %q without the run key (forged, or from another run)\n", secret.Text(ev.Kind), secret.Text(ev.Worker))
+			return
+		}
 		if k := ev.Worker + "\x00" + ev.Message; !seen[k] {
 			seen[k] = true
 			fmt.Fprintf(logw, "antidrift: worker %s: %s\n", ev.Worker, secret.Text(ev.Message))
@@ -214,6 +230,7 @@ func (c *Coordinator) Run(ctx context.Context) (sum engine.Summary, retErr error
 	defer cancel(nil)
 
 	warnedTruncated := false
+	scenHashes := map[string]string{}
 	rcons, err := results.Consumer(ctx, collectConsumer)
 	if err != nil {
 		return sum, fmt.Errorf("queue: results consumer: %w", err)
@@ -226,16 +243,36 @@ func (c *Coordinator) Run(ctx context.Context) (sum engine.Summary, retErr error
 		}
 		var acks []jetstream.Msg
 		for m := range batch.Messages() {
+			if !verify(rc.RunKey, m.Headers().Get(hdrAuth), resultAuthParts(id, m)...) {
+				// Not from a worker holding the run key: never written,
+				// and it cannot block the genuine result (whose message id
+				// only a key holder can compute).
+				forged.Add(1)
+				fmt.Fprintf(logw, "antidrift: queue: refused a result for %q without the run key (forged, or from another run)\n", secret.Text(m.Headers().Get(hdrTraj)))
+				_ = m.Term()
+				continue
+			}
 			rec, derr := decodeRecord(m.Data(), m.Headers())
 			if derr != nil {
-				fmt.Fprintf(logw, "antidrift: queue: dropping an undecodable result (%v)\n", derr)
+				sum.Rejected++
+				fmt.Fprintf(logw, "antidrift: queue: refused a result: %v\n", derr)
+				_ = m.Term()
+				continue
+			}
+			p, ok := planned[rec.TrajID]
+			if !ok || rec.Run != runName {
+				acks = append(acks, m)
+				continue // not this plan's: a stale result
+			}
+			if why := c.mismatch(rec, p, m.Headers(), scenHashes); why != "" {
+				// A result that is not what its work item asked for: never
+				// written; the item's genuine result still lands.
+				sum.Rejected++
+				fmt.Fprintf(logw, "antidrift: queue: refused the result for %s (%s rollout %d): %s\n", rec.TrajID, p.Scenario.ID, p.Rollout, why)
 				_ = m.Term()
 				continue
 			}
 			acks = append(acks, m)
-			if _, ok := planned[rec.TrajID]; !ok || rec.Run != runName {
-				continue // not this plan's: a stale result
-			}
 			infra := rec.Status == trajectory.StatusInfraError
 			switch {
 			case written[rec.TrajID]:
@@ -285,6 +322,10 @@ func (c *Coordinator) Run(ctx context.Context) (sum engine.Summary, retErr error
 	cancel(nil)
 	bg.Wait()
 	sum.Elapsed = time.Since(start)
+	sum.Forged = int(forged.Load())
+	if n := sum.Rejected + sum.Forged; n > 0 {
+		fmt.Fprintf(logw, "antidrift: queue: refused %d results or events (%d not matching their work item or not valid records, %d without the run key); none was written\n", n, sum.Rejected, sum.Forged)
+	}
 	if len(outstanding) > 0 {
 		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 			return sum, cause
@@ -295,6 +336,65 @@ func (c *Coordinator) Run(ctx context.Context) (sum engine.Summary, retErr error
 		c.cleanup(context.WithoutCancel(ctx), id)
 	}
 	return sum, nil
+}
+
+// runKey is the run's key: the one already published for this plan (a
+// restarted coordinator must accept what workers signed before), else a new
+// random one.
+func (c *Coordinator) runKey(ctx context.Context, id, plan string) (string, error) {
+	if obs, err := c.JS.ObjectStore(ctx, configBucket); err == nil {
+		if old, gerr := obs.GetBytes(ctx, id); gerr == nil {
+			var prev RunConfig
+			if json.Unmarshal(old, &prev) == nil && prev.PlanKey == plan && prev.RunKey != "" {
+				return prev.RunKey, nil
+			}
+		}
+	}
+	return newRunKey()
+}
+
+// mismatch says how a result differs from its work item and from what the
+// run folder's readers accept ("" when it does not): the identity fields
+// of the planned episode, the run's checkpoint, policy, framework and
+// toolkit version, the scenario's hash as the worker ran it, and the
+// record validity rule (store.CheckRecord).
+func (c *Coordinator) mismatch(rec *trajectory.Record, p engine.Planned, h nats.Header, hashes map[string]string) string {
+	cfg := c.Config
+	fw := cfg.Framework
+	if fw == "" {
+		fw = engine.FrameworkNormal
+	}
+	want, ok := hashes[p.Scenario.ID]
+	if !ok {
+		want = scenario.Hash([]*scenario.Scenario{p.Scenario})
+		hashes[p.Scenario.ID] = want
+	}
+	for _, f := range []struct {
+		name      string
+		got, want any
+	}{
+		{"traj_id header", h.Get(hdrTraj), rec.TrajID},
+		{"scenario_id", rec.ScenarioID, p.Scenario.ID},
+		{"domain", rec.Domain, p.Scenario.Domain},
+		{"rollout", rec.Rollout, p.Rollout},
+		{"seed", rec.Seed, p.Seed},
+		{"checkpoint", rec.Checkpoint, cfg.Checkpoint},
+		{"policy", rec.Policy, cfg.PolicyName},
+		{"framework", rec.Framework, fw},
+		{"version", rec.Version, cfg.Version},
+		{"scenario hash", h.Get(hdrScenarioHash), want},
+	} {
+		if f.got != f.want {
+			return fmt.Sprintf("%s is %q, the work item's is %q", f.name, fmt.Sprint(f.got), fmt.Sprint(f.want))
+		}
+	}
+	if err := store.CheckRecord(rec); err != nil {
+		return "not a valid record: " + err.Error()
+	}
+	if !rec.Status.Valid() {
+		return fmt.Sprintf("not a valid record: unknown status %q", rec.Status)
+	}
+	return ""
 }
 
 // setup creates (or updates) the run's streams, consumers and
@@ -407,7 +507,7 @@ func (c *Coordinator) reap(ctx context.Context, id, key string, work jetstream.S
 		var it item
 		if json.Unmarshal(raw.Data, &it) == nil && it.PlanKey == key && it.TrajID != "" {
 			rec := c.infraRecord(it, fmt.Sprintf("no worker finished this episode in %d deliveries (workers killed, or an endpoint failing); retried when the run resumes", c.MaxDeliver))
-			if err := c.publishRecord(ctx, id, rec, fmt.Sprintf("%s#dead-%d", it.TrajID, it.Attempt)); err != nil {
+			if err := c.publishRecord(ctx, id, rec, fmt.Sprintf("#dead-%d", it.Attempt)); err != nil {
 				return // retried by the next sweep
 			}
 		}
@@ -464,12 +564,21 @@ func (c *Coordinator) infraRecord(it item, msg string) *trajectory.Record {
 	return rec
 }
 
-func (c *Coordinator) publishRecord(ctx context.Context, id string, rec *trajectory.Record, msgID string) error {
+// publishRecord publishes a record the coordinator makes itself (an item
+// out of deliveries), signed like a worker's; suffix tells its message id
+// apart from the episode's result.
+func (c *Coordinator) publishRecord(ctx context.Context, id string, rec *trajectory.Record, suffix string) error {
 	m, err := encodeRecord(resultsSubject(id), rec, 0)
 	if err != nil {
 		return err
 	}
-	_, err = c.JS.PublishMsg(ctx, m, jetstream.WithMsgID(msgID))
+	for _, s := range c.Config.Scenarios {
+		if s.ID == rec.ScenarioID {
+			m.Header.Set(hdrScenarioHash, scenario.Hash([]*scenario.Scenario{s}))
+		}
+	}
+	m.Header.Set(hdrAuth, resultAuth(c.key, id, m))
+	_, err = c.JS.PublishMsg(ctx, m, jetstream.WithMsgID(resultMsgID(c.key, rec.TrajID, suffix)))
 	return err
 }
 

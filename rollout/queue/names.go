@@ -1,7 +1,10 @@
 package queue
 
 import (
+	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -42,6 +45,11 @@ const (
 	dupWindow   = 24 * time.Hour
 	hdrTraj     = "Antidrift-Traj"
 	hdrEncoding = "Antidrift-Encoding"
+	// hdrAuth carries a result's authentication: HMAC-SHA256 under the
+	// run key of the run, trajectory id and record bytes.
+	hdrAuth = "Antidrift-Auth"
+	// hdrScenarioHash is the scenario.Hash of the scenario the worker ran.
+	hdrScenarioHash = "Antidrift-Scenario-Hash"
 )
 
 // leaseTTL is how long a per-endpoint lease outlives a worker that stopped
@@ -72,8 +80,12 @@ func eventsSubject(id string) string  { return "antidrift.events." + id }
 const announceSubject = "antidrift.announce"
 
 // RunConfig is what a worker needs to run a run's items: published by the
-// coordinator under the run id in the ANTIDRIFT_RUNS object store. It never
-// holds a secret: API keys come from each worker's environment.
+// coordinator under the run id in the ANTIDRIFT_RUNS object store. It holds
+// no credential: API keys come from each worker's environment. Its RunKey
+// authenticates the run's results and events, so that a message published
+// on the bus by anything that never read this configuration (a stray
+// process, a replay, a forgery) cannot stop the run or be written into it;
+// protect the bus itself with NATS auth (queue serve --auth-env).
 type RunConfig struct {
 	Format   int            `json:"format"`
 	RunID    string         `json:"run_id"`
@@ -92,6 +104,9 @@ type RunConfig struct {
 	// the run's --token-param and --ready-timeout.
 	TokenParam string `json:"token_param,omitempty"`
 	ReadyWait  string `json:"ready_wait,omitempty"`
+	// RunKey is the run's random key (hex), the same for every publication
+	// of one plan: workers sign results and events with it.
+	RunKey string `json:"run_key"`
 
 	digest string // of the published bytes, to notice a republished configuration
 	// publication identifies this publication of the configuration (the
@@ -148,6 +163,52 @@ type event struct {
 	Worker  string `json:"worker"`
 	Kind    string `json:"kind"` // refused | fatal
 	Message string `json:"message"`
+	// Auth is sign(run key, run id, worker, kind, message): an event
+	// without it is ignored.
+	Auth string `json:"auth"`
+}
+
+// sign is the hex HMAC-SHA256 of the parts under key, each part
+// length-prefixed so that no two lists of parts sign alike.
+func sign(key string, parts ...[]byte) string {
+	m := hmac.New(sha256.New, []byte(key))
+	var n [8]byte
+	for _, p := range parts {
+		binary.BigEndian.PutUint64(n[:], uint64(len(p)))
+		m.Write(n[:])
+		m.Write(p)
+	}
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// verify reports whether auth is sign(key, parts...); false when key is
+// empty.
+func verify(key, auth string, parts ...[]byte) bool {
+	if key == "" || auth == "" {
+		return false
+	}
+	return hmac.Equal([]byte(auth), []byte(sign(key, parts...)))
+}
+
+func (e event) authParts(runID string) [][]byte {
+	return [][]byte{[]byte(runID), []byte(e.Worker), []byte(e.Kind), []byte(e.Message)}
+}
+
+// resultMsgID is a result's message id: the trajectory id and a tag only a
+// holder of the run key can compute, so that a result published by anyone
+// else under the trajectory id cannot make the server drop the genuine one
+// as a duplicate.
+func resultMsgID(key, trajID, suffix string) string {
+	return trajID + suffix + "." + sign(key, []byte("result"), []byte(trajID+suffix))[:16]
+}
+
+// newRunKey is a fresh random run key.
+func newRunKey() (string, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("queue: run key: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
 }
 
 // ErrStopped is returned (wrapped, with the worker and its message) when a

@@ -51,3 +51,21 @@ func decodeRecord(data []byte, h nats.Header) (*trajectory.Record, error) {
 	}
 	return &rec, nil
 }
+
+// resultAuth authenticates a results message: its run, trajectory id,
+// scenario hash and bytes as sent, under the run key.
+func resultAuth(key, runID string, m *nats.Msg) string {
+	return sign(key, authParts(runID, m.Header, m.Data)...)
+}
+
+// resultAuthParts are the signed parts of a received results message.
+func resultAuthParts(runID string, m interface {
+	Headers() nats.Header
+	Data() []byte
+}) [][]byte {
+	return authParts(runID, m.Headers(), m.Data())
+}
+
+func authParts(runID string, h nats.Header, data []byte) [][]byte {
+	return [][]byte{[]byte(runID), []byte(h.Get(hdrTraj)), []byte(h.Get(hdrScenarioHash)), []byte(h.Get(hdrEncoding)), data}
+}

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/antidrift/antidrift/rollout/secret"
@@ -26,6 +28,65 @@ type ServerOptions struct {
 	MaxPayload int32
 	// Log turns on the server's own log lines (stderr).
 	Log bool
+	// Auth, when set, is required of every client.
+	Auth Auth
+}
+
+// Auth is how clients authenticate to the NATS server: a token, or a user
+// and password. It is read from the environment (AuthFromEnv) and never
+// written to a file, a manifest, a run configuration or a log.
+type Auth struct {
+	Token, User, Password string
+}
+
+// Set reports whether any credential is given.
+func (a Auth) Set() bool { return a.Token != "" || a.User != "" }
+
+// String never shows a credential.
+func (a Auth) String() string {
+	switch {
+	case a.User != "":
+		return "user/password"
+	case a.Token != "":
+		return "token"
+	}
+	return "none"
+}
+
+// AuthFromEnv reads the credential held by the environment variable name:
+// "USER:PASSWORD", or a token (which then holds no ':'). An empty name
+// means no authentication; a named variable that is unset or empty is an
+// error, so that a typo does not silently run an open server.
+func AuthFromEnv(name string) (Auth, error) {
+	if name == "" {
+		return Auth{}, nil
+	}
+	v := strings.TrimSpace(os.Getenv(name))
+	if v == "" {
+		return Auth{}, fmt.Errorf("queue: --auth-env: the environment variable %s is unset or empty", name)
+	}
+	if user, pass, ok := strings.Cut(v, ":"); ok {
+		if user == "" || pass == "" {
+			return Auth{}, fmt.Errorf("queue: --auth-env: %s holds USER:PASSWORD with an empty part", name)
+		}
+		return Auth{User: user, Password: pass}, nil
+	}
+	return Auth{Token: v}, nil
+}
+
+// OpenToOthers reports whether addr listens beyond this machine (not a
+// loopback address): without Auth, anyone who reaches it can read runs and
+// publish to them.
+func OpenToOthers(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	if host == "localhost" {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip == nil || !ip.IsLoopback()
 }
 
 // Server is an embedded NATS server with JetStream.
@@ -61,6 +122,12 @@ func StartServer(o ServerOptions) (*Server, error) {
 		NoSigs:     true,
 		NoLog:      !o.Log,
 	}
+	switch {
+	case o.Auth.User != "":
+		opts.Username, opts.Password = o.Auth.User, o.Auth.Password
+	case o.Auth.Token != "":
+		opts.Authorization = o.Auth.Token
+	}
 	s, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("queue: %w", err)
@@ -90,14 +157,29 @@ func (s *Server) Stop() {
 // connected, the connection reconnects for as long as it takes (a server
 // restarting from its file store).
 func Connect(ctx context.Context, url, name string) (*nats.Conn, jetstream.JetStream, error) {
-	nc, err := nats.Connect(url,
+	return ConnectAuth(ctx, url, name, Auth{})
+}
+
+// ConnectAuth is Connect presenting auth (credentials in the URL work too).
+func ConnectAuth(ctx context.Context, url, name string, auth Auth) (*nats.Conn, jetstream.JetStream, error) {
+	opts := []nats.Option{
 		nats.Name(name),
-		nats.Timeout(3*time.Second),
+		nats.Timeout(3 * time.Second),
 		nats.MaxReconnects(-1),
-		nats.ReconnectWait(250*time.Millisecond),
+		nats.ReconnectWait(250 * time.Millisecond),
 		nats.ReconnectBufSize(-1), // publishes fail while disconnected, and are retried
-	)
+	}
+	switch {
+	case auth.User != "":
+		opts = append(opts, nats.UserInfo(auth.User, auth.Password))
+	case auth.Token != "":
+		opts = append(opts, nats.Token(auth.Token))
+	}
+	nc, err := nats.Connect(url, opts...)
 	if err != nil {
+		if errors.Is(err, nats.ErrAuthorization) || strings.Contains(strings.ToLower(err.Error()), "authorization") {
+			return nil, nil, fmt.Errorf("queue: %s refused the credentials (%s): check --auth-env", secret.URL(url), auth)
+		}
 		return nil, nil, fmt.Errorf("%w: cannot connect to %s: %v (start one with `antidrift queue serve`, or check the URL)", ErrUnreachable, secret.URL(url), err)
 	}
 	js, err := jetstream.New(nc)

@@ -289,7 +289,7 @@ func TestWorkerReportsRedactURLs(t *testing.T) {
 	nc, js := connect(t, ts.url())
 	var log syncBuf
 	w := &Worker{NC: nc, JS: js, Name: "w0", Log: &log}
-	w.report("r1", "fatal", "Post http://alice:pa55@gpu-7:8000/v1/chat/completions?key=sk-abc: connection refused")
+	w.report(&RunConfig{RunID: "r1", RunKey: "k"}, "fatal", "Post http://alice:pa55@gpu-7:8000/v1/chat/completions?key=sk-abc: connection refused")
 	for _, secretText := range []string{"alice", "pa55", "sk-abc"} {
 		if strings.Contains(log.String(), secretText) {
 			t.Errorf("the log holds %q: %s", secretText, log.String())

@@ -196,14 +196,36 @@ type runner struct {
 	cap     int
 	mu      sync.Mutex
 	prepped map[string]*agent.Scenario
+	hashes  map[string]string // scenario.Hash by scenario id
 	stop    atomic.Bool
 }
 
-func (w *Worker) report(id, kind, msg string) {
+// scenarioHash is the hash of one scenario as this worker runs it, sent
+// with each result for the coordinator to compare with its plan's.
+func (r *runner) scenarioHash(s *scenario.Scenario) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if h, ok := r.hashes[s.ID]; ok {
+		return h
+	}
+	if r.hashes == nil {
+		r.hashes = map[string]string{}
+	}
+	h := scenario.Hash([]*scenario.Scenario{s})
+	r.hashes[s.ID] = h
+	return h
+}
+
+// report tells the run's coordinator (and this worker's log) what this
+// worker cannot do; the event is signed with the run key, without which
+// the coordinator ignores it.
+func (w *Worker) report(rc *RunConfig, kind, msg string) {
 	msg = secret.Text(msg) // an endpoint error may quote a URL
 	fmt.Fprintf(w.Log, "antidrift: worker %s: %s\n", w.Name, msg)
-	b, _ := json.Marshal(event{Worker: w.Name, Kind: kind, Message: msg})
-	_ = w.NC.Publish(eventsSubject(id), b)
+	ev := event{Worker: w.Name, Kind: kind, Message: msg}
+	ev.Auth = sign(rc.RunKey, ev.authParts(rc.RunID)...)
+	b, _ := json.Marshal(ev)
+	_ = w.NC.Publish(eventsSubject(rc.RunID), b)
 }
 
 func (w *Worker) serveRun(ctx context.Context, id string) {
@@ -223,7 +245,7 @@ func (w *Worker) serveRun(ctx context.Context, id string) {
 		w.mu.Lock()
 		w.refused[id] = rc.PlanKey
 		w.mu.Unlock()
-		w.report(id, "refused", err.Error())
+		w.report(rc, "refused", err.Error())
 		return
 	}
 	cons, err := w.JS.Consumer(ctx, workStream(id), workersConsumer)
@@ -495,7 +517,7 @@ func (w *Worker) handle(ctx context.Context, r *runner, m jetstream.Msg, it item
 	s := r.byID[it.Scenario]
 	if s == nil || engine.EpisodeSeed(rc.Manifest.Plan.Seed, it.Scenario, it.Rollout) != it.Seed ||
 		trajectory.TrajID(rc.Manifest.Run, r.cfg.Checkpoint, r.cfg.Framework, it.Scenario, it.Rollout, it.Seed) != it.TrajID {
-		w.report(rc.RunID, "refused", fmt.Sprintf("run %s: work item %s is not in the run's plan; dropped", rc.Manifest.Run, it.TrajID))
+		w.report(rc, "refused", fmt.Sprintf("run %s: work item %s is not in the run's plan; dropped", rc.Manifest.Run, it.TrajID))
 		_ = m.Term()
 		return
 	}
@@ -523,7 +545,7 @@ func (w *Worker) handle(ctx context.Context, r *runner, m jetstream.Msg, it item
 	}
 	sc, err := r.prepared(s)
 	if err != nil {
-		w.report(rc.RunID, "refused", fmt.Sprintf("run %s: %v", rc.Manifest.Run, err))
+		w.report(rc, "refused", fmt.Sprintf("run %s: %v", rc.Manifest.Run, err))
 		nak(ackWait)
 		return
 	}
@@ -544,7 +566,7 @@ func (w *Worker) handle(ctx context.Context, r *runner, m jetstream.Msg, it item
 		w.mu.Lock()
 		w.stopped[rc.RunID] = rc.publication
 		w.mu.Unlock()
-		w.report(rc.RunID, "fatal", fmt.Sprintf("run %s: stopped taking its items: %v", rc.Manifest.Run, why))
+		w.report(rc, "fatal", fmt.Sprintf("run %s: stopped taking its items: %v", rc.Manifest.Run, why))
 	}
 	if err != nil {
 		switch {
@@ -571,19 +593,22 @@ func (w *Worker) handle(ctx context.Context, r *runner, m jetstream.Msg, it item
 		return
 	}
 	md, _ := m.Metadata()
-	msgID := it.TrajID
+	suffix := ""
 	if rec.Status == trajectory.StatusInfraError {
 		if md != nil && int(md.NumDelivered) < rc.MaxDeliver {
 			nak(min(ackWait/4<<(md.NumDelivered-1), 30*time.Second)) // another delivery, maybe another worker
 			return
 		}
-		msgID = fmt.Sprintf("%s#infra-%d", it.TrajID, it.Attempt)
+		suffix = fmt.Sprintf("#infra-%d", it.Attempt)
 	}
+	msgID := resultMsgID(rc.RunKey, it.TrajID, suffix)
 	out, err := encodeRecord(resultsSubject(rc.RunID), rec, 0)
 	if err != nil {
 		nak(ackWait)
 		return
 	}
+	out.Header.Set(hdrScenarioHash, r.scenarioHash(s))
+	out.Header.Set(hdrAuth, resultAuth(rc.RunKey, rc.RunID, out))
 	for {
 		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		_, err = w.JS.PublishMsg(pctx, out, jetstream.WithMsgID(msgID))

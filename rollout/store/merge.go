@@ -20,9 +20,26 @@ type MergeResult struct {
 // distinct; a traj_id seen twice is an error. The merged folder's plan is
 // shard 0/1, so that rerunning rollout on it finds every episode done.
 func Merge(out string, shards []string, version string, now time.Time) (MergeResult, error) {
+	return merge(out, shards, version, now, false)
+}
+
+// MergeAgain is Merge that may replace out when out is an earlier merge of
+// the same run (a rerun merge step, after shards were completed): the new
+// merge is built beside it and swapped in only once complete, so a merge
+// step can run any number of times. A folder that is not such a merge is
+// refused, never replaced.
+func MergeAgain(out string, shards []string, version string, now time.Time) (MergeResult, error) {
+	return merge(out, shards, version, now, true)
+}
+
+func merge(out string, shards []string, version string, now time.Time, again bool) (MergeResult, error) {
 	var res MergeResult
+	replace := false
 	if _, err := os.Stat(out); err == nil {
-		return res, fmt.Errorf("merge: %s already exists; merge into a new folder", out)
+		if !again {
+			return res, fmt.Errorf("merge: %s already exists; merge into a new folder (or pass --resume to redo an earlier merge of the same run)", out)
+		}
+		replace = true
 	}
 	var first Manifest
 	seenShard := map[string]string{}
@@ -46,6 +63,17 @@ func Merge(out string, shards []string, version string, now time.Time) (MergeRes
 				d = fmt.Sprintf("run was %s, now %s", first.Run, m.Run)
 			}
 			return res, fmt.Errorf("merge: %s is not a shard of the same run as %s: %s", dir, shards[0], d)
+		}
+	}
+	if replace {
+		prev, err := ReadManifest(out)
+		if err != nil {
+			return res, fmt.Errorf("merge: %s exists and is not a run folder: %w", out, err)
+		}
+		a, b := first.Plan, prev.Plan
+		a.Shard, b.Shard = "", ""
+		if len(prev.Shards) == 0 || prev.Run != first.Run || planDiff(a, b) != "" {
+			return res, fmt.Errorf("merge: %s exists and is not an earlier merge of run %s; merge into a new folder", out, first.Run)
 		}
 	}
 	// Build in a temporary folder beside out and rename it at the end, so
@@ -114,9 +142,31 @@ func Merge(out string, shards []string, version string, now time.Time) (MergeRes
 	if err := os.Chmod(out, 0o755); err != nil {
 		return res, fmt.Errorf("merge: %w", err)
 	}
+	var old string
+	if replace {
+		// The earlier merge steps aside, the new one takes its name, then
+		// the earlier one goes: at every moment one complete merge exists.
+		if old, err = os.MkdirTemp(filepath.Dir(filepath.Clean(final)), "."+filepath.Base(final)+".replaced-*"); err != nil {
+			return res, fmt.Errorf("merge: %w", err)
+		}
+		if err := os.Remove(old); err != nil {
+			return res, fmt.Errorf("merge: %w", err)
+		}
+		if err := os.Rename(final, old); err != nil {
+			return res, fmt.Errorf("merge: %w", err)
+		}
+	}
 	if err := os.Rename(out, final); err != nil {
+		if old != "" {
+			_ = os.Rename(old, final)
+		}
 		return res, fmt.Errorf("merge: %w", err)
 	}
 	done = true
+	if old != "" {
+		if err := os.RemoveAll(old); err != nil {
+			return res, fmt.Errorf("merge: removing the earlier merge %s: %w", old, err)
+		}
+	}
 	return res, syncDir(filepath.Dir(filepath.Clean(final)))
 }

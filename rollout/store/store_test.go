@@ -449,6 +449,37 @@ func TestMerge(t *testing.T) {
 		assert.Zero(t, sum.Ran)
 	})
 
+	t.Run("again: a merge step run twice, before and after a shard is done", func(t *testing.T) {
+		_, _, a, b := shards(t)
+		out := filepath.Join(t.TempDir(), "merged")
+		// First run of the merge step: shard b is not there yet.
+		bMissing := filepath.Join(t.TempDir(), "b-later")
+		require.NoError(t, os.Rename(b, bMissing))
+		_, err := store.MergeAgain(out, []string{a, bMissing + "-absent"}, "v2", now)
+		require.Error(t, err)
+		res, err := store.MergeAgain(out, []string{a}, "v2", now)
+		require.NoError(t, err)
+		assert.Equal(t, store.MergeResult{Records: 3, Planned: 6}, res)
+		// The shard is done; the merge step runs again, then once more.
+		for i := 0; i < 2; i++ {
+			res, err = store.MergeAgain(out, []string{a, bMissing}, "v2", now)
+			require.NoError(t, err)
+			assert.Equal(t, store.MergeResult{Records: 6, Planned: 6}, res)
+			_, got := records(t, out)
+			_, want := records(t, a, bMissing)
+			assert.Equal(t, want, got)
+			left, _ := os.ReadDir(filepath.Dir(out))
+			assert.Len(t, left, 1, "nothing left beside the merge")
+		}
+		// A folder that is not an earlier merge of this run is never replaced.
+		other := t.TempDir()
+		newFixture(t, "run-other", 5, engine.Shard{I: 0, N: 2}).run(t, other)
+		_, err = store.MergeAgain(other, []string{a, bMissing}, "v2", now)
+		require.ErrorContains(t, err, "is not an earlier merge of run run-merge")
+		_, err = store.MergeAgain(a, []string{a, bMissing}, "v2", now)
+		require.ErrorContains(t, err, "is not an earlier merge", "a shard folder is not a merge")
+	})
+
 	t.Run("refusals", func(t *testing.T) {
 		_, _, a, b := shards(t)
 		// Another seed: not the same run.

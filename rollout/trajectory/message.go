@@ -39,6 +39,11 @@ type ToolCall struct {
 	// left it in the content (hermes, mistral, phi, function_tag, json);
 	// "" for a call the server parsed itself.
 	Recovered string `json:"recovered,omitempty"`
+	// ServerID is the id the server gave the call when it differs from ID:
+	// antidrift gives every call its own id, unique in the episode (servers
+	// and gateways reuse "call_0" every turn or omit ids), and sends that
+	// one back. Kept for tracing a call to the server's logs.
+	ServerID string `json:"server_id,omitempty"`
 }
 
 // FunctionCall keeps the arguments twice: Arguments exactly as the model

@@ -86,16 +86,20 @@ type Repairs struct {
 	RecoveredCalls int `json:"recovered_calls,omitempty"`
 	// ReasoningSplit: turns whose <think> block was moved out of content.
 	ReasoningSplit int `json:"reasoning_split,omitempty"`
+	// FinalAnswerCalls: text answers a server wrapped in a pseudo-call
+	// (TGI's notify_error), read back as the answers they are.
+	FinalAnswerCalls int `json:"final_answer_calls,omitempty"`
 }
 
 // Add returns the sum of two repair counts.
 func (r Repairs) Add(o Repairs) Repairs {
 	return Repairs{
-		EmptyArguments: r.EmptyArguments + o.EmptyArguments,
-		NullArguments:  r.NullArguments + o.NullArguments,
-		DoubleEncoded:  r.DoubleEncoded + o.DoubleEncoded,
-		RecoveredCalls: r.RecoveredCalls + o.RecoveredCalls,
-		ReasoningSplit: r.ReasoningSplit + o.ReasoningSplit,
+		EmptyArguments:   r.EmptyArguments + o.EmptyArguments,
+		NullArguments:    r.NullArguments + o.NullArguments,
+		DoubleEncoded:    r.DoubleEncoded + o.DoubleEncoded,
+		RecoveredCalls:   r.RecoveredCalls + o.RecoveredCalls,
+		ReasoningSplit:   r.ReasoningSplit + o.ReasoningSplit,
+		FinalAnswerCalls: r.FinalAnswerCalls + o.FinalAnswerCalls,
 	}
 }
 

@@ -13,7 +13,7 @@ func TestStatusesScoredAndParsed(t *testing.T) {
 	scored := map[trajectory.Status]bool{
 		trajectory.StatusCompleted: true, trajectory.StatusMaxSteps: true, trajectory.StatusContextLength: true,
 		trajectory.StatusModelError: true, trajectory.StatusTruncated: true, trajectory.StatusUnparsedToolCall: true,
-		trajectory.StatusDroppedToolCall: true, trajectory.StatusEmptyAnswer: true,
+		trajectory.StatusDroppedToolCall: true, trajectory.StatusEmptyAnswer: true, trajectory.StatusRefused: true,
 		trajectory.StatusInfraError: false, trajectory.StatusContextTruncated: false,
 	}
 	require.Len(t, trajectory.Statuses, len(scored), "every status is decided")

@@ -7,7 +7,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
+
+	"github.com/antidrift/antidrift/rollout/policy"
 )
 
 // The prompts of Check's probes, exported so that simulated servers can
@@ -41,6 +45,9 @@ type Report struct {
 	Models  []string `json:"models,omitempty"`
 	// ContextLength is the model's context as the server reports it (0: not reported).
 	ContextLength int `json:"context_length,omitempty"`
+	// NumCtx is the context an Ollama server gives the model (num_ctx in
+	// the model's parameters, from /api/show; 0: not set there).
+	NumCtx int `json:"num_ctx,omitempty"`
 	// ToolCalls: structured, markup_in_content, dropped, none, refused or unknown.
 	ToolCalls string `json:"tool_calls"`
 	// TokenParam is the field the endpoint takes for the token limit.
@@ -57,7 +64,8 @@ type Report struct {
 // (temperature 0, a seed and a token limit, dropping whichever the endpoint
 // refuses to learn what it takes) and a tool request that asks for one
 // call, and reports what came back with the fix for what failed. It does
-// not retry: a check is for a person waiting at a terminal.
+// retry what is transient as the run does (patient), so that a busy or
+// loading server is not declared unusable by its first answers.
 func (c *Client) Check(ctx context.Context) (Report, error) {
 	rep := Report{BaseURL: Redact(c.base), Model: c.model, ToolCalls: "unknown", TokenParam: "max_tokens", Reasoning: "none"}
 	add := func(name, status, detail, fix string) {
@@ -65,7 +73,7 @@ func (c *Client) Check(ctx context.Context) (Report, error) {
 	}
 
 	// 1. Models.
-	status, body, err := c.get(ctx, c.base+"/models")
+	status, body, err := c.getPatient(ctx, c.base+"/models")
 	switch {
 	case err != nil:
 		add("reachable", CapNo, "GET /models: "+c.redact.apply(err.Error()), "check the base URL (usually http://HOST:PORT/v1) and that the server is running")
@@ -86,6 +94,12 @@ func (c *Client) Check(ctx context.Context) (Report, error) {
 			add("model listed", CapOK, "", "")
 		} else {
 			add("model listed", CapNo, "the server lists: "+strings.Join(rep.Models, ", "), "pass one of the listed names as the model (with vLLM, a LoRA adapter's name is a model name)")
+		}
+	}
+	if rep.Family == "ollama" {
+		c.readNumCtx(ctx, &rep)
+		if rep.NumCtx > 0 {
+			add("num_ctx", CapOK, fmt.Sprintf("%d tokens (a longer conversation is cut silently; antidrift marks such episodes context_truncated)", rep.NumCtx), "")
 		}
 	}
 	if rep.ContextLength > 0 {
@@ -174,6 +188,11 @@ func (c *Client) Check(ctx context.Context) (Report, error) {
 		rep.ToolCalls = "none"
 		add("tool calls", CapUnknown, "the model answered in text without calling the tool: "+clip(tc.content), "a model that ignores a direct request to call a tool will not call tools in rollouts either; try another model or --framework react")
 	}
+	if rep.Family == "sglang" {
+		// python/sglang/srt/function_call/base_format_detector.py drops a
+		// call to a tool the request did not offer.
+		add("calls to hidden tools", CapNo, "SGLang drops calls to tools the request did not offer: under --framework gated an attempt at a hidden tool that the answer's text does not show is lost, so DR is a lower bound, not comparable with a server that keeps such calls (vLLM)", "compare gated runs on one server family; records say dropped_tool_call where the server admits the drop")
+	}
 	switch rep.Reasoning {
 	case "field":
 		add("reasoning", CapOK, "in a separate field (reasoning_content / reasoning)", "")
@@ -237,7 +256,7 @@ func (c *Client) probe(ctx context.Context, messages, tools []any, params map[st
 	}
 	m := cr.Choices[0].Message
 	content, _ := decodeContent(m.Content)
-	p := chatProbe{status: status, content: content, calls: len(m.ToolCalls), finish: string(cr.Choices[0].FinishReason)}
+	p := chatProbe{status: status, content: content, calls: len(m.ToolCalls), finish: policy.NormalizeFinish(string(cr.Choices[0].FinishReason), len(m.ToolCalls) > 0)}
 	switch {
 	case m.ReasoningContent != "" || m.Reasoning != "":
 		p.reasoning = "field"
@@ -247,25 +266,128 @@ func (c *Client) probe(ctx context.Context, messages, tools []any, params map[st
 	return p
 }
 
-// post sends one chat request, without retries.
+// post sends one chat request, under the run's retry policy for what is
+// transient (patient).
 func (c *Client) post(ctx context.Context, body []byte) (int, []byte, error) {
-	actx, cancel := context.WithTimeout(ctx, c.timeout)
+	return c.patient(ctx, func(ctx context.Context) (int, []byte, http.Header, error) {
+		actx, cancel := context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+		hreq, err := http.NewRequestWithContext(actx, http.MethodPost, c.endpoint, bytes.NewReader(body))
+		if err != nil {
+			return 0, nil, nil, err
+		}
+		hreq.Header.Set("Content-Type", "application/json")
+		if c.key != "" {
+			hreq.Header.Set("Authorization", "Bearer "+c.key)
+		}
+		hresp, err := c.http.Do(hreq)
+		if err != nil {
+			return 0, nil, nil, err
+		}
+		defer hresp.Body.Close()
+		data, err := io.ReadAll(io.LimitReader(hresp.Body, maxResponseBytes))
+		return hresp.StatusCode, data, hresp.Header, err
+	})
+}
+
+// getPatient is get under the retry policy of patient.
+func (c *Client) getPatient(ctx context.Context, u string) (int, []byte, error) {
+	return c.patient(ctx, func(ctx context.Context) (int, []byte, http.Header, error) {
+		return c.getHeader(ctx, u)
+	})
+}
+
+// patient makes a request under the same retry policy as Complete, so that
+// the pre-flight check and the run judge an endpoint alike: a connection
+// error, a 408, 409, 429 (quota aside) or 5xx is retried with back-off up
+// to MaxRetries, honouring Retry-After up to MaxRetryAfter; a 503 "Loading
+// model" waits for readiness up to ReadyWait without using up retries. The
+// last answer is returned: only one that stays after the retries is the
+// endpoint's.
+func (c *Client) patient(ctx context.Context, send func(context.Context) (int, []byte, http.Header, error)) (int, []byte, error) {
+	waits := 0
+	for attempt := 0; ; attempt++ {
+		status, data, h, err := send(ctx)
+		if ctx.Err() != nil {
+			return status, data, err
+		}
+		var wait time.Duration
+		switch {
+		case err != nil:
+			// A connection refused or reset, a timeout: transient.
+		case status >= 200 && status < 300:
+			return status, data, nil
+		default:
+			v := classify(status, parseAPIError(data))
+			if v.loading && c.readyWait > 0 && waits < 3 {
+				waits++
+				if werr := c.waitReady(ctx, &Error{Class: policy.ErrInfra, StatusCode: status, Message: "the server is still loading the model"}); werr != nil {
+					return status, data, nil
+				}
+				attempt--
+				continue
+			}
+			if !v.retry || v.once {
+				return status, data, nil
+			}
+			if d, ok := retryAfter(h, c.now()); ok {
+				if d > c.maxRetryAfter {
+					return status, data, nil
+				}
+				wait = d
+			}
+		}
+		if attempt >= c.maxRetries {
+			return status, data, err
+		}
+		if wait <= 0 {
+			wait = backoff(attempt, c.backoffBase, c.backoffMax)
+		}
+		if serr := c.sleep(ctx, wait); serr != nil {
+			return status, data, err
+		}
+		c.retries.Add(1)
+	}
+}
+
+// readNumCtx asks an Ollama server for the model's num_ctx: POST /api/show
+// beside the API root answers the Modelfile parameters as text lines
+// ("num_ctx 32768"; server/routes.go ShowHandler). Unset there, the
+// context comes from OLLAMA_CONTEXT_LENGTH or Ollama's default, which the
+// API does not show: NumCtx stays 0.
+func (c *Client) readNumCtx(ctx context.Context, rep *Report) {
+	root := strings.TrimSuffix(strings.TrimRight(c.base, "/"), "/v1")
+	body, _ := json.Marshal(map[string]string{"model": c.model, "name": c.model})
+	actx, cancel := context.WithTimeout(ctx, min(c.timeout, 30*time.Second))
 	defer cancel()
-	hreq, err := http.NewRequestWithContext(actx, http.MethodPost, c.endpoint, bytes.NewReader(body))
+	hreq, err := http.NewRequestWithContext(actx, http.MethodPost, root+"/api/show", bytes.NewReader(body))
 	if err != nil {
-		return 0, nil, err
+		return
 	}
 	hreq.Header.Set("Content-Type", "application/json")
-	if c.key != "" {
-		hreq.Header.Set("Authorization", "Bearer "+c.key)
-	}
 	hresp, err := c.http.Do(hreq)
 	if err != nil {
-		return 0, nil, err
+		return
 	}
 	defer hresp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(hresp.Body, maxResponseBytes))
-	return hresp.StatusCode, data, err
+	data, err := io.ReadAll(io.LimitReader(hresp.Body, 1<<20))
+	if err != nil || hresp.StatusCode != http.StatusOK {
+		return
+	}
+	var show struct {
+		Parameters string `json:"parameters"`
+	}
+	if json.Unmarshal(data, &show) != nil {
+		return
+	}
+	for _, line := range strings.Split(show.Parameters, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 2 && f[0] == "num_ctx" {
+			if n, err := strconv.Atoi(f[1]); err == nil && n > 0 {
+				rep.NumCtx = n
+			}
+		}
+	}
 }
 
 // readModels reads the models list and what it says about the server.

@@ -203,6 +203,8 @@ type Client struct {
 	// find the server ready when they get the lock.
 	readyMu   sync.Mutex
 	readyTime time.Time
+	// numCtx: the context an Ollama server gives the model (Learn).
+	numCtx atomic.Int64
 
 	requests, retries, rateLimited atomic.Int64
 
@@ -346,12 +348,14 @@ func (c *Client) Complete(ctx context.Context, req policy.Request) (policy.Respo
 	if err != nil {
 		return policy.Response{}, &Error{Class: policy.ErrModel, Message: "encode request: " + c.redact.apply(err.Error())}
 	}
-	seed := idSeed{seed: req.Seed, messages: len(req.Messages)}
+	seed := newIDSeed(req)
 	prevSig := ""
 	waits, switched := 0, false
 	for attempt := 1; ; attempt++ {
 		resp, f := c.attempt(ctx, body, seed)
 		if f == nil {
+			readFinalAnswerCall(&resp, req.Tools)
+			c.noteContextCut(&resp, len(body))
 			return resp, nil
 		}
 		f.err.Attempts = attempt
@@ -405,6 +409,90 @@ func (c *Client) Complete(ctx context.Context, req policy.Request) (policy.Respo
 			return policy.Response{}, e
 		}
 		c.retries.Add(1)
+	}
+}
+
+// Learn applies what the endpoint check found: with TokenAuto, the token
+// parameter the endpoint takes (so that no request is refused to learn it
+// again), and the context an Ollama server gives the model (num_ctx), for
+// telling when it cut a conversation.
+func (c *Client) Learn(rep Report) {
+	if c.tokenParam == TokenAuto && rep.TokenParam == TokenMaxCompletionTokens.String() {
+		c.completionTokens.Store(true)
+	}
+	if rep.NumCtx > 0 {
+		c.numCtx.Store(int64(rep.NumCtx))
+	}
+}
+
+// TokenParamInUse is the token parameter the client sends now: the
+// configured one, or max_completion_tokens once learnt (TokenAuto).
+func (c *Client) TokenParamInUse() TokenParam {
+	if c.completionTokens.Load() {
+		return TokenMaxCompletionTokens
+	}
+	if c.tokenParam == TokenAuto {
+		return TokenAuto
+	}
+	return TokenMaxTokens
+}
+
+// noteContextCut flags an answer to a request larger than the server's
+// num_ctx (Ollama, about four bytes a token), whose reported prompt fits
+// in num_ctx: the server dropped the oldest messages, the task first
+// (Ollama server/prompt.go chatPrompt), even on the first turn where no
+// fall in prompt tokens can show it.
+func (c *Client) noteContextCut(resp *policy.Response, bodyBytes int) {
+	n := int(c.numCtx.Load())
+	if n <= 0 {
+		return
+	}
+	est := bodyBytes / 4
+	if p := resp.Usage.PromptTokens; est > n && p > 0 && p <= n {
+		resp.ContextCut = fmt.Sprintf("the request was about %d tokens but the server's num_ctx is %d and it read %d prompt tokens: Ollama dropped the oldest messages (raise num_ctx)", est, n, p)
+	}
+}
+
+// readFinalAnswerCall reads TGI's final-answer pseudo-call as the text it
+// is: before TGI 2.4 (PR #2597), tool_choice "auto" was a grammar over the
+// offered tools plus one named notify_error (router/src/infer/
+// tool_grammar.rs), so a model answering in text came back as a call to
+// notify_error with the text in its "error" argument; later versions named
+// it no_tool ("content"). A call to a tool the request did offer is left
+// alone.
+func readFinalAnswerCall(resp *policy.Response, offered []policy.Tool) {
+	calls := resp.Message.ToolCalls
+	if len(calls) != 1 {
+		return
+	}
+	name := calls[0].Function.Name
+	if name != "notify_error" && name != "no_tool" {
+		return
+	}
+	for _, t := range offered {
+		if t.Name == name {
+			return
+		}
+	}
+	var args map[string]any
+	_ = json.Unmarshal(calls[0].Function.Parsed, &args)
+	text := ""
+	for _, k := range []string{"error", "content"} {
+		if s, ok := args[k].(string); ok && s != "" {
+			text = s
+			break
+		}
+	}
+	if text == "" && resp.Message.Content == "" {
+		return // nothing to read: left as the call it is
+	}
+	if resp.Message.Content == "" {
+		resp.Message.Content = text
+	}
+	resp.Message.ToolCalls = nil
+	resp.FinalAnswerCall = name
+	if resp.FinishReason == policy.FinishToolCalls {
+		resp.FinishReason = policy.FinishStop
 	}
 }
 
@@ -488,22 +576,28 @@ func readinessURLs(base string) []string {
 
 // get makes one GET with the client's key and timeout, outside the limiter.
 func (c *Client) get(ctx context.Context, u string) (int, []byte, error) {
+	status, data, _, err := c.getHeader(ctx, u)
+	return status, data, err
+}
+
+// getHeader is get with the answer's headers.
+func (c *Client) getHeader(ctx context.Context, u string) (int, []byte, http.Header, error) {
 	actx, cancel := context.WithTimeout(ctx, min(c.timeout, 30*time.Second))
 	defer cancel()
 	hreq, err := http.NewRequestWithContext(actx, http.MethodGet, u, nil)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
 	if c.key != "" {
 		hreq.Header.Set("Authorization", "Bearer "+c.key)
 	}
 	hresp, err := c.http.Do(hreq)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
 	defer hresp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(hresp.Body, 1<<20))
-	return hresp.StatusCode, data, err
+	return hresp.StatusCode, data, hresp.Header, err
 }
 
 // canceled is the error for a caller that gave up. It is an infrastructure
@@ -559,6 +653,14 @@ func (c *Client) attempt(ctx context.Context, body []byte, seed idSeed) (policy.
 		resp, err := decodeResponse(data, seed)
 		if err == nil {
 			c.limiter.Succeeded()
+			if resp.FinishReason == policy.FinishError {
+				// An answer cut by a server or provider error: half an
+				// answer, or half a call. Asked again once; twice cut, it
+				// is the model's error for this episode, never a final
+				// answer or a call to run.
+				return policy.Response{}, &failure{err: &Error{Class: policy.ErrModel, StatusCode: status,
+					Message: "the server ended the answer with finish_reason \"error\" (cut by a server or provider error)"}, retry: true, once: true}
+			}
 			return resp, nil
 		}
 		return policy.Response{}, c.badSuccess(status, data, err)
@@ -646,7 +748,10 @@ func (c *Client) transportFailure(ctx, actx context.Context, err error) *failure
 	}
 	msg := "connection error: " + strings.ReplaceAll(c.redact.apply(err.Error()), c.endpoint, Redact(c.endpoint))
 	if actx.Err() != nil {
-		msg = fmt.Sprintf("request timed out after %s", c.timeout)
+		// The server did not answer within one attempt's limit: a retry
+		// asks it the same again, so a server that is merely slow needs a
+		// longer limit, not more retries.
+		msg = fmt.Sprintf("request timed out after %s (--request-timeout): a server slower than that for one completion (a long generation, a busy queue) needs a larger --request-timeout; one that never answers needs checking", c.timeout)
 		err = actx.Err()
 	}
 	return &failure{err: &Error{Class: policy.ErrInfra, Message: msg, cause: err}, retry: true}

@@ -166,10 +166,12 @@ func TestQuirks(t *testing.T) {
 				assert.Equal(t, "function", got.Type)
 				assert.Equal(t, "search", got.Function.Name)
 				assert.Equal(t, tc.args, got.Function.Arguments)
+				// The id is always the client's; the server's is kept beside it.
+				assert.Regexp(t, generatedID, got.ID)
 				if tc.generateID {
-					assert.Regexp(t, generatedID, got.ID)
+					assert.Empty(t, got.ServerID)
 				} else {
-					assert.Equal(t, "call_1", got.ID)
+					assert.Equal(t, "call_1", got.ServerID)
 				}
 				if tc.parsed == "" {
 					assert.Nil(t, got.Function.Parsed)
@@ -218,20 +220,32 @@ func TestGeneratedIDs(t *testing.T) {
 	assert.NotEqual(t, first, ids(longer), "turn changes ids")
 }
 
-func TestDuplicateServerIDsAreReplaced(t *testing.T) {
-	srv := fakeserver.Start(t, fakeserver.Options{Script: []fakeserver.Reply{fakeserver.ToolCalls(
-		fakeserver.Call{ID: "call_0", Name: "a", Arguments: "{}"},
-		fakeserver.Call{ID: "call_0", Name: "b", Arguments: "{}"},
-	)}, Fallback: &fakeserver.Reply{Content: "done"}})
+// TestServerIDsAreReplaced: ids repeated within a message or across turns
+// (a gateway answering "call_0" every turn) never reach the record as ids:
+// every call gets the client's own id, unique in the conversation.
+func TestServerIDsAreReplaced(t *testing.T) {
+	srv := fakeserver.Start(t, fakeserver.Options{Fallback: &fakeserver.Reply{ToolCalls: []fakeserver.Call{
+		{ID: "call_0", Name: "a", Arguments: "{}"},
+		{ID: "call_0", Name: "b", Arguments: "{}"},
+	}}})
 	c := newTestClient(t, srv)
 	req := userRequest("x")
-	resp, err := c.Complete(context.Background(), req)
-	require.NoError(t, err)
-	require.Len(t, resp.Message.ToolCalls, 2)
-	assert.Equal(t, "call_0", resp.Message.ToolCalls[0].ID)
-	assert.Regexp(t, generatedID, resp.Message.ToolCalls[1].ID)
-	_, err = c.Complete(context.Background(), answerAll(req, resp.Message))
-	require.NoError(t, err)
+	seen := map[string]bool{}
+	for turn := 0; turn < 3; turn++ {
+		resp, err := c.Complete(context.Background(), req)
+		require.NoError(t, err)
+		require.Len(t, resp.Message.ToolCalls, 2)
+		for _, tc := range resp.Message.ToolCalls {
+			assert.Regexp(t, generatedID, tc.ID)
+			assert.Equal(t, "call_0", tc.ServerID)
+			assert.False(t, seen[tc.ID], "turn %d: id %s already used in the conversation", turn, tc.ID)
+			seen[tc.ID] = true
+		}
+		req = answerAll(req, resp.Message)
+	}
+	for _, r := range srv.Requests() {
+		assert.NotContains(t, string(r.Raw), "call_0", "the server's ids are never sent back")
+	}
 	assert.Empty(t, srv.Violations())
 }
 
@@ -309,7 +323,7 @@ func TestErrors(t *testing.T) {
 		{name: "429 then success", script: []fakeserver.Reply{fakeserver.RateLimited(""), ok}, requests: 2, throttled: 1},
 		{name: "429 exhausts retries", script: repeat(fakeserver.RateLimited(""), maxRetries+1), class: policy.ErrInfra, requests: maxRetries + 1, status: 429, throttled: maxRetries + 1},
 		{name: "hang then success", script: []fakeserver.Reply{fakeserver.Hang(), ok}, requests: 2},
-		{name: "hangs exhaust retries", script: repeat(fakeserver.Hang(), maxRetries+1), class: policy.ErrInfra, requests: maxRetries + 1, is: context.DeadlineExceeded, message: "timed out"},
+		{name: "hangs exhaust retries", script: repeat(fakeserver.Hang(), maxRetries+1), class: policy.ErrInfra, requests: maxRetries + 1, is: context.DeadlineExceeded, message: "needs a larger --request-timeout"},
 		{name: "reset then success", script: []fakeserver.Reply{fakeserver.Reset(), ok}, requests: 2},
 		{name: "resets exhaust retries", script: repeat(fakeserver.Reset(), maxRetries+1), class: policy.ErrInfra, requests: maxRetries + 1, message: "connection error"},
 		{name: "garbage 200 then success", script: []fakeserver.Reply{fakeserver.Raw(200, `<html>bad gateway</html>`), ok}, requests: 2},
@@ -621,4 +635,75 @@ func TestErrorUnwrapsToClass(t *testing.T) {
 	assert.True(t, errors.Is(e, policy.ErrInfra))
 	assert.True(t, errors.Is(e, context.DeadlineExceeded))
 	assert.Equal(t, "openai: infrastructure error: m", e.Error())
+}
+
+// TestFinishErrorRetriedOnce: an answer cut by finish_reason "error" is
+// asked again once; cut twice, it is a model error, not an answer.
+func TestFinishErrorRetriedOnce(t *testing.T) {
+	srv := fakeserver.Start(t, fakeserver.Options{Script: []fakeserver.Reply{
+		{Content: "half", FinishReason: "error"}, {Content: "whole"},
+		{Content: "half", FinishReason: "ERROR"}, {Content: "half", FinishReason: "error"},
+	}})
+	c := newTestClient(t, srv)
+	resp, err := c.Complete(context.Background(), userRequest("x"))
+	require.NoError(t, err)
+	assert.Equal(t, "whole", resp.Message.Content)
+	_, err = c.Complete(context.Background(), userRequest("x"))
+	require.ErrorIs(t, err, policy.ErrModel)
+	assert.Contains(t, err.Error(), `finish_reason "error"`)
+	assert.Equal(t, 4, srv.Served())
+}
+
+// TestRefusalField: OpenAI's refusal field is the response's Refusal.
+func TestRefusalField(t *testing.T) {
+	srv := fakeserver.Start(t, fakeserver.Options{Script: []fakeserver.Reply{{Refusal: "I can't help with that."}}})
+	resp, err := newTestClient(t, srv).Complete(context.Background(), userRequest("x"))
+	require.NoError(t, err)
+	assert.Equal(t, "I can't help with that.", resp.Refusal)
+	assert.Equal(t, "I can't help with that.", resp.Message.Content)
+}
+
+// TestNotifyErrorReadAsAnswer: TGI's notify_error pseudo-call is the text
+// answer it wraps, unless the request offered a tool of that name.
+func TestNotifyErrorReadAsAnswer(t *testing.T) {
+	m := fakeserver.Mode{Family: fakeserver.FamilyTGI, NotifyError: true}
+	srv := fakeserver.Start(t, fakeserver.Options{Mode: &m, Fallback: &fakeserver.Reply{Content: "All done."}})
+	c := newTestClient(t, srv)
+	resp, err := c.Complete(context.Background(), userRequest("x"))
+	require.NoError(t, err)
+	assert.Empty(t, resp.Message.ToolCalls)
+	assert.Equal(t, "All done.", resp.Message.Content)
+	assert.Equal(t, "notify_error", resp.FinalAnswerCall)
+	assert.Equal(t, policy.FinishStop, resp.FinishReason)
+
+	req := userRequest("x")
+	req.Tools = append(req.Tools, policy.Tool{Name: "notify_error", Parameters: json.RawMessage(`{"type":"object"}`)})
+	resp, err = c.Complete(context.Background(), req)
+	require.NoError(t, err)
+	require.Len(t, resp.Message.ToolCalls, 1, "a scenario's own notify_error tool is a call")
+	assert.Empty(t, resp.FinalAnswerCall)
+}
+
+// TestLearnTokenParam: what the check learnt is used from the first
+// request: no max_tokens refusal to rediscover it.
+func TestLearnTokenParam(t *testing.T) {
+	m := fakeserver.Mode{Family: fakeserver.FamilyOpenAI, RequireCompletionTokens: true}
+	srv := fakeserver.Start(t, fakeserver.Options{Mode: &m, Handler: func(req *fakeserver.Request) fakeserver.Reply {
+		if len(req.Tools) > 0 && req.Messages[0].Content == CheckToolPrompt {
+			return fakeserver.ToolCalls(fakeserver.Call{Name: CheckTool, Arguments: `{"city":"Paris"}`})
+		}
+		return fakeserver.Text("ready")
+	}})
+	c := newTestClient(t, srv)
+	rep, err := c.Check(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, "max_completion_tokens", rep.TokenParam)
+	c.Learn(rep)
+	before := srv.Count()
+	req := userRequest("x")
+	req.MaxTokens = 100
+	_, err = c.Complete(context.Background(), req)
+	require.NoError(t, err)
+	assert.Equal(t, before+1, srv.Count(), "one request, not refused")
+	assert.Contains(t, string(srv.Requests()[before].Raw), `"max_completion_tokens":100`)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -271,7 +272,7 @@ func TestEndpointCheckPerMode(t *testing.T) {
 		})
 	}
 	// Unreachable: reported, not an error.
-	c, err := New(Config{BaseURL: "http://127.0.0.1:1/v1", Model: "m", Timeout: time.Second})
+	c, err := New(Config{BaseURL: "http://127.0.0.1:1/v1", Model: "m", Timeout: time.Second, BackoffBase: time.Millisecond, BackoffMax: 2 * time.Millisecond})
 	require.NoError(t, err)
 	rep, err := c.Check(context.Background())
 	require.NoError(t, err)
@@ -290,5 +291,78 @@ func TestRedact(t *testing.T) {
 	}
 	for in, want := range cases {
 		assert.Equal(t, want, Redact(in), in)
+	}
+}
+
+// TestEndpointCheckTransient: the pre-flight check retries what the run
+// retries: a busy server (429 or 503, with or without Retry-After), a
+// loading one (503 on every route until ready) and a reset connection are
+// accepted once they answer; an endpoint whose answer stays the same after
+// the retries (500 for everything, a Retry-After beyond the bound) is not.
+func TestEndpointCheckTransient(t *testing.T) {
+	answer := func(resetFirst bool) func(*fakeserver.Request) fakeserver.Reply {
+		var mu sync.Mutex
+		n := 0
+		return func(req *fakeserver.Request) fakeserver.Reply {
+			mu.Lock()
+			n++
+			first := n == 1
+			mu.Unlock()
+			if resetFirst && first {
+				return fakeserver.Reset()
+			}
+			if len(req.Tools) > 0 {
+				return fakeserver.ToolCalls(fakeserver.Call{Name: CheckTool, Arguments: `{"city":"Paris"}`})
+			}
+			return fakeserver.Text("ready")
+		}
+	}
+	cases := []struct {
+		name     string
+		mode     fakeserver.Mode
+		fallback *fakeserver.Reply
+		reset    bool
+		ok       bool
+		detail   string
+	}{
+		{name: "ollama busy 503", mode: fakeserver.Mode{Family: fakeserver.FamilyOllama, Busy: 3}, ok: true},
+		{name: "openai 429 with Retry-After", mode: fakeserver.Mode{Family: fakeserver.FamilyOpenAI, Busy: 3, BusyRetryAfter: "0.01"}, ok: true},
+		{name: "llamacpp loading", mode: fakeserver.Mode{Family: fakeserver.FamilyLlamaCpp, LoadingPolls: 3}, ok: true},
+		{name: "connection reset", mode: fakeserver.Mode{Family: fakeserver.FamilyVLLM}, reset: true, ok: true},
+		{name: "Retry-After beyond the bound", mode: fakeserver.Mode{Family: fakeserver.FamilyOpenAI, Busy: 100, BusyRetryAfter: "3600"}, detail: "HTTP 429"},
+		{name: "busy longer than the retries", mode: fakeserver.Mode{Family: fakeserver.FamilyOllama, Busy: 100}, detail: "server busy"},
+		{name: "500 for everything", mode: fakeserver.Mode{Family: fakeserver.FamilyVLLM},
+			fallback: func() *fakeserver.Reply {
+				r := fakeserver.Error(500, "CUDA error: out of memory", "server_error", "")
+				return &r
+			}(), detail: "CUDA error"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := tc.mode
+			opts := fakeserver.Options{Mode: &m, Handler: answer(tc.reset)}
+			if tc.fallback != nil {
+				opts.Handler = func(*fakeserver.Request) fakeserver.Reply { return *tc.fallback }
+			}
+			c, srv := modeClient(t, opts, func(cfg *Config) { cfg.MaxRetryAfter = time.Second })
+			rep, err := c.Check(context.Background())
+			require.NoError(t, err)
+			assert.Equal(t, tc.ok, rep.OK, "%+v", rep.Capabilities)
+			if tc.ok {
+				assert.Equal(t, "structured", rep.ToolCalls)
+				for _, cp := range rep.Capabilities {
+					assert.NotEqual(t, CapNo, cp.Status, "%s: %s", cp.Name, cp.Detail)
+				}
+			} else {
+				var details []string
+				for _, cp := range rep.Capabilities {
+					details = append(details, cp.Detail)
+				}
+				assert.Contains(t, strings.Join(details, "\n"), tc.detail)
+			}
+			if m.LoadingPolls > 0 {
+				assert.Greater(t, srv.HealthPolls(), m.LoadingPolls, "waited on /health")
+			}
+		})
 	}
 }

@@ -331,26 +331,33 @@ func decodeResponse(body []byte, idSeed idSeed) (policy.Response, error) {
 	if len(calls) == 0 && rm.FunctionCall != nil {
 		calls = []respToolCall{{Function: *rm.FunctionCall}}
 	}
+	// Every call gets an id of the client's, unique in the episode: servers
+	// and gateways reuse ids across turns ("call_0" every turn) or omit
+	// them, and the judge's strip and every view key on ids. The server's
+	// id is kept beside it (ServerID), never sent back.
 	seen := make(map[string]bool, len(calls))
 	for i, rc := range calls {
-		id := string(rc.ID)
-		// Ids must be unique within the message, or the next request's tool
-		// answers would be ambiguous and rejected.
-		for salt := 0; id == "" || seen[id]; salt++ {
+		id := ""
+		for salt := 0; id == "" || seen[id] || idSeed.used[id]; salt++ {
 			id = idSeed.id(i, salt)
 		}
 		seen[id] = true
 		args, parsed, argsErr, repair := normalizeArguments(rc.Function.Arguments)
 		msg.ToolCalls = append(msg.ToolCalls, trajectory.ToolCall{
-			ID:   id,
-			Type: "function",
+			ID:       id,
+			ServerID: string(rc.ID),
+			Type:     "function",
 			Function: trajectory.FunctionCall{
 				Name: string(rc.Function.Name), Arguments: args, Parsed: parsed, ArgsError: argsErr, Repair: repair,
 			},
 		})
 	}
 
-	resp := policy.Response{Message: msg, FinishReason: normalizeFinish(string(choice.FinishReason), len(msg.ToolCalls) > 0)}
+	resp := policy.Response{Message: msg, FinishReason: policy.NormalizeFinish(string(choice.FinishReason), len(msg.ToolCalls) > 0)}
+	if r := strings.TrimSpace(string(rm.Refusal)); r != "" {
+		// OpenAI's refusal field: the model declined, which is not an answer.
+		resp.Refusal = r
+	}
 	if u := cr.Usage; u != nil {
 		resp.Usage = trajectory.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
 		if resp.Usage.TotalTokens == 0 {
@@ -451,30 +458,27 @@ func jsonKind(first byte) string {
 	}
 }
 
-// normalizeFinish makes finish reasons comparable across servers. Tool calls
-// win: servers say "stop", "eos" or nothing although they returned calls.
-// A cut turn stays "length" whatever it holds, so that it is never taken
-// for a finished one.
-func normalizeFinish(reason string, hasCalls bool) string {
-	switch reason {
-	case "length", "max_tokens", "model_length":
-		return "length"
-	}
-	if hasCalls {
-		return "tool_calls"
-	}
-	switch reason {
-	case "", "eos", "eos_token", "stop_sequence", "end_turn":
-		return "stop"
-	}
-	return reason
-}
-
 // idSeed derives tool-call ids from the request, so that a replayed episode
-// gets the same ids as the first run.
+// gets the same ids as the first run; used holds the ids the conversation
+// already carries, which a new call must not take.
 type idSeed struct {
 	seed     int64
 	messages int
+	used     map[string]bool
+}
+
+// newIDSeed is the id source for the answer to req.
+func newIDSeed(req policy.Request) idSeed {
+	s := idSeed{seed: req.Seed, messages: len(req.Messages)}
+	for _, m := range req.Messages {
+		for _, tc := range m.ToolCalls {
+			if s.used == nil {
+				s.used = map[string]bool{}
+			}
+			s.used[tc.ID] = true
+		}
+	}
+	return s
 }
 
 // idAlphabet: nine alphanumeric characters is what the strictest chat

@@ -48,21 +48,6 @@ func TestNormalizeArguments(t *testing.T) {
 	}
 }
 
-func TestNormalizeFinish(t *testing.T) {
-	cases := []struct {
-		in    string
-		calls bool
-		want  string
-	}{
-		{"stop", true, "tool_calls"}, {"eos", true, "tool_calls"}, {"", true, "tool_calls"}, {"length", true, "length"},
-		{"stop", false, "stop"}, {"eos", false, "stop"}, {"", false, "stop"}, {"end_turn", false, "stop"},
-		{"length", false, "length"}, {"max_tokens", false, "length"}, {"content_filter", false, "content_filter"},
-	}
-	for _, tc := range cases {
-		assert.Equal(t, tc.want, normalizeFinish(tc.in, tc.calls), "%q calls=%v", tc.in, tc.calls)
-	}
-}
-
 func TestParseAPIError(t *testing.T) {
 	cases := []struct {
 		name, body string

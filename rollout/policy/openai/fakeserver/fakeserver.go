@@ -76,6 +76,10 @@ type Reply struct {
 	// Reasoning is the model's reasoning, sent as the Mode's family sends
 	// it (reasoning_content, reasoning, or <think> in content).
 	Reasoning string
+	// Refusal is sent in the message's "refusal" field with null content,
+	// as OpenAI does when a model declines (structured outputs and newer
+	// chat models).
+	Refusal string
 	// Markup, when set, writes ToolCalls into content in that markup (see
 	// RenderMarkup) with finish_reason "stop" and no structured call: the
 	// server failed to parse the model's calls.
@@ -153,6 +157,7 @@ type Server struct {
 	maxInFlight int
 	served      int
 	healthPolls int
+	busy        int // chat requests seen by Mode.Busy
 	closeOnce   sync.Once
 }
 
@@ -239,6 +244,10 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		s.models(w)
 		return
 	}
+	if r.Method == http.MethodPost && r.URL.Path == "/api/show" && s.opts.Mode != nil && s.opts.Mode.Family == FamilyOllama {
+		s.showModel(w)
+		return
+	}
 	if r.Method == http.MethodGet && r.URL.Path == "/health" {
 		s.health(w)
 		return
@@ -277,6 +286,16 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	if loading {
 		writeError(w, http.StatusServiceUnavailable, "Loading model", "unavailable_error", "")
 		return
+	}
+	if m := s.opts.Mode; m != nil && m.Busy > 0 {
+		s.mu.Lock()
+		busy := s.busy < m.Busy
+		s.busy++
+		s.mu.Unlock()
+		if busy {
+			s.serve(w, r, req, m.busyReply())
+			return
+		}
 	}
 	var raw map[string]json.RawMessage
 	_ = json.Unmarshal(body, &raw)
@@ -393,6 +412,9 @@ func (s *Server) completion(req *Request, reply Reply) map[string]any {
 	msg := map[string]any{"role": "assistant", "content": reply.Content}
 	if q&NullContent != 0 {
 		msg["content"] = nil
+	}
+	if reply.Refusal != "" {
+		msg["content"], msg["refusal"] = nil, reply.Refusal
 	}
 	if reply.Reasoning != "" {
 		field := reply.reasoningField

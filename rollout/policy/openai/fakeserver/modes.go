@@ -19,6 +19,9 @@ const (
 	FamilySGLang   Family = "sglang"
 	FamilyOllama   Family = "ollama"
 	FamilyLlamaCpp Family = "llamacpp"
+	// FamilyTGI: Hugging Face text-generation-inference's Messages API.
+	// Not in Families: it is emulated for its final-answer pseudo-call only.
+	FamilyTGI Family = "tgi"
 )
 
 // Families lists the families in a fixed order.
@@ -60,10 +63,28 @@ type Mode struct {
 	// (max_model_len for vLLM and SGLang, meta.n_ctx_train for llama.cpp);
 	// a prompt longer than it is refused with the family's current wording.
 	ContextLength int
-	// LoadingPolls (llama.cpp tools/server/server.cpp): the server answers
-	// 503 "Loading model" to completions, and /health answers 503, until
-	// /health has been polled this many times.
+	// LoadingPolls (llama.cpp tools/server/server.cpp, the server-state
+	// middleware): the server answers 503 "Loading model" on every route —
+	// completions, /v1/models and /health — until /health has been polled
+	// this many times.
 	LoadingPolls int
+	// Busy: the first Busy chat requests are turned away as the family does
+	// when it is full, before any reply is consumed:
+	//   Ollama (server/sched.go, OLLAMA_MAX_QUEUE): 503 "server busy,
+	//   please try again.  maximum pending requests exceeded";
+	//   TGI (router/src/server.rs, OverloadedError) and gateways: 429
+	//   "Model is overloaded"; OpenAI: 429 with Retry-After;
+	//   SGLang and vLLM behind a load balancer: 503.
+	// BusyRetryAfter is the Retry-After header sent with them ("" none).
+	Busy           int
+	BusyRetryAfter string
+	// NotifyError (TGI before 2.4, router/src/infer/tool_grammar.rs and
+	// server.rs): tool_choice "auto" is a grammar over the offered tools
+	// plus a notify_error function, so a text answer to a request with
+	// tools comes back as a call to notify_error holding the text in its
+	// "error" argument (arguments as an object, id "0" in every turn,
+	// finish_reason "eos_token").
+	NotifyError bool
 	// RequireCompletionTokens (OpenAI reasoning models): 400
 	// unsupported_parameter for max_tokens.
 	RequireCompletionTokens bool
@@ -90,6 +111,8 @@ func (m Mode) String() string {
 	add(m.LoneCloseTag, "lone-close-tag")
 	add(m.NumCtx > 0, fmt.Sprintf("num_ctx=%d", m.NumCtx))
 	add(m.LoadingPolls > 0, "loading")
+	add(m.Busy > 0, fmt.Sprintf("busy=%d", m.Busy))
+	add(m.NotifyError, "notify_error")
 	add(m.RequireCompletionTokens, "max_completion_tokens")
 	add(m.FixedTemperature, "fixed-temperature")
 	add(m.DropUnofferedCalls, "drops-unoffered-calls")
@@ -152,7 +175,8 @@ func (m *Mode) contextError(n int) Reply {
 }
 
 // truncated applies Ollama's num_ctx: the oldest messages after a leading
-// system message are dropped until the prompt fits (the last message is
+// system message are dropped until the prompt (the rendered messages and
+// the tools, here about four bytes of the request a token) fits (the last message is
 // kept). The reply's usage reports the truncated prompt, as Ollama's does;
 // the handler still sees the whole conversation, so that a scripted brain
 // keeps answering.
@@ -162,7 +186,8 @@ func (m *Mode) truncated(req *Request) []trajectory.Message {
 	if len(msgs) > 0 && msgs[0].Role == trajectory.RoleSystem {
 		first = 1
 	}
-	for madeUpPrompt(msgs) > m.NumCtx && len(msgs) > first+1 {
+	over := requestOverhead(req)
+	for over+madeUpPrompt(msgs) > m.NumCtx && len(msgs) > first+1 {
 		msgs = append(append([]trajectory.Message(nil), msgs[:first]...), msgs[first+1:]...)
 	}
 	return msgs
@@ -196,6 +221,17 @@ func (m *Mode) dress(req *Request, reply Reply) Reply {
 		cut := *req
 		cut.Messages = m.truncated(req)
 		reply.Usage = madeUpUsage(&cut, reply)
+		reply.Usage.PromptTokens += requestOverhead(req)
+		reply.Usage.TotalTokens = reply.Usage.PromptTokens + reply.Usage.CompletionTokens
+	}
+	if m.NotifyError && len(req.Tools) > 0 && len(reply.ToolCalls) == 0 && reply.Content != "" {
+		text, _ := json.Marshal(reply.Content)
+		reply.ToolCalls = []Call{{ID: "0", Name: "notify_error", Arguments: `{"error":` + string(text) + `}`}}
+		reply.Content = ""
+		reply.Quirks |= ObjectArguments
+		if reply.FinishReason == "" {
+			reply.FinishReason = "eos_token"
+		}
 	}
 	if m.Family == FamilyOllama {
 		// openai/openai.go marshals the arguments map: a call without
@@ -293,8 +329,28 @@ func RenderMarkup(kind string, calls []Call) string {
 	return b.String()
 }
 
+// busyReply is the family's answer to a request it has no room for.
+func (m *Mode) busyReply() Reply {
+	var r Reply
+	switch m.Family {
+	case FamilyOllama, FamilySGLang, FamilyVLLM:
+		r = Raw(http.StatusServiceUnavailable, `{"error":{"message":"server busy, please try again.  maximum pending requests exceeded","type":"api_error","param":null,"code":null}}`)
+	default:
+		r = Raw(http.StatusTooManyRequests, `{"error":{"message":"Model is overloaded","type":"overloaded","param":null,"code":null}}`)
+	}
+	r.RetryAfter = m.BusyRetryAfter
+	return r
+}
+
 // models answers GET /v1/models as the family does.
 func (s *Server) models(w http.ResponseWriter) {
+	s.mu.Lock()
+	loading := s.loading()
+	s.mu.Unlock()
+	if loading {
+		writeError(w, http.StatusServiceUnavailable, "Loading model", "unavailable_error", "")
+		return
+	}
 	m := s.opts.Mode
 	model := s.opts.ModelName
 	if model == "" {
@@ -335,6 +391,23 @@ func (s *Server) health(w http.ResponseWriter) {
 func (s *Server) loading() bool {
 	m := s.opts.Mode
 	return m != nil && m.LoadingPolls > 0 && s.healthPolls <= m.LoadingPolls
+}
+
+// requestOverhead is the prompt a request costs beyond its messages' text
+// (tools, roles, JSON), about four bytes a token.
+func requestOverhead(req *Request) int {
+	return max(len(req.Raw)/4-madeUpPrompt(req.Messages), 0)
+}
+
+// showModel answers Ollama's POST /api/show with the Modelfile parameters,
+// num_ctx among them when the mode sets it (server/routes.go).
+func (s *Server) showModel(w http.ResponseWriter) {
+	params := "stop                           \"<|im_end|>\""
+	if m := s.opts.Mode; m != nil && m.NumCtx > 0 {
+		params = fmt.Sprintf("num_ctx                        %d\n%s", m.NumCtx, params)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"parameters": params, "model_info": map[string]any{"general.architecture": "qwen2", "qwen2.context_length": 32768}})
 }
 
 func madeUpPrompt(msgs []trajectory.Message) int {
