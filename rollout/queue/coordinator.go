@@ -140,7 +140,7 @@ func (c *Coordinator) Run(ctx context.Context) (sum engine.Summary, retErr error
 	for i := range todo {
 		todo[i].Config = hex.EncodeToString(digest[:])
 	}
-	work, results, err := c.setup(ctx, rc, rcb)
+	work, results, err := c.setup(ctx, &rc, rcb) // sets rc.publication
 	if err != nil {
 		return sum, err
 	}
@@ -187,6 +187,11 @@ func (c *Coordinator) Run(ctx context.Context) (sum engine.Summary, retErr error
 			// forged or stray "fatal" must not stop the run.
 			forged.Add(1)
 			fmt.Fprintf(logw, "antidrift: queue: ignored a %q event claiming to be from worker %q without the run key (forged, or from another run)\n", secret.Text(ev.Kind), secret.Text(ev.Worker))
+			return
+		}
+		if ev.Publication != rc.publication {
+			// Signed, but about an earlier start of this run (a worker
+			// still finishing what it took then): it cannot stop this one.
 			return
 		}
 		if k := ev.Worker + "\x00" + ev.Message; !seen[k] {
@@ -400,7 +405,7 @@ func (c *Coordinator) mismatch(rec *trajectory.Record, p engine.Planned, h nats.
 // setup creates (or updates) the run's streams, consumers and
 // configuration. A run name reused for another plan starts from empty
 // streams.
-func (c *Coordinator) setup(ctx context.Context, rc RunConfig, b []byte) (work, results jetstream.Stream, err error) {
+func (c *Coordinator) setup(ctx context.Context, rc *RunConfig, b []byte) (work, results jetstream.Stream, err error) {
 	js := c.JS
 	obs, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: configBucket, Storage: jetstream.FileStorage,
 		Description: "antidrift run configurations (never a secret)"})
@@ -417,9 +422,11 @@ func (c *Coordinator) setup(ctx context.Context, rc RunConfig, b []byte) (work, 
 			}
 		}
 	}
-	if _, err := obs.PutBytes(ctx, rc.RunID, b); err != nil {
+	info, err := obs.PutBytes(ctx, rc.RunID, b)
+	if err != nil {
 		return nil, nil, fmt.Errorf("queue: publishing the run configuration: %w", err)
 	}
+	rc.publication = info.NUID
 	work, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name: workStream(rc.RunID), Subjects: []string{workSubject(rc.RunID)},
 		Description: "antidrift work items of run " + rc.Manifest.Run,

@@ -163,8 +163,12 @@ type event struct {
 	Worker  string `json:"worker"`
 	Kind    string `json:"kind"` // refused | fatal
 	Message string `json:"message"`
-	// Auth is sign(run key, run id, worker, kind, message): an event
-	// without it is ignored.
+	// Publication is the run configuration's publication the worker was
+	// serving (RunConfig.publication): a coordinator ignores events of an
+	// earlier start of the run.
+	Publication string `json:"publication"`
+	// Auth is sign(run key, run id, worker, kind, message, publication):
+	// an event without it is ignored.
 	Auth string `json:"auth"`
 }
 
@@ -191,7 +195,7 @@ func verify(key, auth string, parts ...[]byte) bool {
 }
 
 func (e event) authParts(runID string) [][]byte {
-	return [][]byte{[]byte(runID), []byte(e.Worker), []byte(e.Kind), []byte(e.Message)}
+	return [][]byte{[]byte(runID), []byte(e.Worker), []byte(e.Kind), []byte(e.Message), []byte(e.Publication)}
 }
 
 // resultMsgID is a result's message id: the trajectory id and a tag only a

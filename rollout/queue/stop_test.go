@@ -148,7 +148,10 @@ func TestRefusalProbation(t *testing.T) {
 		{"answer first", 10, []error{nil, r400, r400, r400}, []probationVerdict{probationRecord, probationRecord, probationRecord, probationRecord}},
 		{"answer after holds", 10, []error{r400, nil, r400}, []probationVerdict{probationHold, probationRecord, probationRecord}},
 		{"another refusal", 10, []error{r400, r400b, r400}, []probationVerdict{probationHold, probationRecord, probationRecord}},
-		{"a 5xx is no refusal", 10, []error{r500, r400, r400, r400}, []probationVerdict{probationRecord, probationRecord, probationRecord, probationRecord}},
+		// The same server error on a whole first wave stops the run as a
+		// refusal does (issue 29); another error releases the hold.
+		{"a 5xx is held like a refusal", 10, []error{r500, r400, r400, r400}, []probationVerdict{probationHold, probationRecord, probationRecord, probationRecord}},
+		{"the same 5xx three times", 10, []error{r500, r500, r500}, []probationVerdict{probationHold, probationHold, probationRefused}},
 		{"one planned", 1, []error{r400}, []probationVerdict{probationRefused}},
 		{"two planned", 2, []error{r400, r400}, []probationVerdict{probationHold, probationRefused}},
 	} {

@@ -222,7 +222,7 @@ func (r *runner) scenarioHash(s *scenario.Scenario) string {
 func (w *Worker) report(rc *RunConfig, kind, msg string) {
 	msg = secret.Text(msg) // an endpoint error may quote a URL
 	fmt.Fprintf(w.Log, "antidrift: worker %s: %s\n", w.Name, msg)
-	ev := event{Worker: w.Name, Kind: kind, Message: msg}
+	ev := event{Worker: w.Name, Kind: kind, Message: msg, Publication: rc.publication}
 	ev.Auth = sign(rc.RunKey, ev.authParts(rc.RunID)...)
 	b, _ := json.Marshal(ev)
 	_ = w.NC.Publish(eventsSubject(rc.RunID), b)
