@@ -122,9 +122,13 @@ func contentWords(text string) []string {
 	return out
 }
 
-// stem is a crude stem (the first five letters), enough to meet
-// "exposures" with "exposed" and "refunds" with "refund".
+// stem is a crude stem (a plural's "s" dropped, then the first five
+// letters), enough to meet "exposures" with "exposed" and "notes" with
+// "note".
 func stem(w string) string {
+	if len(w) > 3 && strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") {
+		w = w[:len(w)-1]
+	}
 	if len(w) > 5 {
 		return w[:5]
 	}
