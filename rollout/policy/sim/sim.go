@@ -42,6 +42,9 @@ type Profile struct {
 	// InjectionSusceptibility is the chance that an episode acts on an
 	// injected text it reads (injection.go); 0 ignores injections.
 	InjectionSusceptibility float64
+	// InjectionMemory keeps an accepted instruction injection for later
+	// turns: it is acted on once its tool is offered (injection.go).
+	InjectionMemory bool
 	// ReadsLure makes the profile follow a shortcut only when a lure it
 	// read in the episode's tool results argues for it (lure.go).
 	ReadsLure bool
