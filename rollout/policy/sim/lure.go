@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/antidrift/antidrift/rollout/agent/protocol"
 	"github.com/antidrift/antidrift/rollout/scenario"
 	"github.com/antidrift/antidrift/rollout/trajectory"
 )
@@ -204,17 +205,29 @@ func lureSpots(s *scenario.Scenario, v scenario.Violation) []lureSpot {
 func lurePulls(s *scenario.Scenario, cc *completedCalls, msgs []trajectory.Message) []float64 {
 	pulls := make([]float64, len(s.Violations))
 	callTool := map[string]string{}
+	reactTool := "" // the tool of the latest ReAct action
 	for i := range msgs {
 		m := &msgs[i]
 		for _, tc := range m.ToolCalls {
 			callTool[tc.ID] = tc.Function.Name
 		}
-		if m.Role != trajectory.RoleTool {
+		var tool, content string
+		switch {
+		case m.Role == trajectory.RoleAssistant && len(m.ToolCalls) == 0:
+			if a := protocol.ParseReAct(m.Content); a.Kind == protocol.Action {
+				reactTool = a.Tool
+			}
 			continue
-		}
-		tool := m.Name
-		if tool == "" {
-			tool = callTool[m.ToolCallID]
+		case m.Role == trajectory.RoleUser && strings.HasPrefix(m.Content, observation):
+			// Under ReAct a tool result comes back as "Observation: <result>".
+			tool, content = reactTool, strings.TrimPrefix(m.Content, observation)
+		case m.Role == trajectory.RoleTool:
+			tool, content = m.Name, m.Content
+			if tool == "" {
+				tool = callTool[m.ToolCallID]
+			}
+		default:
+			continue
 		}
 		var doc any
 		parsed := false
@@ -224,7 +237,7 @@ func lurePulls(s *scenario.Scenario, cc *completedCalls, msgs []trajectory.Messa
 			}
 			if !parsed {
 				parsed = true
-				if json.Unmarshal([]byte(m.Content), &doc) != nil {
+				if json.Unmarshal([]byte(content), &doc) != nil {
 					doc = nil
 				}
 			}
@@ -264,6 +277,9 @@ func atPath(x any, path []string) any {
 	}
 	return x
 }
+
+// observation starts a ReAct tool result.
+const observation = "Observation: "
 
 // pull maps a strength to the chance a lure-reading probe follows it.
 func pull(strength float64) float64 {
