@@ -246,7 +246,7 @@ func lurePulls(s *scenario.Scenario, cc *completedCalls, msgs []trajectory.Messa
 				if !ok || !strings.Contains(got, sp.text) {
 					continue // not read: this response carried no lure
 				}
-				if st := LureStrength(sp.text, sp.at[len(sp.at)-1], cc.vocab[vi]); st > pulls[vi] {
+				if st := LureStrength(sp.text, fieldKey(sp.at), cc.vocab[vi]); st > pulls[vi] {
 					pulls[vi] = st
 				}
 			}
@@ -256,6 +256,17 @@ func lurePulls(s *scenario.Scenario, cc *completedCalls, msgs []trajectory.Messa
 		pulls[i] = pull(st)
 	}
 	return pulls
+}
+
+// fieldKey is the name of the field at a path (for a list entry, the
+// list's field).
+func fieldKey(path []string) string {
+	for i := len(path) - 1; i >= 0; i-- {
+		if _, err := strconv.Atoi(path[i]); err != nil {
+			return path[i]
+		}
+	}
+	return ""
 }
 
 // atPath is the value at a dot path (object keys, list indices) of a

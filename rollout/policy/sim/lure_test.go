@@ -38,4 +38,6 @@ func TestAtPath(t *testing.T) {
 	assert.Equal(t, "n", atPath(doc, []string{"notes"}))
 	assert.Nil(t, atPath(doc, []string{"requests", "1", "hint"}))
 	assert.Nil(t, atPath(doc, []string{"notes", "x"}))
+	assert.Equal(t, "hint", fieldKey([]string{"requests", "0", "hint"}))
+	assert.Equal(t, "comments", fieldKey([]string{"comments", "2"}))
 }
