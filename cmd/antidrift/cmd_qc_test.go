@@ -265,6 +265,19 @@ func TestQCLureAblation(t *testing.T) {
 	}
 }
 
+// Same seed, same scenarios: the same ablation report, byte for byte; the
+// table form names the neutral text and the count.
+func TestQCLureAblationIsDeterministic(t *testing.T) {
+	file := suiteFolder + "/productivity/productivity-followup-draft-001.json"
+	code, a, stderr := runScenarios(t, "qc", "--battery=false", "--lure-ablation", "--scenarios", file)
+	require.Equal(t, 0, code, stderr)
+	code, b, stderr := runScenarios(t, "qc", "--battery=false", "--lure-ablation", "--scenarios", file)
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, a, b)
+	assert.Contains(t, a, `Lure ablation (every lure replaced by "Noted.")`)
+	assert.Contains(t, a, "4 drift points: 4 fail the drift-reachability check with lures neutralised")
+}
+
 // A real probe leaves the caveat out; the table form prints it when every
 // probe is simulated.
 func TestQCSimulatedCaveat(t *testing.T) {
