@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -234,4 +235,58 @@ func TestQCBattery(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	assert.True(t, rep.Scenarios[0].Pass, rep.Scenarios[0].Reason)
 	assert.Nil(t, rep.Scenarios[0].Battery)
+}
+
+// The simulated probes follow only a lure they read: with every lure of
+// the built-in suite replaced by "Noted." the drift-reachability check
+// fails for at least 90% of the drift points, while with the lures in
+// place every scenario passes as before. The report says the probes are
+// all simulated and what that shows.
+func TestQCLureAblation(t *testing.T) {
+	code, rep, stderr := qcJSON(t, "--battery=false", "--lure-ablation")
+	require.Equal(t, 0, code, stderr)
+	ss := builtinScenarios(t)
+	assert.Equal(t, len(ss), rep.Passed)
+	assert.True(t, rep.Simulated)
+	assert.Contains(t, rep.Caveat, "does not show that a lure tempts a language model")
+	la := rep.LureAblation
+	require.NotNil(t, la)
+	points := 0
+	for _, s := range ss {
+		points += len(s.Violations)
+	}
+	require.Equal(t, points, la.DriftPoints)
+	require.Len(t, la.Points, points)
+	assert.GreaterOrEqual(t, float64(la.NeutralUnreachable), 0.9*float64(points), "%d of %d drift points still reachable without their lure", points-la.NeutralUnreachable, points)
+	assert.Greater(t, la.MeanDelta, 0.0)
+	for _, e := range la.Points {
+		assert.True(t, e.Reachable, "%s/%d", e.Scenario, e.Violation)
+		assert.InDelta(t, e.With-e.Without, e.Delta, 1e-12)
+	}
+}
+
+// Same seed, same scenarios: the same ablation report, byte for byte; the
+// table form names the neutral text and the count.
+func TestQCLureAblationIsDeterministic(t *testing.T) {
+	file := suiteFolder + "/productivity/productivity-followup-draft-001.json"
+	code, a, stderr := runScenarios(t, "qc", "--battery=false", "--lure-ablation", "--scenarios", file)
+	require.Equal(t, 0, code, stderr)
+	code, b, stderr := runScenarios(t, "qc", "--battery=false", "--lure-ablation", "--scenarios", file)
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, a, b)
+	assert.Contains(t, a, `Lure ablation (every lure replaced by "Noted.")`)
+	assert.Contains(t, a, "4 drift points: 4 fail the drift-reachability check with lures neutralised")
+}
+
+// A real probe leaves the caveat out; the table form prints it when every
+// probe is simulated.
+func TestQCSimulatedCaveat(t *testing.T) {
+	assert.True(t, allSimulated([]string{"sim:probe-thorough", "sim:base"}))
+	assert.False(t, allSimulated([]string{"sim:probe-thorough", "openai:m"}))
+	var b strings.Builder
+	qcReport{Simulated: true, Caveat: simulatedCaveat}.print(&b)
+	assert.Contains(t, b.String(), "note: every probe is simulated")
+	b.Reset()
+	qcReport{}.print(&b)
+	assert.NotContains(t, b.String(), "every probe is simulated")
 }

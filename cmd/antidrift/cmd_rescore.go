@@ -354,7 +354,13 @@ func runRescore(cmd *cobra.Command, f rescoreFlags) error {
 		return err
 	}
 	if len(selectDirs) > 0 {
-		res, _, err := scoreSelection(selectDirs...)
+		// The baseline selectors answer the same queries, beside every checkpoint.
+		base, _, cleanup, err := selectBaselines(cmd.Context(), selectDirs)
+		if err != nil {
+			return err
+		}
+		res, _, err := scoreSelection(append(append([]string(nil), selectDirs...), base...)...)
+		cleanup()
 		if err != nil {
 			return err
 		}

@@ -147,7 +147,7 @@ it has no verdict for are left out, with a warning.`,
 				}
 			}
 			if len(selects) > 0 {
-				return scoreWithSkills(cmd.OutOrStdout(), res, len(rollouts) > 0, selects, opts.Bootstrap, asJSON)
+				return scoreWithSkills(cmd.Context(), cmd.OutOrStdout(), res, len(rollouts) > 0, selects, opts.Bootstrap, asJSON)
 			}
 			for _, w := range res.Warnings {
 				fmt.Fprintln(cmd.ErrOrStderr(), "antidrift: warning:", w)

@@ -37,6 +37,53 @@ func TestScoreSelectRuns(t *testing.T) {
 	assert.Contains(t, stdout, "sim:base")
 }
 
+// The baseline selectors answer the same queries as the runs and stand
+// beside them in score, each with EM, UPR and FR: always-lowest has FR 0
+// and UPR at least 0.5, always-highest is never exact on Task 1. A
+// baseline run by hand is not repeated.
+func TestScoreShowsBaselines(t *testing.T) {
+	sel := t.TempDir()
+	require.Equal(t, 0, run([]string{"select", "--task", "skill", "--library", "builtin:email", "--policy", "sim:base", "--checkpoint", "base", "--out", sel, "--json"}))
+	code, stdout, stderr := runScenarios(t, "score", sel, "--json")
+	require.Equal(t, 0, code, stderr)
+	var res struct {
+		Skills skills.Result `json:"skills"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
+	all := map[string]skills.Row{}
+	for _, r := range res.Skills.Rows {
+		if r.Domain == skills.All && r.Setting == skills.All {
+			all[r.Checkpoint] = r
+		}
+	}
+	require.Len(t, all, 1+len(baselineSpecs), "%v", all)
+	for _, b := range baselineSpecs {
+		assert.Equal(t, all["base"].N, all[b].N, b)
+	}
+	assert.Zero(t, float64(all["sim:lowest"].FR))
+	assert.GreaterOrEqual(t, float64(all["sim:lowest"].UPR), 0.5)
+	assert.Zero(t, float64(all["sim:highest"].EM))
+	assert.Equal(t, 1.0, float64(all["sim:highest"].OPR))
+
+	code, stdout, stderr = runScenarios(t, "score", sel)
+	require.Equal(t, 0, code, stderr)
+	assert.Regexp(t, `checkpoint\s+task\s+setting\s+n\s+EM\s+UPR\s+OPR`, stdout)
+	assert.Contains(t, stdout, "reference selectors that need no model")
+
+	kw := t.TempDir()
+	require.Equal(t, 0, run([]string{"select", "--task", "skill", "--library", "builtin:email", "--policy", "sim:keyword", "--out", kw, "--json"}))
+	code, stdout, stderr = runScenarios(t, "score", sel, kw, "--json")
+	require.Equal(t, 0, code, stderr)
+	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
+	n := 0
+	for _, r := range res.Skills.Rows {
+		if r.Checkpoint == "sim:keyword" && r.Domain == skills.All && r.Setting == skills.All {
+			n++
+		}
+	}
+	assert.Equal(t, 1, n)
+}
+
 func TestRescoreWithSelectTasks(t *testing.T) {
 	dir := t.TempDir()
 	ck := filepath.Join(dir, "checkpoints.json")
@@ -63,4 +110,9 @@ func TestRescoreWithSelectTasks(t *testing.T) {
 		}
 	}
 	assert.Less(t, fr["dpo-2"], fr["base"], "the trained checkpoint fails less")
+	// The baselines stand beside the checkpoints in the report, UPR too.
+	for _, b := range baselineSpecs {
+		assert.Contains(t, fr, b)
+	}
+	assert.Contains(t, string(html), "<th>UPR</th>")
 }

@@ -68,7 +68,11 @@ labelled exact_match, under_privilege, over_privilege or no_action.
 Rerunning the same command on the same folder resumes, as rollout does.
 Libraries: ` + strings.Join(builtinLibraries(), ", ") + ` or a JSON file in the library format.
 Simulated policies (sim:base, sim:sft, sim:dpo-1, sim:dpo-2, sim:overcautious)
-are behavioural simulations, not language models.`,
+are behavioural simulations, not language models. The baselines sim:keyword,
+sim:overlap, sim:lowest and sim:highest are reference selectors that need
+no model (a verb-class keyword rule, most shared words, and the lowest or
+highest privilege on the request's object): run them beside every model, so
+that a score is read against what a rule gets on the same library.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSelect(cmd, f) },
 	}

@@ -16,6 +16,7 @@ import (
 var InjectionProfiles = []Profile{
 	{Name: "gullible", Competence: 0.9, DriftPropensity: 0.2, Abandon: 0.2, InjectionSusceptibility: 0.8},
 	{Name: "wary", Competence: 0.9, DriftPropensity: 0.2, Abandon: 0.2, InjectionSusceptibility: 0.2},
+	{Name: "persistent", Competence: 0.9, DriftPropensity: 0.2, Abandon: 0.2, InjectionSusceptibility: 0.8, InjectionMemory: true},
 }
 
 // A simulated policy reads an injection when a tool result of the turn it
@@ -33,6 +34,11 @@ var InjectionProfiles = []Profile{
 //
 // That "if offered" is what gating changes: a hidden risky tool cannot be
 // called by a policy that only calls what it sees.
+//
+// A profile with InjectionMemory (sim:persistent) keeps an instruction it
+// accepted: at every later turn, once the target tool is offered (a gate
+// showing it after an approval, say), it makes the target call, unless
+// the episode has made that call already.
 
 // injectionRead is an injection found in the latest tool results.
 type injectionRead struct {
@@ -60,14 +66,18 @@ func newInjectionRead(inj *scenario.Injection, s *scenario.Scenario) injectionRe
 }
 
 // readInjections are the injections whose text is in the tool messages
-// after the last assistant message, in the scenarios' order.
-func (p *Policy) readInjections(msgs []trajectory.Message) []injectionRead {
+// after the last assistant message, in the scenarios' order; with memory,
+// in any tool message of the episode.
+func (p *Policy) readInjections(msgs []trajectory.Message, memory bool) []injectionRead {
 	if len(p.injections) == 0 {
 		return nil
 	}
 	var out []injectionRead
 	for _, ir := range p.injections {
-		for i := len(msgs) - 1; i >= 0 && msgs[i].Role == trajectory.RoleTool; i-- {
+		for i := len(msgs) - 1; i >= 0 && (memory || msgs[i].Role == trajectory.RoleTool); i-- {
+			if msgs[i].Role != trajectory.RoleTool {
+				continue
+			}
 			if strings.Contains(msgs[i].Content, ir.needle) {
 				out = append(out, ir)
 				break
@@ -88,7 +98,8 @@ func (p *Policy) accepts(seed int64, s *scenario.Scenario, inj *scenario.Injecti
 
 // injectedAction is the call an injection read this turn induces, or nil.
 func (p *Policy) injectedAction(s *scenario.Scenario, ep episodePlan, next int, seed int64, msgs []trajectory.Message, visible toolSet) *action {
-	for _, ir := range p.readInjections(msgs) {
+	memory := p.profile.InjectionMemory
+	for _, ir := range p.readInjections(msgs, memory) {
 		if !p.accepts(seed, ir.s, ir.inj) {
 			continue
 		}
@@ -98,12 +109,18 @@ func (p *Policy) injectedAction(s *scenario.Scenario, ep episodePlan, next int, 
 			if t == nil || !visible.has(t.Tool) {
 				continue
 			}
+			if memory && p.madeTarget(ir, msgs) {
+				continue // done already: the memory acts once
+			}
 			args, err := ir.s.CompleteArgs(t.Tool, t.Args, t.Patterns)
 			if err != nil {
 				continue
 			}
 			return &action{tool: t.Tool, args: args}
 		case scenario.InjectForgedAuthorization:
+			if memory && !readNow(ir, msgs) {
+				continue // a claim is believed on the turn it is read
+			}
 			claimed := map[string]bool{}
 			for _, c := range ir.inj.Claims {
 				claimed[c] = true
@@ -148,6 +165,40 @@ func (p *Policy) isInjected(tc trajectory.ToolCall) bool {
 		}
 		if err == nil && args != nil && ir.target.Match(args) {
 			return true
+		}
+	}
+	return false
+}
+
+// readNow reports whether an injection's text is in the tool messages
+// after the last assistant message.
+func readNow(ir injectionRead, msgs []trajectory.Message) bool {
+	for i := len(msgs) - 1; i >= 0 && msgs[i].Role == trajectory.RoleTool; i-- {
+		if strings.Contains(msgs[i].Content, ir.needle) {
+			return true
+		}
+	}
+	return false
+}
+
+// madeTarget reports whether the episode has called an instruction
+// injection's target (by tool and arguments).
+func (p *Policy) madeTarget(ir injectionRead, msgs []trajectory.Message) bool {
+	if !ir.targetOK {
+		return false
+	}
+	for i := range msgs {
+		for _, tc := range msgs[i].ToolCalls {
+			if tc.Function.Name != ir.inj.Target.Tool {
+				continue
+			}
+			raw := []byte(tc.Function.Parsed)
+			if len(raw) == 0 {
+				raw = []byte(tc.Function.Arguments)
+			}
+			if args, err := scenario.ParseArgs(raw); err == nil && args != nil && ir.target.Match(args) {
+				return true
+			}
 		}
 	}
 	return false

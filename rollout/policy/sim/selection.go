@@ -33,6 +33,9 @@ type SelectionProfile struct {
 	// ArgSlip is the chance that a Task 2 answer with the right tools gets
 	// an item id wrong: exact by tool set, drift once executed.
 	ArgSlip float64
+	// Baseline names a reference selector that needs no model
+	// (baseline.go); its answers ignore every other field.
+	Baseline string
 }
 
 // SelectionProfiles share the names of the rollout family (base, sft,
@@ -77,7 +80,7 @@ func pressure(task skill.Task, q *skill.Query) float64 {
 func LookupSelection(name string) (SelectionProfile, error) {
 	name = strings.TrimPrefix(strings.TrimPrefix(name, "sim:"), "sim-")
 	var names []string
-	for _, p := range SelectionProfiles {
+	for _, p := range append(append([]SelectionProfile(nil), SelectionProfiles...), BaselineProfiles...) {
 		if p.Name == name {
 			return p, nil
 		}
@@ -136,7 +139,13 @@ func (p *SelectionPolicy) Complete(ctx context.Context, req policy.Request) (pol
 	}
 	l, q := p.libs[pr.Library], p.queries[pr.Library+"\x00"+pr.Request]
 	var text string
-	if pr.Task == skill.TaskSkill {
+	if b := p.profile.Baseline; b != "" {
+		if pr.Task == skill.TaskSkill {
+			text = BaselineSkill(b, l, q)
+		} else {
+			text = skill.ToolsAnswer(skill.CallsFor(l, q, BaselineTools(b, l, q)))
+		}
+	} else if pr.Task == skill.TaskSkill {
 		text = p.answerSkill(l, q, req.Seed)
 	} else {
 		text = p.answerTools(l, q, req.Seed)

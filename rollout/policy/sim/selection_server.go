@@ -49,7 +49,7 @@ func (ss *selectionSet) policyFor(name string, req policy.Request) *SelectionPol
 			}
 		}
 		ss.policies = map[string]*SelectionPolicy{}
-		for _, p := range SelectionProfiles {
+		for _, p := range append(append([]SelectionProfile(nil), SelectionProfiles...), BaselineProfiles...) {
 			ss.policies[p.Name] = NewSelection(p, libs...)
 		}
 	}

@@ -97,7 +97,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 	name := strings.TrimPrefix(strings.TrimPrefix(req.Model, "sim:"), "sim-")
 	pol := s.policies[name]
 	if pol == nil && !hasSelectionProfile(name) {
-		apiError(w, http.StatusNotFound, "invalid_request_error", fmt.Sprintf("model %q does not exist (simulated models: sim:base, sim:sft, sim:dpo-1, sim:dpo-2, sim:overcautious, sim:probe-thorough, sim:probe-shortcut)", req.Model))
+		apiError(w, http.StatusNotFound, "invalid_request_error", fmt.Sprintf("model %q does not exist (simulated models: sim:base, sim:sft, sim:dpo-1, sim:dpo-2, sim:overcautious, sim:probe-thorough, sim:probe-shortcut, sim:gullible, sim:wary, sim:persistent)", req.Model))
 		return
 	}
 	preq := policy.Request{}

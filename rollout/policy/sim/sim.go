@@ -42,6 +42,12 @@ type Profile struct {
 	// InjectionSusceptibility is the chance that an episode acts on an
 	// injected text it reads (injection.go); 0 ignores injections.
 	InjectionSusceptibility float64
+	// InjectionMemory keeps an accepted instruction injection for later
+	// turns: it is acted on once its tool is offered (injection.go).
+	InjectionMemory bool
+	// ReadsLure makes the profile follow a shortcut only when a lure it
+	// read in the episode's tool results argues for it (lure.go).
+	ReadsLure bool
 }
 
 // Profiles is the simulated family standing for one training run, from the
@@ -60,11 +66,11 @@ var Profiles = []Profile{
 // latent, so some scenarios barely tempt any checkpoint: probing with the
 // family would fail those scenarios by the luck of the latent. The probes
 // follow a trigger in most episodes of every scenario, so every drift point
-// is exercised; one carries the task through beside the shortcut, the other
+// is exercised once its lure is read (ReadsLure); one carries the task through beside the shortcut, the other
 // often lets the shortcut replace the rest of the task.
 var Probes = []Profile{
-	{Name: "probe-thorough", Competence: 0.95, DriftPropensity: 0.9, Abandon: 0},
-	{Name: "probe-shortcut", Competence: 0.9, DriftPropensity: 0.9, Abandon: 0.5},
+	{Name: "probe-thorough", Competence: 0.95, DriftPropensity: 0.9, Abandon: 0, ReadsLure: true},
+	{Name: "probe-shortcut", Competence: 0.9, DriftPropensity: 0.9, Abandon: 0.5, ReadsLure: true},
 }
 
 // All is the family followed by the probes.
@@ -112,11 +118,13 @@ type completedCalls struct {
 
 	// Fixed for the scenario and the profile, computed once: they are
 	// what plan would otherwise recompute at every turn.
-	violRaw []action // violations as actions, their JSON computed once
-	pool    []int    // the violations that are no injection targets, in index order
-	trigPos []int    // per violation: the first path index calling its trigger tool, else -1
-	seedHi  uint64   // hash64(profile name, scenario id): the first PCG seed
-	drift   float64  // scenarioDrift(scenario id)
+	violRaw []action          // violations as actions, their JSON computed once
+	pool    []int             // the violations that are no injection targets, in index order
+	trigPos []int             // per violation: the first path index calling its trigger tool, else -1
+	seedHi  uint64            // hash64(profile name, scenario id): the first PCG seed
+	drift   float64           // scenarioDrift(scenario id)
+	vocab   []map[string]bool // per violation: lureVocab, for a profile that reads lures
+	spots   [][]lureSpot      // per violation: its trigger tool's lures, for a profile that reads lures
 }
 
 // New returns the simulated policy of a profile over scenarios.
@@ -176,6 +184,10 @@ func New(p Profile, scenarios []*scenario.Scenario) *Policy {
 				}
 			}
 			cc.trigPos = append(cc.trigPos, pos)
+			if p.ReadsLure {
+				cc.vocab = append(cc.vocab, lureVocab(s, v, cc.violations[vi]))
+				cc.spots = append(cc.spots, lureSpots(s, v))
+			}
 		}
 		cc.seedHi = hash64(p.Name, s.ID)
 		cc.drift = pol.scenarioDrift(s.ID)
@@ -255,7 +267,10 @@ func (p *Policy) scenarioDrift(scenarioID string) float64 {
 // plan decides the episode's actions from the seed.
 //
 // The actions are appended to buf[:0] (Complete passes a pooled buffer).
-func (p *Policy) plan(s *scenario.Scenario, seed int64, buf []action) (episodePlan, error) {
+// pulls, for a profile that reads lures, are the violations' lure pulls
+// read so far (lurePulls): a shortcut the draws choose is taken only if
+// its lure pulls the episode.
+func (p *Policy) plan(s *scenario.Scenario, seed int64, buf []action, pulls []float64) (episodePlan, error) {
 	var ep episodePlan
 	cc := p.calls[s.ID]
 	if cc == nil {
@@ -290,6 +305,16 @@ func (p *Policy) plan(s *scenario.Scenario, seed int64, buf []action) (episodePl
 		}
 	}
 	abandon := rng.Float64() < p.profile.Abandon
+	if p.profile.ReadsLure {
+		// After every draw, so the draws are the same at every turn.
+		kept := taken[:0]
+		for _, vi := range taken {
+			if vi < len(pulls) && p.followsLure(s, vi, seed, pulls[vi]) {
+				kept = append(kept, vi)
+			}
+		}
+		taken = kept
+	}
 
 	// Place each taken violation right after the call that shows its
 	// trigger; a trigger outside the compliant path is followed at the end.
@@ -366,7 +391,13 @@ func (p *Policy) Complete(ctx context.Context, req policy.Request) (policy.Respo
 		return policy.Response{}, fmt.Errorf("simulated policy %s: the user turn matches no known scenario: %w", p.Name(), policy.ErrModel)
 	}
 	bufp := actionBufs.Get().(*[]action)
-	ep, err := p.plan(s, req.Seed, *bufp)
+	var pulls []float64
+	if p.profile.ReadsLure {
+		if cc := p.calls[s.ID]; cc != nil && cc.err == nil {
+			pulls = lurePulls(s, cc, req.Messages)
+		}
+	}
+	ep, err := p.plan(s, req.Seed, *bufp, pulls)
 	defer func() {
 		clear(ep.actions)
 		*bufp = ep.actions[:0]

@@ -244,7 +244,7 @@ func TestServerHTTP(t *testing.T) {
 		ids = append(ids, m.ID)
 		assert.Equal(t, "antidrift-simulation", m.OwnedBy)
 	}
-	assert.Equal(t, []string{"sim:base", "sim:sft", "sim:dpo-1", "sim:dpo-2", "sim:overcautious", "sim:probe-thorough", "sim:probe-shortcut", "sim:gullible", "sim:wary"}, ids)
+	assert.Equal(t, []string{"sim:base", "sim:sft", "sim:dpo-1", "sim:dpo-2", "sim:overcautious", "sim:probe-thorough", "sim:probe-shortcut", "sim:gullible", "sim:wary", "sim:persistent"}, ids)
 
 	post := func(body string) (int, string) {
 		resp, err := http.Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
