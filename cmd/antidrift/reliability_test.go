@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -303,11 +304,15 @@ func TestSecretsReachNoFileOrOutput(t *testing.T) {
 		{"rescore", "--checkpoints", ckpts, "--rollouts", "1", "--limit", "3", "--api-key-env", "ANTIDRIFT_TEST_KEY", "--out", filepath.Join(root, "rescore")},
 		{"rollout", "--policy", "openai:sim:base", "--base-url", "http://operator:" + password + "@127.0.0.1:1/v1?token=" + token, "--max-retries", "0",
 			"--api-key-env", "ANTIDRIFT_TEST_KEY", "--rollouts", "1", "--limit", "1", "--out", filepath.Join(root, "down")},
+		{"select", "--task", "tools", "--library", "builtin:filesystem", "--policy", "sim:sft", "--rollouts", "1", "--base-url", cred, "--out", filepath.Join(root, "select"), "--json"},
 		{"rollout", "--policy", "openai:sim:base", "--base-url", cred, "--api-key-env", key, "--out", filepath.Join(root, "keyasname")},
+		{"synth", "--designer", "openai:d", "--builder", "openai:b", "--critic", "openai:c", "--base-url", cred, "--probe-api-key-env", "OK_NAME," + key, "--out", filepath.Join(root, "keyasname")},
+		{"synth", "--designer", "openai:d", "--builder", "openai:b", "--critic", "openai:c", "--base-url", cred, "--builder-api-key-env=" + key, "--out", filepath.Join(root, "keyasname")},
+		{"judge", run1, "--judge", "openai:sim:base", "--base-url", cred, "--api-key-env", key, "--name", "keyasname"},
 	} {
 		code, stdout, stderr := execBin(t, env, args...)
 		outputs.WriteString(stdout + stderr)
-		if args[len(args)-1] == filepath.Join(root, "keyasname") {
+		if slices.Contains(args, filepath.Join(root, "keyasname")) || slices.Contains(args, "keyasname") {
 			assert.Equal(t, 1, code)
 			assert.Contains(t, stderr, "looks like an API key")
 			continue
@@ -345,6 +350,10 @@ func TestSecretsReachNoFileOrOutput(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(m), `"base_url": "http://xxxxx@127.0.0.1`)
 	assert.Contains(t, string(m), "?token=xxxxx")
+	m, err = os.ReadFile(filepath.Join(root, "select", "manifest.json"))
+	require.NoError(t, err)
+	assert.Contains(t, string(m), `"base_url": "http://xxxxx@127.0.0.1`, "select redacts its settings too")
+	assert.NoDirExists(t, filepath.Join(root, "keyasname"), "a refused key writes nothing")
 }
 
 // Item 11: --max-retries 0 sends each request once.

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/antidrift/antidrift/rollout/secret"
 	"github.com/antidrift/antidrift/rollout/trajectory"
 )
 
@@ -223,7 +224,11 @@ func ReadManifest(dir string) (Manifest, error) {
 }
 
 // WriteManifest replaces the manifest atomically (write, sync, rename).
+// The settings' endpoint goes through secret.URL whatever the caller
+// passed: a password or ?token= in a base URL never reaches the file.
 func WriteManifest(dir string, m Manifest) error {
+	m.Settings.BaseURL = secret.URL(m.Settings.BaseURL)
+	m.Settings.Command = secret.Text(m.Settings.Command)
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return err

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/antidrift/antidrift/rollout/secret"
 )
 
 // The prompts of Check's probes, exported so that simulated servers can
@@ -59,7 +61,7 @@ type Report struct {
 // call, and reports what came back with the fix for what failed. It does
 // not retry: a check is for a person waiting at a terminal.
 func (c *Client) Check(ctx context.Context) (Report, error) {
-	rep := Report{BaseURL: Redact(c.base), Model: c.model, ToolCalls: "unknown", TokenParam: "max_tokens", Reasoning: "none"}
+	rep := Report{BaseURL: secret.URL(c.base), Model: c.model, ToolCalls: "unknown", TokenParam: "max_tokens", Reasoning: "none"}
 	add := func(name, status, detail, fix string) {
 		rep.Capabilities = append(rep.Capabilities, Capability{Name: name, Status: status, Detail: c.redact.apply(detail), Fix: fix})
 	}
