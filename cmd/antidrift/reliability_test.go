@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -486,6 +487,13 @@ func TestInterruptedExportLeavesNoTemporaryFiles(t *testing.T) {
 	// A killed earlier export's leftovers.
 	require.NoError(t, os.MkdirAll(filepath.Join(out, ".antidrift-tmp-123"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(out, ".trajectories.parquet.456.tmp"), []byte("junk"), 0o644))
+	// ... at every level of the folder: the format subfolders and below.
+	for _, sub := range []string{"jsonl", "parquet", "arrow", filepath.Join("jsonl", "deeper")} {
+		require.NoError(t, os.MkdirAll(filepath.Join(out, sub), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(out, sub, ".train.jsonl.789.tmp"), []byte("junk"), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(out, sub, ".README.md.tmp4242"), []byte("junk"), 0o644))
+		require.NoError(t, os.MkdirAll(filepath.Join(out, sub, ".antidrift-tmp-9"), 0o755))
+	}
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		for _, c := range []string{"export", "pairs", "rewards"} {
 			o := filepath.Join(t.TempDir(), c)
@@ -513,13 +521,19 @@ func TestInterruptedExportLeavesNoTemporaryFiles(t *testing.T) {
 	assert.Empty(t, hiddenTemps(t, out), "the rerun swept the leftovers")
 }
 
+// hiddenTemps lists the hidden entries at every level under dir, but for
+// the output marker and the lock.
 func hiddenTemps(t *testing.T, dir string) []string {
-	es, _ := os.ReadDir(dir)
 	var out []string
-	for _, e := range es {
-		if n := e.Name(); strings.HasPrefix(n, ".") && n != markerName && n != store.LockName {
-			out = append(out, n)
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == dir {
+			return nil
 		}
-	}
+		if n := d.Name(); strings.HasPrefix(n, ".") && n != markerName && n != store.LockName {
+			rel, _ := filepath.Rel(dir, p)
+			out = append(out, rel)
+		}
+		return nil
+	})
 	return out
 }
