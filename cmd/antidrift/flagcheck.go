@@ -3,9 +3,11 @@ package main
 import (
 	"fmt"
 	"math"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/antidrift/antidrift/rollout/engine"
 	"github.com/antidrift/antidrift/rollout/secret"
@@ -111,6 +113,27 @@ func checkKeyEnv(f *pflag.Flag) error {
 	return nil
 }
 
+// checkOut refuses --out values that cannot be what was meant: the root
+// folder, a path holding a newline or another control character (it would
+// split the lines of every file that records the path), and a literal ~
+// the shell did not expand.
+func checkOut(f *pflag.Flag) error {
+	if f.Name != "out" || !f.Changed {
+		return nil
+	}
+	v := f.Value.String()
+	if strings.ContainsFunc(v, unicode.IsControl) {
+		return fmt.Errorf("--out %q: the path holds a control character (a newline, tab or escape); choose a plain folder name", v)
+	}
+	if v == "~" || strings.HasPrefix(v, "~/") {
+		return fmt.Errorf("--out %s: the ~ reached antidrift as it is (the shell did not expand it: it was quoted, or written after =), so it would create a folder named ~; write $HOME%s or an absolute path", v, strings.TrimPrefix(v, "~"))
+	}
+	if abs, err := filepath.Abs(v); err == nil && filepath.Dir(abs) == abs {
+		return fmt.Errorf("--out %s: the root folder; write the output to a folder of its own", v)
+	}
+	return nil
+}
+
 // checkFlags is the root command's PersistentPreRunE.
 func checkFlags(cmd *cobra.Command, _ []string) error {
 	var first error
@@ -122,7 +145,11 @@ func checkFlags(cmd *cobra.Command, _ []string) error {
 			first = err
 			return
 		}
-		if notFinite(f) {
+		if err := checkOut(f); err != nil {
+			first = err
+			return
+		}
+		if _, ranged := flagRanges[f.Name]; !ranged && notFinite(f) { // a ranged flag says its range
 			first = fmt.Errorf("--%s %s: not a finite number", f.Name, f.Value.String())
 			return
 		}

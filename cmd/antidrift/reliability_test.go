@@ -537,3 +537,26 @@ func hiddenTemps(t *testing.T, dir string) []string {
 	})
 	return out
 }
+
+// TestNamesEscapedInMarkdown: checkpoint and run names reach report.md
+// and the dataset card as text, never as HTML, links or table cells of
+// their own.
+func TestNamesEscapedInMarkdown(t *testing.T) {
+	root := t.TempDir()
+	run := filepath.Join(root, "run")
+	const cp = `<img src=x onerror=alert(1)>|[x](http://evil.example)`
+	code, _, stderr := runScenarios(t, "rollout", "--policy", "sim:base", "--checkpoint", cp, "--run", "r|`un`", "--rollouts", "1", "--out", run, "--json")
+	require.Equal(t, 0, code, stderr)
+	code, _, stderr = runScenarios(t, "export", run, "--table", "trajectories", "--format", "jsonl", "--out", filepath.Join(root, "export"))
+	require.Equal(t, 0, code, stderr)
+	code, _, stderr = runScenarios(t, "pareto", run, "--out", filepath.Join(root, "report"))
+	require.Equal(t, 0, code, stderr)
+	for _, f := range []string{filepath.Join(root, "export", "README.md"), filepath.Join(root, "report", "report.md")} {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		md := string(b)
+		assert.NotRegexp(t, `(^|[^\\])<img`, md, "%s: raw HTML", f)
+		assert.NotRegexp(t, `(^|[^\\])\[x\\?\]\(http`, md, "%s: a link", f)
+		assert.Contains(t, md, `\<img src=x onerror=alert(1)\>\|\[x\](http://evil.example)`, f)
+	}
+}

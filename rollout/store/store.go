@@ -220,6 +220,19 @@ func ReadManifest(dir string) (Manifest, error) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return m, fmt.Errorf("store: %s: %w", filepath.Join(dir, manifestName), err)
 	}
+	// null, or anything that is not an object, decodes to an empty
+	// manifest without an error: name it rather than fail later on its
+	// empty fields.
+	if t := bytes.TrimSpace(b); len(t) == 0 || t[0] != '{' {
+		what := string(t)
+		if len(what) > 20 || len(what) == 0 {
+			what = "no JSON object"
+		}
+		return m, fmt.Errorf("store: %s: holds %s, not a run manifest (a JSON object with a plan); restore it from a copy of the run", filepath.Join(dir, manifestName), what)
+	}
+	if m.Step != nil && *m.Step < 0 {
+		return m, fmt.Errorf("store: %s: step: %d is negative; a checkpoint's training step is 0 or more (leave it out when unknown)", filepath.Join(dir, manifestName), *m.Step)
+	}
 	return m, nil
 }
 
@@ -318,7 +331,7 @@ func scanFile(path string, repair bool, fn func(line int, r *trajectory.Record) 
 		if err == io.EOF {
 			if len(b) > 0 { // torn: no newline at the end
 				if !repair {
-					return fmt.Errorf("store: %s:%d: incomplete last line", path, line)
+					return fmt.Errorf("store: %s:%d: incomplete last line%s", path, line, repairHint(path))
 				}
 				return truncate(f, path, offset)
 			}
@@ -338,7 +351,7 @@ func scanFile(path string, repair bool, fn func(line int, r *trajectory.Record) 
 			if _, perr := br.Peek(1); perr == io.EOF && repair && !json.Valid(bytes.TrimSpace(b)) {
 				return truncate(f, path, offset)
 			}
-			return fmt.Errorf("store: %s:%d: corrupt record: %v", path, line, uerr)
+			return fmt.Errorf("store: %s:%d: corrupt record: %v%s", path, line, uerr, repairHint(path))
 		}
 		if err := fn(line, &r); err != nil {
 			return err
