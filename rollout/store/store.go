@@ -111,6 +111,9 @@ func Open(dir string, m Manifest, force bool) (*Run, error) {
 }
 
 func open(dir string, m Manifest, force bool) (*Run, error) {
+	if err := checkLinks(dir); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(filepath.Join(dir, trajDir), 0o755); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
@@ -283,6 +286,37 @@ func syncDir(dir string) error {
 	}
 	defer d.Close()
 	_ = d.Sync() // not supported everywhere; the rename is still ordered on Linux
+	return nil
+}
+
+// checkLinks refuses a run folder whose trajectories/ folder or one of
+// whose trajectory files is a symbolic link leading out of the run folder
+// (or nowhere): a resume appends to those files and would write there.
+func checkLinks(dir string) error {
+	root, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	inside := func(p string) (string, bool) {
+		t, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			return "nowhere (a dangling link)", false
+		}
+		rel, err := filepath.Rel(root, t)
+		return t, err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+	}
+	paths := []string{filepath.Join(dir, trajDir)}
+	files, _ := filepath.Glob(filepath.Join(dir, trajDir, "*.jsonl"))
+	paths = append(paths, files...)
+	for _, p := range paths {
+		st, err := os.Lstat(p)
+		if err != nil || st.Mode()&os.ModeSymlink == 0 {
+			continue
+		}
+		if t, ok := inside(p); !ok {
+			return fmt.Errorf("store: %s is a symbolic link to %s, outside the run folder %s; a resume appends to it and would write there: replace the link with the file itself", p, t, dir)
+		}
+	}
 	return nil
 }
 

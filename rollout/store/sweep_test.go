@@ -37,3 +37,51 @@ func TestSweepTempsEveryLevel(t *testing.T) {
 	}
 	assert.FileExists(t, filepath.Join(outside, ".x.tmp"), "a symlink is not followed")
 }
+
+// TestResumeRefusesLinksOutOfTheFolder: a trajectory file (or the
+// trajectories folder) that is a symlink leaving the run folder is refused
+// before anything is written through it; a link inside the folder is fine.
+func TestResumeRefusesLinksOutOfTheFolder(t *testing.T) {
+	m := Manifest{Run: "r", Plan: Plan{Policy: "sim:base", ScenarioIDs: []string{"a"}, Rollouts: 1}}
+	for _, tc := range []struct {
+		name string
+		make func(t *testing.T, dir, outside string)
+		ok   bool
+	}{
+		{"file out", func(t *testing.T, dir, outside string) {
+			require.NoError(t, os.MkdirAll(filepath.Join(dir, "trajectories"), 0o755))
+			require.NoError(t, os.Symlink(filepath.Join(outside, "victim.jsonl"), filepath.Join(dir, "trajectories", "part-0-of-1.jsonl")))
+		}, false},
+		{"dangling", func(t *testing.T, dir, outside string) {
+			require.NoError(t, os.MkdirAll(filepath.Join(dir, "trajectories"), 0o755))
+			require.NoError(t, os.Symlink(filepath.Join(outside, "nope", "x.jsonl"), filepath.Join(dir, "trajectories", "part-0-of-1.jsonl")))
+		}, false},
+		{"folder out", func(t *testing.T, dir, outside string) {
+			require.NoError(t, os.MkdirAll(dir, 0o755))
+			require.NoError(t, os.Symlink(outside, filepath.Join(dir, "trajectories")))
+		}, false},
+		{"link inside", func(t *testing.T, dir, outside string) {
+			require.NoError(t, os.MkdirAll(filepath.Join(dir, "trajectories"), 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "keep.jsonl"), nil, 0o644))
+			require.NoError(t, os.Symlink(filepath.Join(dir, "keep.jsonl"), filepath.Join(dir, "trajectories", "part-0-of-1.jsonl")))
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "run")
+			outside := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(outside, "victim.jsonl"), []byte("{}\n"), 0o644))
+			tc.make(t, dir, outside)
+			require.NoError(t, WriteManifest(dir, m)) // a resume
+			r, err := Open(dir, m, false)
+			if tc.ok {
+				require.NoError(t, err)
+				r.Close()
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "outside the run folder")
+			b, _ := os.ReadFile(filepath.Join(outside, "victim.jsonl"))
+			assert.Equal(t, "{}\n", string(b), "nothing written through the link")
+		})
+	}
+}
