@@ -85,3 +85,28 @@ func TestResumeRefusesLinksOutOfTheFolder(t *testing.T) {
 		})
 	}
 }
+
+// TestCountRecordsOutsideThePlan: a record whose scenario is not in the
+// plan, or whose rollout is beyond it, is counted outside (with where the
+// first one is), not present, and makes the run partial.
+func TestCountRecordsOutsideThePlan(t *testing.T) {
+	dir := t.TempDir()
+	m := Manifest{Run: "r", Plan: Plan{Policy: "sim:base", ScenarioIDs: []string{"a", "b"}, Rollouts: 1}}
+	require.NoError(t, WriteManifest(dir, m))
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "trajectories"), 0o755))
+	lines := `{"traj_id":"1","scenario_id":"a","rollout":0}
+{"traj_id":"2","scenario_id":"b","rollout":0}
+
+{"traj_id":"3","scenario_id":"z","rollout":0}
+{"traj_id":"4","scenario_id":"a","rollout":1}
+`
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "trajectories", "part-0-of-1.jsonl"), []byte(lines), 0o644))
+	p, err := Count(dir)
+	require.NoError(t, err)
+	assert.Equal(t, 2, p.Present)
+	assert.Equal(t, 2, p.Outside)
+	assert.Equal(t, 0, p.Missing())
+	assert.True(t, p.Partial())
+	assert.Contains(t, p.FirstOutside, "part-0-of-1.jsonl:4: scenario \"z\" is not in plan.scenario_ids")
+	assert.Contains(t, p.String(), "2 records outside its plan")
+}
