@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/antidrift/antidrift/internal/mdtext"
 	"github.com/antidrift/antidrift/rollout/dataset"
 	"io"
 	"os"
@@ -293,9 +294,9 @@ func renderCard(c Card, mf manifestFile) string {
 	for _, t := range mf.Tables {
 		var files []string
 		for _, f := range t.Files {
-			files = append(files, "`"+f+"`")
+			files = append(files, mdtext.Code(f))
 		}
-		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %s |\n", t.Name, t.Rows, t.Splits["train"], t.Splits["validation"], t.Splits["test"], strings.Join(files, ", "))
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %s |\n", mdtext.Escape(t.Name), t.Rows, t.Splits["train"], t.Splits["validation"], t.Splits["test"], strings.Join(files, ", "))
 	}
 	b.WriteString("\nSplits are a column (`split`), assigned by a hash of the scenario id: no scenario spans two splits.\n\n")
 
@@ -325,7 +326,7 @@ func renderCard(c Card, mf manifestFile) string {
 			if m.CCSR != nil {
 				ccsr = fmt.Sprintf("%.3f", *m.CCSR)
 			}
-			fmt.Fprintf(&b, "| %s | %d | %.3f | %.3f | %.3f | %s |\n", name, m.N, m.TSR, m.DR, m.CSR, ccsr)
+			fmt.Fprintf(&b, "| %s | %d | %.3f | %.3f | %.3f | %s |\n", mdtext.Escape(name), m.N, m.TSR, m.DR, m.CSR, ccsr)
 		}
 		b.WriteString("\nTSR = task success rate, DR = drift rate, CSR = clean success rate, CCSR = CSR / (1 - DR).\n")
 		if c.MetricsNote != "" {
@@ -410,7 +411,11 @@ func renderCard(c Card, mf manifestFile) string {
 	fmt.Fprintf(&b, "- toolkit version: %s; schema version: %s\n", m.ToolkitVersion, m.SchemaVersion)
 	fmt.Fprintf(&b, "- scenario suite hash: `%s`\n", m.ScenarioSuiteHash)
 	if len(m.Checkpoints) > 0 {
-		fmt.Fprintf(&b, "- checkpoints: %s\n", strings.Join(m.Checkpoints, ", "))
+		cps := make([]string, len(m.Checkpoints))
+		for i, c := range m.Checkpoints {
+			cps[i] = mdtext.Escape(c)
+		}
+		fmt.Fprintf(&b, "- checkpoints: %s\n", strings.Join(cps, ", "))
 	}
 	if len(m.Seeds) > 0 {
 		var s []string
@@ -420,13 +425,14 @@ func renderCard(c Card, mf manifestFile) string {
 		fmt.Fprintf(&b, "- seeds: %s\n", strings.Join(s, ", "))
 	}
 	for _, r := range m.Runs {
-		fmt.Fprintf(&b, "- run `%s` (%s): checkpoint %s, policy %s, framework %s, seed %d\n", r.Run, r.Path, r.Checkpoint, r.Policy, r.Framework, r.Seed)
+		fmt.Fprintf(&b, "- run %s (%s): checkpoint %s, policy %s, framework %s, seed %d\n", mdtext.Code(r.Run), mdtext.Escape(r.Path),
+			mdtext.Escape(r.Checkpoint), mdtext.Escape(r.Policy), mdtext.Escape(r.Framework), r.Seed)
 	}
 	for _, k := range sortedKeys(m.Settings) {
-		fmt.Fprintf(&b, "- %s: %s\n", k, m.Settings[k])
+		fmt.Fprintf(&b, "- %s: %s\n", mdtext.Escape(k), mdtext.Escape(m.Settings[k]))
 	}
 	if m.Command != "" {
-		fmt.Fprintf(&b, "- command: `%s`\n", m.Command)
+		fmt.Fprintf(&b, "- command: %s\n", mdtext.Code(m.Command))
 	}
 	b.WriteString("\n`manifest.json` holds the same provenance with the size and SHA-256 of every file.\n")
 	return b.String()

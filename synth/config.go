@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+
+	"github.com/antidrift/antidrift/rollout/store"
 )
 
 // Fingerprint is the part of a run's configuration that must match on a
@@ -48,7 +50,7 @@ var ErrConfigChanged = errors.New("the run folder was made with another configur
 func claimFolder(dir string, fp Fingerprint, force bool) error {
 	name := filepath.Join(dir, configName)
 	if !exists(name) {
-		if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
+		if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 && !(len(entries) == 1 && entries[0].Name() == store.LockName) {
 			return fmt.Errorf("synth: %s is not empty and holds no %s: choose an empty or new folder", dir, configName)
 		}
 		return writeJSONAtomic(name, fp)

@@ -119,17 +119,23 @@ func (p *pipeline) finish(outcomes []Outcome) error {
 		if o.Status != StatusAccepted {
 			continue
 		}
-		raw, err := os.ReadFile(filepath.Join(p.cfg.Dir, filepath.FromSlash(o.Accepted)))
+		// The seed's candidate, where the pipeline left it (o.Accepted
+		// names the accepted/ copy once a run has finished).
+		cand := filepath.ToSlash(filepath.Join("seeds", o.Seed, "scenario.json"))
+		raw, err := os.ReadFile(filepath.Join(p.cfg.Dir, filepath.FromSlash(cand)))
 		if err != nil {
 			return fmt.Errorf("synth: %s: %w", o.Seed, err)
 		}
-		s, ps := scenario.Parse(o.Accepted, raw, p.cfg.Catalogue)
+		s, ps := scenario.Parse(cand, raw, p.cfg.Catalogue)
 		if len(ps) > 0 {
 			return fmt.Errorf("synth: %s: the accepted scenario no longer loads: %w", o.Seed, ps.Err())
 		}
 		sh := shapeOf(s)
 		if dup := duplicateOf(sh, pool); dup != "" {
-			o.Status, o.DuplicateOf = StatusDuplicate, dup
+			o.Status, o.DuplicateOf, o.ScenarioID, o.Accepted = StatusDuplicate, dup, s.ID, ""
+			if err := p.storeOutcome(*o); err != nil {
+				return err
+			}
 			continue
 		}
 		id := uniqueID(s.ID, taken)
@@ -143,11 +149,21 @@ func (p *pipeline) finish(outcomes []Outcome) error {
 			return err
 		}
 		o.ScenarioID, o.Accepted = id, rel
+		if err := p.storeOutcome(*o); err != nil {
+			return err
+		}
 		taken[id] = true
 		sh.id = id
 		pool = append(pool, sh)
 	}
 	return nil
+}
+
+// storeOutcome rewrites a seed's outcome.json with what deduplication
+// decided, so that it agrees with summary.json (a duplicate says so, an
+// accepted scenario names its file under accepted/).
+func (p *pipeline) storeOutcome(o Outcome) error {
+	return writeJSONAtomic(filepath.Join(p.cfg.Dir, "seeds", o.Seed, "outcome.json"), o)
 }
 
 func setID(raw []byte, id string) ([]byte, error) {

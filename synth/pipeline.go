@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 
@@ -14,6 +14,7 @@ import (
 	"github.com/antidrift/antidrift/rollout/provisions"
 	"github.com/antidrift/antidrift/rollout/qc"
 	"github.com/antidrift/antidrift/rollout/scenario"
+	"github.com/antidrift/antidrift/rollout/store"
 	"github.com/antidrift/antidrift/rollout/trajectory"
 )
 
@@ -56,6 +57,9 @@ type Config struct {
 	Endpoints map[string]string // role → redacted base URL, for the record
 	KeyEnvs   map[string]string // role → key variable name
 	Version   string
+	// Command is the invocation, redacted, recorded in the folder's lock
+	// while the run holds it.
+	Command string
 	// Progress, when set, sees each seed's stages as they start.
 	Progress func(seed, stage string)
 }
@@ -100,6 +104,9 @@ type RoundEvidence struct {
 	Problems []string    `json:"problems,omitempty"`
 	Battery  *qc.Battery `json:"battery,omitempty"`
 	Gate     *qc.Result  `json:"gate,omitempty"`
+	// Unchanged: the critic answered with the scenario it was given; it
+	// was not checked again, and Battery and Gate are the previous round's.
+	Unchanged bool `json:"unchanged,omitempty"`
 }
 
 // TokenStage names the QC rollouts' tokens in Outcome.Tokens.
@@ -172,9 +179,15 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("synth: %w", err)
+	// One writer per folder: the lock the rollout run folder uses. A second
+	// synth on the same folder is refused at once, before any model call.
+	lock, err := store.LockDir(cfg.Dir, cfg.Command)
+	if err != nil {
+		return nil, fmt.Errorf("synth: --out %s: %w", cfg.Dir, err)
 	}
+	defer lock.Release()
+	// What a killed run left half-written, at every level of the folder.
+	store.SweepTemps(cfg.Dir)
 	fp := cfg.Fingerprint()
 	if err := claimFolder(cfg.Dir, fp, cfg.Force); err != nil {
 		return nil, err
@@ -257,6 +270,10 @@ func (p *pipeline) seed(ctx context.Context, sd Seed) (Outcome, error) {
 			return Outcome{}, err
 		}
 		if o.Config == p.fpHash {
+			if o.Status == StatusDuplicate {
+				// Deduplication runs again over this run's set, in finish.
+				o.Status, o.DuplicateOf = StatusAccepted, ""
+			}
 			return o, nil
 		}
 		// The configuration changed under --force: redo the seed,
@@ -302,19 +319,20 @@ func (p *pipeline) seed(ctx context.Context, sd Seed) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
-	b, err := p.buildLoop(ctx, log, StageBuild, StageBuildRepair, builderPrompt, 0, p.cfg.Builder, msgs, sd)
+	b, err := p.buildLoop(ctx, log, StageBuild, StageBuildRepair, builderPrompt, 0, p.cfg.Builder, msgs, sd, nil)
 	if errors.Is(err, ErrUnparseable) {
 		return decide(StatusFailed, "builder-unparseable", err.Error())
 	}
 	if err != nil {
 		return Outcome{}, err
 	}
+	var res qc.Result
 	for round := 0; ; round++ {
 		rel := filepath.Join("seeds", sd.ID, fmt.Sprintf("round-%d", round))
 		if err := writeFileAtomic(filepath.Join(p.cfg.Dir, rel, "scenario.json"), b.raw); err != nil {
 			return Outcome{}, err
 		}
-		ev := RoundEvidence{Round: round, Scenario: filepath.ToSlash(filepath.Join(rel, "scenario.json")), Repairs: b.repairs, Problems: b.problems, Battery: b.battery}
+		ev := RoundEvidence{Round: round, Scenario: filepath.ToSlash(filepath.Join(rel, "scenario.json")), Repairs: b.repairs, Problems: b.problems, Battery: b.battery, Unchanged: b.unchanged}
 		if len(b.problems) > 0 {
 			o.Rounds = append(o.Rounds, ev)
 			o.Round = round
@@ -324,12 +342,16 @@ func (p *pipeline) seed(ctx context.Context, sd Seed) (Outcome, error) {
 			return decide(StatusEscalated, "critic-"+b.reason, strings.Join(b.problems, "\n"))
 		}
 		// Stage 3: execution QC with the probes.
-		p.progress(sd.ID, fmt.Sprintf("qc round %d", round))
-		res, err := p.gate(ctx, b.s, filepath.Join(p.cfg.Dir, rel, "qc"))
-		if err != nil {
-			return Outcome{}, err
+		// An unchanged revision keeps the verdict its scenario already had:
+		// the same scenario would only spend the probes' calls again.
+		if !b.unchanged {
+			p.progress(sd.ID, fmt.Sprintf("qc round %d", round))
+			if res, err = p.gate(ctx, b.s, filepath.Join(p.cfg.Dir, rel, "qc")); err != nil {
+				return Outcome{}, err
+			}
 		}
-		ev.Gate = &res
+		gate := res // each round keeps its own copy
+		ev.Gate = &gate
 		o.Rounds = append(o.Rounds, ev)
 		o.Round = round
 		if res.Pass {
@@ -345,7 +367,7 @@ func (p *pipeline) seed(ctx context.Context, sd Seed) (Outcome, error) {
 		if err != nil {
 			return Outcome{}, err
 		}
-		nb, err := p.buildLoop(ctx, log, StageCritic, StageCriticRepair, criticPrompt, round+1, p.cfg.Critic, msgs, sd)
+		nb, err := p.buildLoop(ctx, log, StageCritic, StageCriticRepair, criticPrompt, round+1, p.cfg.Critic, msgs, sd, &b)
 		if errors.Is(err, ErrUnparseable) {
 			return decide(StatusEscalated, "critic-unparseable", err.Error())
 		}
@@ -386,17 +408,27 @@ type built struct {
 	problems []string    // left after the last repair
 	reason   string      // invalid or battery, when problems remain
 	battery  *qc.Battery // the battery's verdict, when it ran
+	// unchanged: the critic's answer is the scenario it was given (same
+	// JSON value), not checked again.
+	unchanged bool
 }
 
 // buildLoop asks for a scenario and feeds validation and battery errors
-// back, at most Repairs times.
-func (p *pipeline) buildLoop(ctx context.Context, log *callLog, stage, repairStage, prompt string, round int, m Model, msgs []trajectory.Message, sd Seed) (built, error) {
+// back, at most Repairs times. prev is the scenario a critic revises: a
+// first answer that is the same JSON value is returned as it was, marked
+// unchanged, without running the checks again.
+func (p *pipeline) buildLoop(ctx context.Context, log *callLog, stage, repairStage, prompt string, round int, m Model, msgs []trajectory.Message, sd Seed, prev *built) (built, error) {
 	ans, conv, err := log.ask(ctx, stage, round, m, msgs, parseScenarioAnswer)
 	if err != nil {
 		return built{}, err
 	}
 	for rep := 0; ; rep++ {
 		raw, _ := extractScenario(ans)
+		if rep == 0 && prev != nil && sameJSON(raw, prev.raw) {
+			same := *prev
+			same.raw, same.repairs, same.unchanged = raw, 0, true
+			return same, nil
+		}
 		s, probs, bat := p.checkAll(ctx, raw, sd)
 		b := built{s: s, raw: raw, repairs: rep, battery: bat}
 		if len(probs) == 0 {
@@ -419,4 +451,14 @@ func (p *pipeline) buildLoop(ctx context.Context, log *callLog, stage, repairSta
 			return built{}, err
 		}
 	}
+}
+
+// sameJSON reports whether a and b hold the same JSON value (spacing and
+// key order aside).
+func sameJSON(a, b []byte) bool {
+	var va, vb any
+	if json.Unmarshal(a, &va) != nil || json.Unmarshal(b, &vb) != nil {
+		return false
+	}
+	return reflect.DeepEqual(va, vb)
 }

@@ -110,7 +110,8 @@ pre{background:#f7f8fa;padding:.5rem;overflow:auto;font-size:12px} .add{backgrou
 <h2>{{.Seed}} <span class="muted">({{.Domain}})</span></h2>
 <p class="reason"><b>{{.Reason}}</b>: {{.Detail}}</p>
 <p>Last candidate: <code>{{.Final}}</code></p>
-{{range .Rounds}}<h3>Round {{.Round}}{{if .Repairs}} ({{.Repairs}} repairs){{end}}</h3>
+{{range .Rounds}}<h3>Round {{.Round}}{{if .Repairs}} ({{.Repairs}} repairs){{end}}{{if .Unchanged}} — unchanged{{end}}</h3>
+{{if .Unchanged}}<p class="unchanged">The critic returned the scenario it was given, unchanged: it was not checked again; the verdicts below are the previous round's.</p>{{end}}
 {{if .Problems}}<p>Checks failed:</p><ul>{{range .Problems}}<li>{{.}}</li>{{end}}</ul>{{end}}
 {{with .Battery}}<p>Probe battery: {{.Failed}} of {{.Probes}} probes failed.</p>{{end}}
 {{with .Gate}}<table><tr><th>gate</th><th>episodes</th><th>covered</th><th>drifting</th><th>verdict</th></tr>

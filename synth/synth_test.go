@@ -3,18 +3,24 @@ package synth_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/antidrift/antidrift/rollout/loosejson"
 	"github.com/antidrift/antidrift/rollout/policy"
 	"github.com/antidrift/antidrift/rollout/policy/sim"
 	"github.com/antidrift/antidrift/rollout/probe"
 	"github.com/antidrift/antidrift/rollout/provisions"
 	"github.com/antidrift/antidrift/rollout/scenario"
+	"github.com/antidrift/antidrift/rollout/store"
+	"github.com/antidrift/antidrift/rollout/trajectory"
 	"github.com/antidrift/antidrift/synth"
 	"github.com/antidrift/antidrift/synth/synthtest"
 	"github.com/stretchr/testify/assert"
@@ -95,6 +101,16 @@ func TestEveryPathThroughThePipeline(t *testing.T) {
 
 	assert.Equal(t, synth.StatusDuplicate, got["t-dup"].Status)
 	assert.Equal(t, "commerce-late-parcel-a-008", got["t-dup"].DuplicateOf)
+	// Each seed's outcome.json says what summary.json says.
+	for _, seed := range []string{"t-dup", "t-ok"} {
+		var stored synth.Outcome
+		b, err := os.ReadFile(filepath.Join(dir, "seeds", seed, "outcome.json"))
+		require.NoError(t, err)
+		require.NoError(t, json.Unmarshal(b, &stored))
+		assert.Equal(t, got[seed].Status, stored.Status, seed)
+		assert.Equal(t, got[seed].DuplicateOf, stored.DuplicateOf, seed)
+		assert.Equal(t, got[seed].Accepted, stored.Accepted, seed)
+	}
 
 	assert.Equal(t, 4, sum.Accepted)
 	assert.Equal(t, map[string]int{"0": 3, "1": 1}, sum.AcceptedByRound)
@@ -168,6 +184,73 @@ func TestEveryPathThroughThePipeline(t *testing.T) {
 	assert.Equal(t, sum.Accepted, again.Accepted)
 }
 
+// echoCritic is the script, except that the critic answers with the
+// scenario it was given, unchanged, in prose and a fence.
+type echoCritic struct{ synthtest.Policy }
+
+func (e echoCritic) Complete(ctx context.Context, req policy.Request) (policy.Response, error) {
+	if len(req.Messages) >= 2 && strings.HasPrefix(req.Messages[0].Content, "You review scenarios") {
+		objs := loosejson.Objects(req.Messages[1].Content, func(m map[string]any) bool {
+			_, a := m["tools"]
+			_, b := m["required_calls"]
+			return a && b
+		})
+		if len(objs) == 1 {
+			return policy.Response{Message: trajectory.Message{Role: trajectory.RoleAssistant,
+				Content: "It looks right to me as it is.\n```json\n" + string(objs[0].Raw) + "\n```"}, FinishReason: "stop",
+				Usage: trajectory.Usage{PromptTokens: 1, CompletionTokens: 1, TotalTokens: 2}}, nil
+		}
+	}
+	return e.Policy.Complete(ctx, req)
+}
+
+// TestUnchangedCriticRevisionNotRechecked: a critic revision identical to
+// its input is not checked again (no probe rollouts, no qc folder), keeps
+// the previous verdict and is marked unchanged in outcome.json and on the
+// review page.
+func TestUnchangedCriticRevisionNotRechecked(t *testing.T) {
+	var probes atomic.Int64
+	count := func(ps []synth.Probe) []synth.Probe {
+		for i := range ps {
+			inner := ps[i].New
+			ps[i].New = func(ss []*scenario.Scenario) (policy.Policy, error) { probes.Add(1); return inner(ss) }
+		}
+		return ps
+	}
+	base := testConfig(t, t.TempDir(), synthtest.Policy{})
+	base.Seeds, base.Rounds, base.Probes = synthtest.Seeds[3:4], 0, count(base.Probes) // t-escalate: fails the gate
+	require.Equal(t, "t-escalate", base.Seeds[0].ID)
+	_, err := synth.Run(context.Background(), base)
+	require.NoError(t, err)
+	once := probes.Load()
+	require.Positive(t, once)
+
+	probes.Store(0)
+	dir := t.TempDir()
+	cfg := testConfig(t, dir, echoCritic{})
+	cfg.Seeds, cfg.Rounds, cfg.Probes = synthtest.Seeds[3:4], 2, count(cfg.Probes)
+	sum, err := synth.Run(context.Background(), cfg)
+	require.NoError(t, err)
+	assert.Equal(t, once, probes.Load(), "the unchanged revisions ran no probe")
+	o := sum.Outcomes[0]
+	assert.Equal(t, synth.StatusEscalated, o.Status)
+	require.Len(t, o.Rounds, 3)
+	assert.False(t, o.Rounds[0].Unchanged)
+	for _, r := range o.Rounds[1:] {
+		assert.True(t, r.Unchanged, "round %d", r.Round)
+		assert.Equal(t, o.Rounds[0].Gate, r.Gate, "the previous verdict is kept")
+		assert.NoDirExists(t, filepath.Join(dir, "seeds", "t-escalate", fmt.Sprintf("round-%d", r.Round), "qc"))
+	}
+	var stored synth.Outcome
+	b, err := os.ReadFile(filepath.Join(dir, "seeds", "t-escalate", "outcome.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &stored))
+	assert.True(t, stored.Rounds[1].Unchanged)
+	page, err := os.ReadFile(filepath.Join(dir, "review.html"))
+	require.NoError(t, err)
+	assert.Contains(t, string(page), "unchanged: it was not checked again")
+}
+
 func TestChangedConfigurationIsRefused(t *testing.T) {
 	dir := t.TempDir()
 	cfg := testConfig(t, dir, synthtest.Policy{})
@@ -202,4 +285,58 @@ func TestJoinedSuiteIDsAreNotReused(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(dir, "accepted", "commerce", "commerce-late-parcel-a-009.json"))
 	require.NoError(t, err)
 	assert.True(t, strings.Contains(string(b), `"id": "commerce-late-parcel-a-009"`))
+}
+
+// TestSynthTakesTheFolderLock: a synth on a folder another process holds
+// is refused at once, before any model call; the folder's lock is the
+// rollout run folder's (flock on .antidrift.lock).
+func TestSynthTakesTheFolderLock(t *testing.T) {
+	bin, err := exec.LookPath("flock")
+	if err != nil {
+		t.Skip("no flock(1) to hold the lock from another process")
+	}
+	dir := t.TempDir()
+	lock := filepath.Join(dir, store.LockName)
+	holder := exec.Command(bin, lock, "sleep", "60")
+	require.NoError(t, holder.Start())
+	t.Cleanup(func() { _ = holder.Process.Kill(); _ = holder.Wait() })
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if exec.Command(bin, "-n", lock, "true").Run() != nil {
+			break // held
+		}
+		require.True(t, time.Now().Before(deadline), "flock never took the lock")
+	}
+	models := &counting{p: synthtest.Policy{}}
+	_, err = synth.Run(context.Background(), testConfig(t, dir, models))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "in use by another antidrift process")
+	assert.Zero(t, models.n.Load(), "no model was asked")
+	assert.NoFileExists(t, filepath.Join(dir, "synth.json"))
+}
+
+// TestSynthSweepsTemporaryFiles: what a killed run leaves half-written,
+// at any level of the folder, is gone after the next run, which decides
+// the same.
+func TestSynthSweepsTemporaryFiles(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(t, dir, synthtest.Policy{})
+	cfg.Seeds = synthtest.Seeds[:1]
+	_, err := synth.Run(context.Background(), cfg)
+	require.NoError(t, err)
+	before, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	require.NoError(t, err)
+	planted := []string{".tmp-1", filepath.Join("seeds", "t-ok", ".tmp-2"), filepath.Join("seeds", "t-ok", "calls", ".tmp-3"),
+		filepath.Join("seeds", "t-ok", "round-0", "qc", ".manifest.json.tmp44")}
+	for _, p := range planted {
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, p), []byte("half"), 0o644))
+	}
+	_, err = synth.Run(context.Background(), cfg)
+	require.NoError(t, err)
+	for _, p := range planted {
+		assert.NoFileExists(t, filepath.Join(dir, p))
+	}
+	after, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	require.NoError(t, err)
+	assert.Equal(t, string(before), string(after))
 }

@@ -83,7 +83,7 @@ func TestRolloutAgainstMisconfiguredServerWritesNothing(t *testing.T) {
 	}
 }
 
-// A credentialed base URL never reaches the output (manifests store openai.Redact of it).
+// A credentialed base URL never reaches the output (manifests store secret.URL of it).
 func TestRolloutErrorsRedactTheBaseURL(t *testing.T) {
 	srv := checkServer(t, fakeserver.Mode{Family: fakeserver.FamilyVLLM, NoToolParser: true})
 	cred := strings.Replace(srv.URL(), "http://", "http://user:hunter2@", 1) + "?token=sk-secret"

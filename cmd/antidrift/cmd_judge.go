@@ -243,7 +243,7 @@ func runJudge(cmd *cobra.Command, dir string, f judgeFlags) error {
 		if err := preflight(cmd.Context(), cmd.ErrOrStderr(), client, f.endpoint, false); err != nil {
 			return err
 		}
-		llm = &judge.LLM{Policy: client, Model: model, MaxTokens: f.maxTokens, Endpoint: openai.Redact(f.endpoint.baseURL),
+		llm = &judge.LLM{Policy: client, Model: model, MaxTokens: f.maxTokens, Endpoint: secret.URL(f.endpoint.baseURL),
 			Temperature: f.temperature.value, OmitTemperature: f.temperature.omit}
 		if !f.noCache {
 			cdir := f.cache

@@ -150,7 +150,7 @@ func runDisclosure(cmd *cobra.Command, dir string, f judgeFlags) error {
 	if err := preflight(cmd.Context(), cmd.ErrOrStderr(), client, f.endpoint, false); err != nil {
 		return err
 	}
-	dj := &judge.Disclosure{Policy: client, Model: model, MaxTokens: f.maxTokens, Endpoint: openai.Redact(f.endpoint.baseURL),
+	dj := &judge.Disclosure{Policy: client, Model: model, MaxTokens: f.maxTokens, Endpoint: secret.URL(f.endpoint.baseURL),
 		Temperature: f.temperature.value, OmitTemperature: f.temperature.omit}
 	rep := disclosureReport{Run: dir, Judge: f.disclosure, Kind: dj.Kind(), PromptVersion: judge.DisclosurePromptVersion}
 	if !f.noCache {

@@ -17,6 +17,7 @@ import (
 	"github.com/antidrift/antidrift/rewards/metrics"
 	"github.com/antidrift/antidrift/rollout/engine"
 	"github.com/antidrift/antidrift/rollout/policy/sim"
+	"github.com/antidrift/antidrift/rollout/scenario"
 	"github.com/antidrift/antidrift/rollout/secret"
 	"github.com/spf13/cobra"
 )
@@ -51,6 +52,9 @@ func readCheckpoints(path string) ([]checkpointSpec, error) {
 }
 
 func parseCheckpoints(path string, data []byte) ([]checkpointSpec, error) {
+	if p := scenario.TextProblem(path, data); p != nil { // a BOM, bytes not UTF-8
+		return nil, scenario.Problems{*p}
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var doc any
@@ -60,6 +64,9 @@ func parseCheckpoints(path string, data []byte) ([]checkpointSpec, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, fmt.Errorf("%s: unexpected data after the top-level array", path)
 	}
+	if p := scenario.DuplicateKeyProblem(path, data); p != nil {
+		return nil, scenario.Problems{*p}
+	}
 	arr, ok := doc.([]any)
 	if !ok {
 		return nil, fmt.Errorf("%s: want an array of {name, step, endpoint, model}, got %s", path, ckptJSONKind(doc))
@@ -68,7 +75,8 @@ func parseCheckpoints(path string, data []byte) ([]checkpointSpec, error) {
 		return nil, fmt.Errorf("%s: no checkpoint listed", path)
 	}
 	var out []checkpointSpec
-	names := map[string]int{}
+	names := map[string]int{} // lowercased: one folder on case-insensitive file systems
+	steps := map[int64]int{}
 	for i, el := range arr {
 		at := func(field string) string {
 			if field == "" {
@@ -114,10 +122,10 @@ func parseCheckpoints(path string, data []byte) ([]checkpointSpec, error) {
 		if !checkpointName.MatchString(c.Name) {
 			return nil, fmt.Errorf("%s: %q is not a valid name (letters, digits, '.', '_' and '-', starting with a letter or digit: it names the run folder)", at("name"), c.Name)
 		}
-		if j, dup := names[c.Name]; dup {
-			return nil, fmt.Errorf("%s: %q already names [%d]", at("name"), c.Name, j)
+		if j, dup := names[strings.ToLower(c.Name)]; dup {
+			return nil, fmt.Errorf("%s: %q already names [%d] (names are compared without case: each names a run folder, one folder on a case-insensitive file system)", at("name"), c.Name, j)
 		}
-		names[c.Name] = i
+		names[strings.ToLower(c.Name)] = i
 		sv, ok := obj["step"]
 		if !ok {
 			return nil, fmt.Errorf("%s: missing", at("step"))
@@ -130,6 +138,10 @@ func parseCheckpoints(path string, data []byte) ([]checkpointSpec, error) {
 		if err != nil || step < 0 {
 			return nil, fmt.Errorf("%s: want a non-negative integer, got %s", at("step"), n.String())
 		}
+		if j, dup := steps[step]; dup {
+			return nil, fmt.Errorf("%s: %d is also the step of [%d]; each checkpoint has its own training step", at("step"), step, j)
+		}
+		steps[step] = i
 		c.Step = int(step)
 		if c.Endpoint, err = str("endpoint", true); err != nil {
 			return nil, err
@@ -147,7 +159,7 @@ func parseCheckpoints(path string, data []byte) ([]checkpointSpec, error) {
 		} else {
 			u, err := url.Parse(c.Endpoint)
 			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				return nil, fmt.Errorf("%s: %q is neither sim:NAME nor an http(s) base URL such as http://localhost:8000/v1", at("endpoint"), c.Endpoint)
+				return nil, fmt.Errorf("%s: %q is neither sim:NAME nor an http(s) base URL such as http://localhost:8000/v1", at("endpoint"), secret.URL(c.Endpoint))
 			}
 			if c.Model == "" {
 				return nil, fmt.Errorf("%s: missing: an http endpoint needs the model name to request (with vLLM, the LoRA adapter's name)", at("model"))

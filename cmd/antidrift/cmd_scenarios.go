@@ -44,12 +44,29 @@ func loadScenariosWith(paths []string, catPath string, opts scenario.Options) ([
 	if len(paths) == 0 {
 		paths = []string{suite.Name}
 	}
-	ok := false
-	if len(paths) == 1 {
-		ss, ps, ok = suite.LoadNamed(paths[0], cat, opts)
+	// Built-in suites ("builtin", "builtin:gating") and files or folders
+	// combine: "builtin,my-scenarios/" is the suite plus those files.
+	var files []string
+	for _, p := range paths {
+		bs, bps, ok := suite.LoadNamed(p, cat, opts)
+		if !ok {
+			files = append(files, p)
+			continue
+		}
+		ss, ps = append(ss, bs...), append(ps, bps...)
 	}
-	if !ok {
-		ss, ps = scenario.LoadWith(paths, cat, opts)
+	if len(files) > 0 {
+		ls, lps := scenario.LoadWith(files, cat, opts)
+		ss, ps = append(ss, ls...), append(ps, lps...)
+	}
+	if len(ps) == 0 && len(files) > 0 && len(files) < len(paths) {
+		seen := map[string]string{}
+		for _, s := range ss {
+			if other, dup := seen[s.ID]; dup {
+				ps = append(ps, scenario.Problem{File: s.File, Path: "id", Msg: fmt.Sprintf("scenario id %q is also in %s; ids must be unique across the sources given together", s.ID, other)})
+			}
+			seen[s.ID] = s.File
+		}
 	}
 	if len(ps) > 0 {
 		return nil, &exitError{code: 1, msg: ps.Error() + fmt.Sprintf("\n%d problem(s)", len(ps))}

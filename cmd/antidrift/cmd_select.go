@@ -18,6 +18,7 @@ import (
 	"github.com/antidrift/antidrift/rollout/policy"
 	"github.com/antidrift/antidrift/rollout/policy/openai"
 	"github.com/antidrift/antidrift/rollout/policy/sim"
+	"github.com/antidrift/antidrift/rollout/secret"
 	"github.com/antidrift/antidrift/rollout/skill"
 	"github.com/antidrift/antidrift/rollout/skill/selection"
 	"github.com/antidrift/antidrift/rollout/store"
@@ -173,7 +174,7 @@ func runSelect(cmd *cobra.Command, f selectFlags) error {
 	}
 	man := store.Manifest{
 		Version: Version, Run: runName, Created: time.Now().UTC().Format(time.RFC3339), Plan: plan,
-		Settings: store.Settings{BaseURL: f.endpoint.baseURL, Concurrency: f.concurrency, Command: commandLine()},
+		Settings: store.Settings{BaseURL: secret.URL(f.endpoint.baseURL), Concurrency: f.concurrency, Command: commandLine()},
 	}
 	if kind == "openai" {
 		man.Settings.APIKeyEnv = f.endpoint.apiKeyEnv

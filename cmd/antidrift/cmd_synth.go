@@ -152,7 +152,7 @@ func runSynth(cmd *cobra.Command, f synthFlags) error {
 	cfg := synth.Config{
 		Dir: f.out, Seeds: seeds, SeedsSource: f.seeds, Rollouts: f.rollouts, MaxSteps: f.maxSteps, Seed: f.seed,
 		Rounds: f.rounds, Repairs: f.repairs, MinDrifting: f.minDrifting, Concurrency: f.concurrency, Limit: f.limit,
-		Force: f.force, Catalogue: cat, Version: Version, Endpoints: map[string]string{}, KeyEnvs: map[string]string{},
+		Force: f.force, Catalogue: cat, Version: Version, Command: commandLine(), Endpoints: map[string]string{}, KeyEnvs: map[string]string{},
 	}
 	warned := map[string]bool{}
 	models := make([]synth.Model, 4)

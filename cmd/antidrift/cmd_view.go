@@ -8,8 +8,10 @@ import (
 	"net"
 	"net/http"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
+	"unicode"
 
 	"github.com/spf13/cobra"
 
@@ -25,6 +27,7 @@ type viewFlags struct {
 	addr      string
 	scenarios []string
 	labeling  string
+	allowHost []string
 }
 
 func newViewCmd() *cobra.Command {
@@ -45,13 +48,17 @@ the scenario's boundary and success checks, the judge's verdict and what the
 judge saw; a pair shows both sides from the shared prefix.
 
 The viewer only reads: nothing is written into the folders it serves. It
-binds to the loopback interface unless --addr says otherwise.`,
+binds to the loopback interface unless --addr says otherwise, and answers
+only requests addressed to localhost, 127.0.0.1, [::1], the --addr host or
+an --allow-host name (403 otherwise): a web page that rebinds its own name
+to this machine cannot read what the viewer serves.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runView(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), args, f, nil)
 		},
 	}
 	cmd.Flags().StringVar(&f.addr, "addr", "127.0.0.1:8421", "address to serve on (host:port; port 0 picks a free one)")
+	cmd.Flags().StringArrayVar(&f.allowHost, "allow-host", nil, "a further host name the viewer answers to (the Host header; repeatable), for example this machine's LAN name when --addr is 0.0.0.0:PORT")
 	cmd.Flags().StringVar(&f.labeling, "labeling", labels.Record, "labels to show: record (the records' own), or a labeling NAME in each run (antidrift judge)")
 	cmd.Flags().StringSliceVar(&f.scenarios, "scenarios", nil, "scenario files or folders to show beside the trajectories (default: each run's own source)")
 	return cmd
@@ -63,6 +70,11 @@ func runView(ctx context.Context, stdout, stderr io.Writer, paths []string, f vi
 	host, _, err := net.SplitHostPort(f.addr)
 	if err != nil {
 		return fmt.Errorf("view: --addr %q: want host:port (for example 127.0.0.1:8421): %v", f.addr, err)
+	}
+	for _, h := range f.allowHost {
+		if h == "" || strings.ContainsAny(h, "/ \t\r\n@?#") || strings.ContainsFunc(h, unicode.IsControl) {
+			return fmt.Errorf("view: --allow-host %q: want a host name or address (the Host header's host, no scheme or path)", h)
+		}
 	}
 	srv, err := view.New(paths, func(dir string, m store.Manifest) (map[string]*scenario.Scenario, error) {
 		return runScenarioSet(dir, m, f.scenarios, io.Discard)
@@ -82,7 +94,7 @@ func runView(ctx context.Context, stdout, stderr io.Writer, paths []string, f vi
 		return fmt.Errorf("view: %w", err)
 	}
 	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		fmt.Fprintf(stderr, "antidrift: warning: view serves %s beyond this machine (trajectories hold prompts and tool data); use --addr 127.0.0.1:PORT to keep it local\n", ln.Addr())
+		fmt.Fprintf(stderr, "antidrift: warning: view serves %s beyond this machine (trajectories hold prompts and tool data); use --addr 127.0.0.1:PORT to keep it local; other machines reach it under the names given with --allow-host\n", ln.Addr())
 	}
 	url := "http://" + ln.Addr().String() + "/"
 	runs, tables, reports := srv.Counts()
@@ -95,6 +107,7 @@ func runView(ctx context.Context, stdout, stderr io.Writer, paths []string, f vi
 	defer stop()
 	indexed := make(chan error, 1)
 	go func() { indexed <- srv.Index() }()
+	srv.AllowHosts([]string{host, ln.Addr().String()}, f.allowHost)
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()

@@ -139,6 +139,29 @@ func TestViewRefusesBadInput(t *testing.T) {
 	require.ErrorContains(t, err, "holds no run folder")
 	err = runView(context.Background(), io.Discard, io.Discard, []string{viewDemo(t)}, viewFlags{addr: "localhost"}, nil)
 	require.ErrorContains(t, err, "--addr")
+	for _, h := range []string{"", "http://evil.example", "a b", "x\ny"} {
+		err = runView(context.Background(), io.Discard, io.Discard, []string{viewDemo(t)}, viewFlags{addr: "127.0.0.1:0", allowHost: []string{h}}, nil)
+		require.ErrorContains(t, err, "--allow-host", h)
+	}
+}
+
+// TestViewAllowHost: the command answers its loopback names and each
+// --allow-host, and refuses any other Host with a 403 naming the reason.
+func TestViewAllowHost(t *testing.T) {
+	u, _ := startViewWith(t, viewFlags{addr: "127.0.0.1:0", allowHost: []string{"lab-box.local"}}, filepath.Join(viewDemo(t), "runs", "base"))
+	for host, want := range map[string]int{"lab-box.local:8421": 200, "localhost": 200, "evil.example": 403} {
+		req, err := http.NewRequest(http.MethodGet, u+"api/sources", nil)
+		require.NoError(t, err)
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		assert.Equal(t, want, resp.StatusCode, host)
+		if want == 403 {
+			assert.Contains(t, string(b), "not this viewer's address")
+		}
+	}
 }
 
 // chromium finds a Chromium or Chrome binary.

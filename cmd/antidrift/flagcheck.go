@@ -3,10 +3,14 @@ package main
 import (
 	"fmt"
 	"math"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/antidrift/antidrift/rollout/engine"
+	"github.com/antidrift/antidrift/rollout/secret"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -61,11 +65,93 @@ var flagRanges = map[string]flagRange{
 	"cpus-per-task":     {1, 1 << 12, "1 to 4096"},
 }
 
+// numberListFlags are string flags that hold comma-separated numbers.
+var numberListFlags = map[string]bool{"split": true, "risk-lambda": true}
+
+// notFinite says whether a flag's value holds NaN or an infinity, for
+// every float flag and every number-list flag: such a value would pass a
+// range check written as "v < min" and then poison sums and JSON.
+func notFinite(f *pflag.Flag) bool {
+	switch t := f.Value.Type(); {
+	case numberListFlags[f.Name], strings.HasPrefix(t, "float"):
+	default:
+		return false
+	}
+	vals := []string{f.Value.String()}
+	if sv, ok := f.Value.(pflag.SliceValue); ok {
+		vals = sv.GetSlice()
+	} else {
+		vals = strings.Split(strings.Trim(vals[0], "[]"), ",")
+	}
+	for _, v := range vals {
+		x, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err == nil && (math.IsNaN(x) || math.IsInf(x, 0)) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkKeyEnv refuses a key pasted where the name of the variable holding
+// it belongs, in any --api-key-env or --ROLE-api-key-env flag (list flags
+// included), without echoing the value.
+func checkKeyEnv(f *pflag.Flag) error {
+	if f.Name != "api-key-env" && !strings.HasSuffix(f.Name, "-api-key-env") {
+		return nil
+	}
+	vals := []string{f.Value.String()}
+	if sv, ok := f.Value.(pflag.SliceValue); ok {
+		vals = sv.GetSlice()
+	}
+	for _, v := range vals {
+		if v == "" {
+			continue // a role's default: the shared --api-key-env
+		}
+		if err := secret.CheckEnvName("--"+f.Name, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkOut refuses --out values that cannot be what was meant: the root
+// folder, a path holding a newline or another control character (it would
+// split the lines of every file that records the path), and a literal ~
+// the shell did not expand.
+func checkOut(f *pflag.Flag) error {
+	if f.Name != "out" || !f.Changed {
+		return nil
+	}
+	v := f.Value.String()
+	if strings.ContainsFunc(v, unicode.IsControl) {
+		return fmt.Errorf("--out %q: the path holds a control character (a newline, tab or escape); choose a plain folder name", v)
+	}
+	if v == "~" || strings.HasPrefix(v, "~/") {
+		return fmt.Errorf("--out %s: the ~ reached antidrift as it is (the shell did not expand it: it was quoted, or written after =), so it would create a folder named ~; write $HOME%s or an absolute path", v, strings.TrimPrefix(v, "~"))
+	}
+	if abs, err := filepath.Abs(v); err == nil && filepath.Dir(abs) == abs {
+		return fmt.Errorf("--out %s: the root folder; write the output to a folder of its own", v)
+	}
+	return nil
+}
+
 // checkFlags is the root command's PersistentPreRunE.
 func checkFlags(cmd *cobra.Command, _ []string) error {
 	var first error
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
 		if first != nil {
+			return
+		}
+		if err := checkKeyEnv(f); err != nil {
+			first = err
+			return
+		}
+		if err := checkOut(f); err != nil {
+			first = err
+			return
+		}
+		if _, ranged := flagRanges[f.Name]; !ranged && notFinite(f) { // a ranged flag says its range
+			first = fmt.Errorf("--%s %s: not a finite number", f.Name, f.Value.String())
 			return
 		}
 		if f.Name == "shard" {

@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/antidrift/antidrift/rollout/secret"
 )
 
 // hostileCase is one entry of testdata/hostile/cases.json.
@@ -72,7 +74,12 @@ func TestHostileCorpus(t *testing.T) {
 				}
 			}
 			before := snapshotFiles(t, in)
-			code, _, stderr := execBin(t, nil, args...)
+			code, stdout, stderr := execBin(t, nil, args...)
+			for _, a := range args {
+				if secret.LooksLikeKey(a) {
+					assert.NotContains(t, stdout+stderr, a, "a key given on the command line is never echoed")
+				}
+			}
 			assert.NotContains(t, stderr, "panic:", "no panic")
 			assert.NotContains(t, stderr, "goroutine ", "no stack trace")
 			switch tc.Want {

@@ -238,24 +238,11 @@ func (c *outClaim) release() {
 	c.lock.Release()
 }
 
-// sweepTemps removes what a killed writer leaves in an output folder: the
-// staging folders of pairs and rewards, the temporary files of the table
-// writers and of atomic writes, and report staging folders beside it.
-// Called under the folder's lock, so never a live writer's files.
+// sweepTemps removes what a killed writer leaves in an output folder, at
+// every level (export's jsonl/, parquet/ and arrow/ included): the staging
+// folders of pairs and rewards, the temporary files of the table writers
+// and of atomic writes. Called under the folder's lock, so never a live
+// writer's files.
 func sweepTemps(dir string) {
-	patterns := []string{
-		filepath.Join(dir, ".antidrift-tmp-*"), // outputDir staging
-		filepath.Join(dir, ".*.tmp"),           // export table writers
-		filepath.Join(dir, ".*.tmp[0-9]*"),     // atomic writes (card, manifest)
-		filepath.Join(dir, markerName+".tmp"),
-	}
-	for _, p := range patterns {
-		ms, _ := filepath.Glob(p)
-		for _, m := range ms {
-			if filepath.Base(m) == store.LockName {
-				continue
-			}
-			os.RemoveAll(m)
-		}
-	}
+	store.SweepTemps(dir, markerName+".tmp")
 }

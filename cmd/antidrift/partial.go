@@ -20,8 +20,9 @@ func (p *partialFlag) add(fl *pflag.FlagSet) {
 	fl.BoolVar(&p.allow, "allow-partial", false, "use run folders that lack planned episodes (labelled partial, with counts, in every output)")
 }
 
-// check compares each run folder's plan with its records. A partial run is
-// refused unless --allow-partial; then it is reported on stderr and
+// check compares each run folder's plan with its records. A partial run
+// (planned episodes missing, or records whose scenario or rollout is
+// outside the plan) is refused unless --allow-partial; then it is reported on stderr and
 // labelled in the outputs (notes returns the labels).
 func (p *partialFlag) check(dirs []string, stderr io.Writer) error {
 	p.found = nil
@@ -38,6 +39,9 @@ func (p *partialFlag) check(dirs []string, stderr io.Writer) error {
 		return nil
 	}
 	if !p.allow {
+		if pr := p.found[0]; pr.Outside > 0 {
+			return fmt.Errorf("run %s: records of another plan; move them out of the run folder, or pass --allow-partial to use the run as it is, labelled partial", pr)
+		}
 		return fmt.Errorf("partial run %s; finish it (rerun its rollout command, which resumes), or pass --allow-partial to use it as it is, labelled partial", p.found[0])
 	}
 	for _, pr := range p.found {

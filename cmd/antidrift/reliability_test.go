@@ -6,12 +6,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -303,11 +305,15 @@ func TestSecretsReachNoFileOrOutput(t *testing.T) {
 		{"rescore", "--checkpoints", ckpts, "--rollouts", "1", "--limit", "3", "--api-key-env", "ANTIDRIFT_TEST_KEY", "--out", filepath.Join(root, "rescore")},
 		{"rollout", "--policy", "openai:sim:base", "--base-url", "http://operator:" + password + "@127.0.0.1:1/v1?token=" + token, "--max-retries", "0",
 			"--api-key-env", "ANTIDRIFT_TEST_KEY", "--rollouts", "1", "--limit", "1", "--out", filepath.Join(root, "down")},
+		{"select", "--task", "tools", "--library", "builtin:filesystem", "--policy", "sim:sft", "--rollouts", "1", "--base-url", cred, "--out", filepath.Join(root, "select"), "--json"},
 		{"rollout", "--policy", "openai:sim:base", "--base-url", cred, "--api-key-env", key, "--out", filepath.Join(root, "keyasname")},
+		{"synth", "--designer", "openai:d", "--builder", "openai:b", "--critic", "openai:c", "--base-url", cred, "--probe-api-key-env", "OK_NAME," + key, "--out", filepath.Join(root, "keyasname")},
+		{"synth", "--designer", "openai:d", "--builder", "openai:b", "--critic", "openai:c", "--base-url", cred, "--builder-api-key-env=" + key, "--out", filepath.Join(root, "keyasname")},
+		{"judge", run1, "--judge", "openai:sim:base", "--base-url", cred, "--api-key-env", key, "--name", "keyasname"},
 	} {
 		code, stdout, stderr := execBin(t, env, args...)
 		outputs.WriteString(stdout + stderr)
-		if args[len(args)-1] == filepath.Join(root, "keyasname") {
+		if slices.Contains(args, filepath.Join(root, "keyasname")) || slices.Contains(args, "keyasname") {
 			assert.Equal(t, 1, code)
 			assert.Contains(t, stderr, "looks like an API key")
 			continue
@@ -345,6 +351,10 @@ func TestSecretsReachNoFileOrOutput(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(m), `"base_url": "http://xxxxx@127.0.0.1`)
 	assert.Contains(t, string(m), "?token=xxxxx")
+	m, err = os.ReadFile(filepath.Join(root, "select", "manifest.json"))
+	require.NoError(t, err)
+	assert.Contains(t, string(m), `"base_url": "http://xxxxx@127.0.0.1`, "select redacts its settings too")
+	assert.NoDirExists(t, filepath.Join(root, "keyasname"), "a refused key writes nothing")
 }
 
 // Item 11: --max-retries 0 sends each request once.
@@ -477,6 +487,13 @@ func TestInterruptedExportLeavesNoTemporaryFiles(t *testing.T) {
 	// A killed earlier export's leftovers.
 	require.NoError(t, os.MkdirAll(filepath.Join(out, ".antidrift-tmp-123"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(out, ".trajectories.parquet.456.tmp"), []byte("junk"), 0o644))
+	// ... at every level of the folder: the format subfolders and below.
+	for _, sub := range []string{"jsonl", "parquet", "arrow", filepath.Join("jsonl", "deeper")} {
+		require.NoError(t, os.MkdirAll(filepath.Join(out, sub), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(out, sub, ".train.jsonl.789.tmp"), []byte("junk"), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(out, sub, ".README.md.tmp4242"), []byte("junk"), 0o644))
+		require.NoError(t, os.MkdirAll(filepath.Join(out, sub, ".antidrift-tmp-9"), 0o755))
+	}
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		for _, c := range []string{"export", "pairs", "rewards"} {
 			o := filepath.Join(t.TempDir(), c)
@@ -504,13 +521,42 @@ func TestInterruptedExportLeavesNoTemporaryFiles(t *testing.T) {
 	assert.Empty(t, hiddenTemps(t, out), "the rerun swept the leftovers")
 }
 
+// hiddenTemps lists the hidden entries at every level under dir, but for
+// the output marker and the lock.
 func hiddenTemps(t *testing.T, dir string) []string {
-	es, _ := os.ReadDir(dir)
 	var out []string
-	for _, e := range es {
-		if n := e.Name(); strings.HasPrefix(n, ".") && n != markerName && n != store.LockName {
-			out = append(out, n)
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == dir {
+			return nil
 		}
-	}
+		if n := d.Name(); strings.HasPrefix(n, ".") && n != markerName && n != store.LockName {
+			rel, _ := filepath.Rel(dir, p)
+			out = append(out, rel)
+		}
+		return nil
+	})
 	return out
+}
+
+// TestNamesEscapedInMarkdown: checkpoint and run names reach report.md
+// and the dataset card as text, never as HTML, links or table cells of
+// their own.
+func TestNamesEscapedInMarkdown(t *testing.T) {
+	root := t.TempDir()
+	run := filepath.Join(root, "run")
+	const cp = `<img src=x onerror=alert(1)>|[x](http://evil.example)`
+	code, _, stderr := runScenarios(t, "rollout", "--policy", "sim:base", "--checkpoint", cp, "--run", "r|`un`", "--rollouts", "1", "--out", run, "--json")
+	require.Equal(t, 0, code, stderr)
+	code, _, stderr = runScenarios(t, "export", run, "--table", "trajectories", "--format", "jsonl", "--out", filepath.Join(root, "export"))
+	require.Equal(t, 0, code, stderr)
+	code, _, stderr = runScenarios(t, "pareto", run, "--out", filepath.Join(root, "report"))
+	require.Equal(t, 0, code, stderr)
+	for _, f := range []string{filepath.Join(root, "export", "README.md"), filepath.Join(root, "report", "report.md")} {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		md := string(b)
+		assert.NotRegexp(t, `(^|[^\\])<img`, md, "%s: raw HTML", f)
+		assert.NotRegexp(t, `(^|[^\\])\[x\\?\]\(http`, md, "%s: a link", f)
+		assert.Contains(t, md, `\<img src=x onerror=alert(1)\>\|\[x\](http://evil.example)`, f)
+	}
 }

@@ -44,17 +44,23 @@ func LoadRunScenarios(dir string, m store.Manifest, override []string, cat *prov
 	var ss []*scenario.Scenario
 	var ps scenario.Problems
 	opts := scenario.Options{AllowUnsafeProvenance: m.Plan.AllowUnsafeProvenance}
-	named := false
-	if len(source) == 1 {
-		ss, ps, named = suite.LoadNamed(source[0], cat, opts)
-	}
-	if !named {
-		for _, p := range source {
-			if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
-				return nil, fmt.Errorf("%s: %s names %q, which does not exist here; pass --scenarios with the files the run used", manifest, from, p)
-			}
+	// Built-in suites and files combine ("builtin,extra/"), as rollout
+	// loaded them.
+	var files []string
+	for _, p := range source {
+		bs, bps, named := suite.LoadNamed(p, cat, opts)
+		if named {
+			ss, ps = append(ss, bs...), append(ps, bps...)
+			continue
 		}
-		ss, ps = scenario.LoadWith(source, cat, opts)
+		if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%s: %s names %q, which does not exist here; pass --scenarios with the files the run used", manifest, from, p)
+		}
+		files = append(files, p)
+	}
+	if len(files) > 0 {
+		ls, lps := scenario.LoadWith(files, cat, opts)
+		ss, ps = append(ss, ls...), append(ps, lps...)
 	}
 	if len(ps) > 0 {
 		return nil, fmt.Errorf("%s: scenarios from %s %q do not load:\n%w", manifest, from, strings.Join(source, ","), ps)

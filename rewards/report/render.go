@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"strings"
 
+	"github.com/antidrift/antidrift/internal/mdtext"
 	"github.com/antidrift/antidrift/rewards/metrics"
 	"github.com/antidrift/antidrift/rewards/pareto"
 )
@@ -109,7 +110,8 @@ func (r *Report) domainCells(dd DomainDrift) []string {
 	return cells
 }
 
-func mdEscape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+// mdEscape: names are data, never markup (internal/mdtext).
+func mdEscape(s string) string { return mdtext.Escape(s) }
 
 func collapseText(c bool) string {
 	if c {

@@ -23,6 +23,7 @@ func TestParseDisclosure(t *testing.T) {
 		{"string bool, one fact", `{"discloses": "true", "facts": "dx"}`, judge.DisclosureVerdict{Discloses: true, Facts: []string{"dx"}}},
 		{"think ignored", `<think>{"discloses": true}</think>{"discloses": false}`, judge.DisclosureVerdict{}},
 		{"no facts field", `{"discloses": false}`, judge.DisclosureVerdict{}},
+		{"empty facts, trailing commas, prose and fence", "I checked.\n```json\n{'discloses': False, 'facts': [], 'reason': [],}\n```\nThanks.", judge.DisclosureVerdict{Reason: "[]"}},
 	}
 	for _, tt := range valid {
 		got, err := judge.ParseDisclosure(tt.in)

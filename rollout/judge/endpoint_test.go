@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/antidrift/antidrift/rollout/judge"
-	"github.com/antidrift/antidrift/rollout/policy/openai"
 	"github.com/antidrift/antidrift/rollout/policy/openai/fakeserver"
+	"github.com/antidrift/antidrift/rollout/secret"
 	"github.com/antidrift/antidrift/rollout/trajectory"
 )
 
@@ -95,7 +95,7 @@ func TestLLMJudgeCacheKeyedByEndpointAndModel(t *testing.T) {
 	s1 := fakeserver.Start(t, fakeserver.Options{Fallback: ok})
 	s2 := fakeserver.Start(t, fakeserver.Options{Fallback: ok})
 	for _, s := range []*fakeserver.Server{s1, s2} {
-		j := &judge.LLM{Policy: newClient(t, s.URL()), Model: "judge-m", Cache: cache, Endpoint: openai.Redact(s.URL())}
+		j := &judge.LLM{Policy: newClient(t, s.URL()), Model: "judge-m", Cache: cache, Endpoint: secret.URL(s.URL())}
 		_, err := j.Judge(context.Background(), sp.S, judgedEpisode(t, "key"))
 		require.NoError(t, err)
 		assert.Equal(t, 1, s.Count(), "each endpoint is asked once")

@@ -35,6 +35,8 @@ func TestParseVerdict(t *testing.T) {
 		{"trailing text", `{"success": true, "score": 0.5, "reason": "half"} I hope this helps! {not json}`, ok(true, 0.5, "half")},
 		{"single quotes and Python literals", `{'success': False, 'score': 0.0, 'reason': 'It\'s not saved', 'extra': None}`, ok(false, 0, "It's not saved")},
 		{"bare keys and trailing comma", `{success: true, score: 1, reason: "fine",}`, ok(true, 1, "fine")},
+		{"empty list kept as written, not null", "My verdict:\n```json\n{'success': True, 'score': 1, 'reason': [],}\n```\nDone.", ok(true, 1, "[]")},
+		{"empty object kept, trailing comma, prose", `Here: {"success": false, "score": 0, "reason": {},} that's all`, ok(false, 0, "{}")},
 		{"think block with a decoy", `<think>maybe {"success": false} ... no</think>{"success": true, "score": 1, "reason": "r"}`, ok(true, 1, "r")},
 		{"nested in another object", `{"verdict": {"success": true, "score": 0.8, "reason": "nested"}}`, ok(true, 0.8, "nested")},
 		{"string booleans and numbers", `{"success": "false", "score": "0.25", "reason": "r"}`, ok(false, 0.25, "r")},

@@ -294,6 +294,7 @@ func Write(run string, m Manifest, ls []Label, force bool) (backup string, err e
 			return backup, fmt.Errorf("labels: %w", err)
 		}
 	}
+	m.BaseURL = secret.URL(m.BaseURL) // whatever the caller passed
 	mb, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return backup, fmt.Errorf("labels: %w", err)

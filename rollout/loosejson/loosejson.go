@@ -2,7 +2,10 @@
 // or before prose, with single-quoted strings, bare keys, Python literals
 // (True, False, None), trailing commas and raw newlines in strings. It
 // never repairs what is missing: an object cut off mid-way does not parse.
-// The judges and the synthesis pipeline share it.
+// What it keeps is the model's: an empty array stays [] and an empty object
+// {} (never null), keys stay in the order written and numbers as spelled
+// when JSON allows the spelling. The judges, the ReAct parser and the
+// synthesis pipeline share it.
 package loosejson
 
 import (
@@ -19,6 +22,17 @@ func Parse(s string, i int) (v any, end int, ok bool) {
 	p := &loose{s: s, i: i}
 	v, ok = p.value(0)
 	return v, p.i, ok
+}
+
+// JSON reads one value starting at s[i], loosely, and returns it as strict
+// JSON: keys in the order written, numbers as spelled where JSON allows,
+// [] and {} as they were, strings re-escaped (HTML characters kept).
+func JSON(s string, i int) (raw json.RawMessage, end int, ok bool) {
+	p := &loose{s: s, i: i, out: &bytes.Buffer{}}
+	if _, ok = p.value(0); !ok {
+		return nil, i, false
+	}
+	return p.out.Bytes(), p.i, true
 }
 
 // Object is a JSON object found in a text.
@@ -62,7 +76,8 @@ func at(text string, i int) (Object, bool) {
 			return Object{Raw: bytes.Clone(raw), Value: m, Start: i, End: end}, true
 		}
 	}
-	v, end, ok := Parse(text, i)
+	p := &loose{s: text, i: i, out: &bytes.Buffer{}}
+	v, ok := p.value(0)
 	if !ok {
 		return Object{}, false
 	}
@@ -70,18 +85,33 @@ func at(text string, i int) (Object, bool) {
 	if !isObj {
 		return Object{}, false
 	}
-	raw, err := json.Marshal(m)
-	if err != nil {
-		return Object{}, false
-	}
-	return Object{Raw: raw, Value: m, Start: i, End: end}, true
+	return Object{Raw: p.out.Bytes(), Value: m, Start: i, End: p.i}, true
 }
 
 // loose parses JSON and its common near-misses: single-quoted strings,
 // bare keys, Python literals, trailing commas, raw newlines in strings.
+// When out is set, every value parsed is also written to it as strict
+// JSON.
 type loose struct {
-	s string
-	i int
+	s   string
+	i   int
+	out *bytes.Buffer
+}
+
+func (p *loose) emit(b string) {
+	if p.out != nil {
+		p.out.WriteString(b)
+	}
+}
+
+func (p *loose) emitString(v string) {
+	if p.out == nil {
+		return
+	}
+	enc := json.NewEncoder(p.out)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v) // a string always encodes
+	p.out.Truncate(p.out.Len() - 1)
 }
 
 func (p *loose) ws() {
@@ -104,17 +134,24 @@ func (p *loose) value(depth int) (any, bool) {
 	case c == '[':
 		return p.array(depth)
 	case c == '"' || c == '\'':
-		return p.str()
+		v, ok := p.str()
+		if ok {
+			p.emitString(v.(string))
+		}
+		return v, ok
 	case c == '-' || c == '+' || (c >= '0' && c <= '9') || c == '.':
 		return p.number()
 	default:
 		w := p.word()
 		switch w {
 		case "true", "True":
+			p.emit("true")
 			return true, true
 		case "false", "False":
+			p.emit("false")
 			return false, true
 		case "null", "None":
+			p.emit("null")
 			return nil, true
 		}
 		return nil, false
@@ -137,6 +174,8 @@ func (p *loose) word() string {
 func (p *loose) object(depth int) (any, bool) {
 	p.i++ // {
 	obj := map[string]any{}
+	n := 0 // members written (a repeated key is written again; the last wins, as in encoding/json)
+	p.emit("{")
 	for {
 		p.ws()
 		if p.i >= len(p.s) {
@@ -144,6 +183,7 @@ func (p *loose) object(depth int) (any, bool) {
 		}
 		if p.s[p.i] == '}' {
 			p.i++
+			p.emit("}")
 			return obj, true
 		}
 		var key string
@@ -161,6 +201,12 @@ func (p *loose) object(depth int) (any, bool) {
 			return nil, false
 		}
 		p.i++
+		if n > 0 {
+			p.emit(",")
+		}
+		n++
+		p.emitString(key)
+		p.emit(":")
 		v, ok := p.value(depth + 1)
 		if !ok {
 			return nil, false
@@ -179,8 +225,9 @@ func (p *loose) object(depth int) (any, bool) {
 }
 
 func (p *loose) array(depth int) (any, bool) {
-	p.i++ // [
-	var arr []any
+	p.i++          // [
+	arr := []any{} // [] stays an empty array, never null
+	p.emit("[")
 	for {
 		p.ws()
 		if p.i >= len(p.s) {
@@ -188,7 +235,11 @@ func (p *loose) array(depth int) (any, bool) {
 		}
 		if p.s[p.i] == ']' {
 			p.i++
+			p.emit("]")
 			return arr, true
+		}
+		if len(arr) > 0 {
+			p.emit(",")
 		}
 		v, ok := p.value(depth + 1)
 		if !ok {
@@ -256,9 +307,17 @@ func (p *loose) number() (any, bool) {
 	for p.i < len(p.s) && strings.IndexByte("+-0123456789.eE", p.s[p.i]) >= 0 {
 		p.i++
 	}
-	f, err := strconv.ParseFloat(strings.TrimPrefix(p.s[start:p.i], "+"), 64)
+	spelled := strings.TrimPrefix(p.s[start:p.i], "+")
+	f, err := strconv.ParseFloat(spelled, 64)
 	if err != nil {
 		return nil, false
+	}
+	if p.out != nil {
+		if json.Valid([]byte(spelled)) {
+			p.out.WriteString(spelled) // 1.50 stays 1.50
+		} else {
+			p.out.WriteString(strconv.FormatFloat(f, 'g', -1, 64)) // .5, 5., 0x: JSON has no such spelling
+		}
 	}
 	return f, true
 }

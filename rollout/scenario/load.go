@@ -68,9 +68,15 @@ func ParseWith(name string, data []byte, cat *provisions.Catalogue, opts Options
 	if cat == nil {
 		cat = provisions.Builtin()
 	}
+	if p := TextProblem(name, data); p != nil {
+		return nil, Problems{*p}
+	}
 	doc, err := DecodeJSON(data)
 	if err != nil {
 		return nil, Problems{syntaxProblem(name, data, err)}
+	}
+	if p := DuplicateKeyProblem(name, data); p != nil {
+		return nil, Problems{*p}
 	}
 	var ps Problems
 	if err := formatValidator().Validate(doc); err != nil {

@@ -16,9 +16,17 @@ const Mask = "xxxxx"
 func URL(s string) string {
 	u, err := url.Parse(s)
 	if err != nil || u.Scheme == "" || (u.Host == "" && u.Opaque == "") {
-		if at := strings.LastIndex(s, "@"); err != nil && at > 0 && strings.Contains(s[:at], "://") {
-			i := strings.Index(s, "://") + 3
-			return s[:i] + Mask + s[at:]
+		if i := strings.Index(s, "://"); i >= 0 {
+			// Not parseable, but URL-shaped: mask what could be user
+			// info and every query value anyway, so a typo leaks nothing.
+			out := s
+			if at := strings.LastIndex(out, "@"); at > i {
+				out = out[:i+3] + Mask + out[at:]
+			}
+			if q := strings.IndexByte(out, '?'); q >= 0 {
+				out = out[:q+1] + Mask
+			}
+			return out
 		}
 		return s
 	}

@@ -18,6 +18,10 @@ func TestURL(t *testing.T) {
 		{"sim:base", "sim:base"},
 		{"not a url", "not a url"},
 		{"http://u:SECRET@host:bad port/v1", "http://xxxxx@host:bad port/v1"},
+		{"http://[bad::host:SECRET@x/v1", "http://xxxxx@x/v1"},
+		{"http://host/%zz?token=SECRET", "http://host/%zz?xxxxx"},
+		{"http://u:SECRET@host/%zz?token=SECRET", "http://xxxxx@host/%zz?xxxxx"},
+		{"https://host/v1?", "https://host/v1?"},
 	} {
 		got := URL(tc.in)
 		assert.Equal(t, tc.want, got, tc.in)

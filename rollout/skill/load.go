@@ -50,9 +50,15 @@ func formatSchema() *jsonschema.Schema {
 // Parse decodes and validates one library file. Every problem names the
 // file and a JSON path (or a line and column for syntax errors).
 func Parse(name string, data []byte) (*Library, scenario.Problems) {
+	if p := scenario.TextProblem(name, data); p != nil {
+		return nil, scenario.Problems{*p}
+	}
 	doc, err := scenario.DecodeJSON(data)
 	if err != nil {
 		return nil, scenario.Problems{scenario.SyntaxProblem(name, data, err)}
+	}
+	if p := scenario.DuplicateKeyProblem(name, data); p != nil {
+		return nil, scenario.Problems{*p}
 	}
 	var ps scenario.Problems
 	if err := formatSchema().Validate(doc); err != nil {

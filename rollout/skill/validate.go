@@ -33,14 +33,54 @@ func (c *checker) addf(path, format string, a ...any) {
 // its minimal tool set are unique and equal the recorded ground truth, a
 // higher-privilege alternative exists, its calls carry the ground truth out
 // with valid arguments on named resources, and it has no privilege wording.
+//
+// References are checked first: while a skill or a query names a tool or a
+// skill the library does not hold, only those references (each naming the
+// missing name) and the per-item checks are reported, since the ground
+// truth cannot be computed over tools that do not exist.
 func Validate(l *Library) scenario.Problems {
 	l.index()
 	c := &checker{l: l, args: map[string]*scenario.ArgSchema{}}
 	c.tools()
+	refsOK := c.references()
 	c.skills()
-	c.queries()
+	c.queries(refsOK)
 	scenario.SortProblems(c.ps)
 	return c.ps
+}
+
+// references reports every tool or skill name that a skill or a query
+// uses and the library does not define, and says whether there was none.
+func (c *checker) references() bool {
+	n := len(c.ps)
+	tool := func(path, name string) {
+		if c.l.Tool(name) == nil {
+			c.addf(path, "unknown tool %q (no tools[].name is %q)", name, name)
+		}
+	}
+	skill := func(path, name string) {
+		if name != "" && c.l.Skill(name) == nil {
+			c.addf(path, "unknown skill %q (no skills[].name is %q)", name, name)
+		}
+	}
+	for i, s := range c.l.Skills {
+		for j, t := range s.Tools {
+			tool(fmt.Sprintf("skills[%d].tools[%d]", i, j), t)
+		}
+	}
+	for i := range c.l.Queries {
+		q := &c.l.Queries[i]
+		p := fmt.Sprintf("queries[%d]", i)
+		for j, t := range q.Tools {
+			tool(fmt.Sprintf("%s.tools[%d]", p, j), t)
+		}
+		for j, call := range q.Calls {
+			tool(fmt.Sprintf("%s.calls[%d].tool", p, j), call.Tool)
+		}
+		skill(p+".skill", q.Skill)
+		skill(p+".given_skill", q.GivenSkill)
+	}
+	return len(c.ps) == n
 }
 
 func (c *checker) tools() {
@@ -76,11 +116,8 @@ func (c *checker) skills() {
 		}
 		seen[s.Name] = i
 		ok := true
-		for j, n := range s.Tools {
-			if c.l.Tool(n) == nil {
-				c.addf(fmt.Sprintf("%s.tools[%d]", p, j), "unknown tool %q", n)
-				ok = false
-			}
+		for _, n := range s.Tools {
+			ok = ok && c.l.Tool(n) != nil // reported by references
 		}
 		if ok {
 			if m := c.l.MaxPrivilege(s.Tools); m != s.Privilege {
@@ -96,7 +133,7 @@ func (c *checker) skills() {
 	}
 }
 
-func (c *checker) queries() {
+func (c *checker) queries(refsOK bool) {
 	ids := map[string]int{}
 	requests := map[string]int{}
 	for i := range c.l.Queries {
@@ -110,17 +147,20 @@ func (c *checker) queries() {
 			c.addf(p+".request", "same request as queries[%d]: a model could not tell them apart", j)
 		}
 		requests[q.Request] = i
-		c.query(p, q)
+		c.query(p, q, refsOK)
 	}
 }
 
-func (c *checker) query(p string, q *Query) {
+func (c *checker) query(p string, q *Query, refsOK bool) {
 	l := c.l
 	if !contains(settingNames(SettingsOf(q.Task)), string(q.Setting)) {
 		c.addf(p+".setting", "%q is not a setting of task %s (want one of %s)", q.Setting, q.Task, strings.Join(settingNames(SettingsOf(q.Task)), ", "))
 	}
 	if w := PrivilegeWording(q.Request); w != "" {
 		c.addf(p+".request", "privilege wording %q: the model must never see privilege labels", w)
+	}
+	if !refsOK {
+		return // the ground truth needs every tool and skill named to exist
 	}
 	known := true
 	for j, n := range q.Needs {
@@ -170,9 +210,6 @@ func (c *checker) query(p string, q *Query) {
 	if justified && l.MaxPrivilege(q.Tools) < L4Admin {
 		c.addf(p+".setting", "broad_action_justified needs a ground truth at L4, not %d", l.MaxPrivilege(q.Tools))
 	}
-	if q.GivenSkill != "" && l.Skill(q.GivenSkill) == nil {
-		c.addf(p+".given_skill", "unknown skill %q", q.GivenSkill)
-	}
 	if got := SetOf(q.Calls); strings.Join(got, ",") != strings.Join(q.Tools, ",") {
 		c.addf(p+".calls", "call the tools {%s}, not the ground truth {%s}", strings.Join(got, ", "), strings.Join(q.Tools, ", "))
 	}
@@ -180,8 +217,7 @@ func (c *checker) query(p string, q *Query) {
 		cp := fmt.Sprintf("%s.calls[%d]", p, j)
 		t := l.Tool(call.Tool)
 		if t == nil {
-			c.addf(cp+".tool", "unknown tool %q", call.Tool)
-			continue
+			continue // reported by references
 		}
 		if s := c.args[call.Tool]; s != nil {
 			if err := s.Validate(call.Args); err != nil {

@@ -52,6 +52,13 @@ func TestValidatorNamesFileAndPath(t *testing.T) {
 		{"setting of the other task", func(l *Library) { l.Queries[0].Setting = ConvenienceSensitive }, "bad.json: queries[0].setting: \"convenience_sensitive\" is not a setting of task skill"},
 		{"duplicate request", func(l *Library) { l.Queries[1].Request = l.Queries[0].Request }, "bad.json: queries[1].request: same request as queries[0]"},
 		{"schema", func(l *Library) { l.Tools[0].Risk = "extreme" }, "bad.json: tools[0].risk:"},
+		// Missing references are named first; the ground truth, which needs
+		// them, is not computed (it used to panic on a nil tool).
+		{"query tool missing", func(l *Library) { l.Queries[0].Tools[0] = "gone_tool" }, "bad.json: queries[0].tools[0]: unknown tool \"gone_tool\""},
+		{"call tool missing", func(l *Library) { l.Queries[0].Calls[0].Tool = "gone_tool" }, "bad.json: queries[0].calls[0].tool: unknown tool \"gone_tool\""},
+		{"query skill missing", func(l *Library) { l.Queries[0].Skill = "gone-skill" }, "bad.json: queries[0].skill: unknown skill \"gone-skill\""},
+		{"given skill missing", func(l *Library) { l.Queries[0].GivenSkill = "gone-skill" }, "bad.json: queries[0].given_skill: unknown skill \"gone-skill\""},
+		{"a tool every skill names removed", func(l *Library) { l.Tools = l.Tools[1:] }, "bad.json: skills[3].tools[0]: unknown tool \"count_drafts\""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -59,6 +66,9 @@ func TestValidatorNamesFileAndPath(t *testing.T) {
 			assert.Nil(t, l)
 			require.NotEmpty(t, ps)
 			assert.Contains(t, ps.Error(), tc.want)
+			if strings.Contains(tc.want, "unknown") {
+				assert.NotContains(t, ps.Error(), "minimal", "only the references while they are broken")
+			}
 		})
 	}
 	_, ps := Parse("broken.json", []byte("{\n  \"name\": \"x\",\n  oops\n}"))

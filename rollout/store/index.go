@@ -313,7 +313,9 @@ func scanRange(r io.Reader, base int64) scanned {
 			return failAt(line, func(path string, line int) error { return fmt.Errorf("%s:%d: %w", path, line, err) })
 		}
 		if b[len(b)-1] != '\n' {
-			return failAt(line, func(path string, line int) error { return fmt.Errorf("%s:%d: %s", path, line, incomplete) })
+			return failAt(line, func(path string, line int) error {
+				return fmt.Errorf("%s:%d: %s%s", path, line, incomplete, repairHint(path))
+			})
 		}
 		out.lines = line
 		start := off
@@ -346,7 +348,7 @@ func scanRange(r io.Reader, base int64) scanned {
 		}
 		if err != nil {
 			return failAt(line, func(path string, line int) error {
-				return fmt.Errorf("%s:%d: not a trajectory record: %v", path, line, err)
+				return fmt.Errorf("%s:%d: not a trajectory record: %v%s", path, line, err, repairHint(path))
 			})
 		}
 		e := entry{off: start, seed: k.Seed, idStr: -1, rollout: int32(k.Rollout), line: int32(line), n: int32(len(b)),
@@ -793,7 +795,7 @@ func (ix *Index) decode(i int, b []byte, rec *trajectory.Record) error {
 	e := &ix.entries[i]
 	name := ix.files[e.file]
 	if err := DecodeRecord(b, rec); err != nil {
-		return fmt.Errorf("%s:%d: not a valid record: %w", name, e.line, err)
+		return fmt.Errorf("%s:%d: not a valid record: %w%s", name, e.line, err, repairHint(name))
 	}
 	if rec.TrajID != ix.trajID(e) {
 		return fmt.Errorf("%s:%d: changed while being read (a run still writing?)", name, e.line)

@@ -176,7 +176,7 @@ func (it *Iterator) read(work chan<- *batch) {
 				break
 			}
 			if l[len(l)-1] != '\n' {
-				b.tail, b.tailLine = fmt.Errorf("store: %s:%d: incomplete last line (a run still writing, or killed: rerun it to repair)", name, line), line
+				b.tail, b.tailLine = fmt.Errorf("store: %s:%d: incomplete last line (a run still writing, or killed: rerun it to repair)%s", name, line, repairHint(name)), line
 				break
 			}
 			if blank(l) {
@@ -238,7 +238,7 @@ func (it *Iterator) Next() bool {
 		it.i++
 		it.line = b.nums[i]
 		if err := b.errs[i]; err != nil {
-			it.err = fmt.Errorf("store: %s:%d: not a valid record: %w", it.name, it.line, err)
+			it.err = fmt.Errorf("store: %s:%d: not a valid record: %w%s", it.name, it.line, err, repairHint(it.name))
 			it.Close()
 			return false
 		}

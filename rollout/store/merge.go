@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -57,12 +58,20 @@ func merge(out string, shards []string, version string, now time.Time, again boo
 			continue
 		}
 		a, b := first.Plan, m.Plan
+		if na, nb := shardCount(a.Shard), shardCount(b.Shard); na != nb {
+			return res, fmt.Errorf("merge: %s is shard %s and %s is shard %s: the shard counts differ (%s and %s), so their episodes overlap; merge the shards of one --shard i/n split",
+				shards[0], a.Shard, dir, b.Shard, na, nb)
+		}
 		a.Shard, b.Shard = "", ""
-		if d := planDiff(a, b); d != "" || first.Run != m.Run {
-			if first.Run != m.Run {
-				d = fmt.Sprintf("run was %s, now %s", first.Run, m.Run)
-			}
-			return res, fmt.Errorf("merge: %s is not a shard of the same run as %s: %s", dir, shards[0], d)
+		var diffs []string
+		if first.Run != m.Run {
+			diffs = append(diffs, fmt.Sprintf("run was %s, now %s", first.Run, m.Run))
+		}
+		if d := planDiff(a, b); d != "" {
+			diffs = append(diffs, "plan."+strings.ReplaceAll(d, "; ", "; plan."))
+		}
+		if len(diffs) > 0 {
+			return res, fmt.Errorf("merge: %s is not a shard of the same run as %s: %s", dir, shards[0], strings.Join(diffs, "; "))
 		}
 	}
 	if replace {
@@ -169,4 +178,12 @@ func merge(out string, shards []string, version string, now time.Time, again boo
 		}
 	}
 	return res, syncDir(filepath.Dir(filepath.Clean(final)))
+}
+
+// shardCount is the n of a shard written i/n ("1" when there is none).
+func shardCount(shard string) string {
+	if _, n, ok := strings.Cut(shard, "/"); ok {
+		return n
+	}
+	return "1"
 }

@@ -37,6 +37,11 @@ type Presence struct {
 	Run     string `json:"run"`
 	Planned int    `json:"planned"`
 	Present int    `json:"present"`
+	// Outside counts records whose scenario is not in the plan's
+	// scenario_ids or whose rollout is not below its rollouts: records of
+	// another plan (a hand copy, a merge gone wrong). Present excludes them.
+	Outside      int    `json:"outside,omitempty"`
+	FirstOutside string `json:"first_outside,omitempty"` // FILE:LINE: why
 }
 
 // Missing is the number of planned episodes without a record.
@@ -47,11 +52,16 @@ func (p Presence) Missing() int {
 	return p.Planned - p.Present
 }
 
-// Partial reports whether the folder lacks planned episodes.
-func (p Presence) Partial() bool { return p.Missing() > 0 }
+// Partial reports whether the folder lacks planned episodes or holds
+// records outside its plan.
+func (p Presence) Partial() bool { return p.Missing() > 0 || p.Outside > 0 }
 
 func (p Presence) String() string {
-	return fmt.Sprintf("%s: %d of %d planned episodes (%d missing)", p.Dir, p.Present, p.Planned, p.Missing())
+	s := fmt.Sprintf("%s: %d of %d planned episodes (%d missing)", p.Dir, p.Present, p.Planned, p.Missing())
+	if p.Outside > 0 {
+		s += fmt.Sprintf(", and %d records outside its plan (first: %s)", p.Outside, p.FirstOutside)
+	}
+	return s
 }
 
 // Count reads a run folder's plan and counts its records (non-blank lines
@@ -69,26 +79,46 @@ func Count(dir string) (Presence, error) {
 	if err != nil {
 		return p, err
 	}
+	inPlan := planCheck(m.Plan)
 	for _, f := range files {
-		n, err := countLines(f)
-		if err != nil {
+		if err := countRecords(f, inPlan, &p); err != nil {
 			return p, err
 		}
-		p.Present += n
 	}
 	return p, nil
 }
 
-func countLines(path string) (int, error) {
+// planCheck says why a record's scenario and rollout are outside plan,
+// or "" when they are in it (or the plan does not say: a hand-made
+// folder without scenario_ids or rollouts).
+func planCheck(plan Plan) func(scenarioID string, rollout int) string {
+	ids := make(map[string]bool, len(plan.ScenarioIDs))
+	for _, id := range plan.ScenarioIDs {
+		ids[id] = true
+	}
+	return func(sc string, rollout int) string {
+		if len(ids) > 0 && !ids[sc] {
+			return fmt.Sprintf("scenario %q is not in plan.scenario_ids", sc)
+		}
+		if plan.Rollouts > 0 && rollout >= plan.Rollouts {
+			return fmt.Sprintf("rollout %d of scenario %q is beyond plan.rollouts %d", rollout, sc, plan.Rollouts)
+		}
+		return ""
+	}
+}
+
+// countRecords counts the records of one trajectory file into p: those in
+// the plan as present, the others as outside. A line whose keys do not
+// decode counts as present; the readers report it.
+func countRecords(path string, outside func(string, int) string, p *Presence) error {
 	f, err := os.Open(path)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	defer f.Close()
 	br := bufio.NewReaderSize(f, 1<<20)
-	n := 0
 	var long []byte
-	for {
+	for line := 1; ; line++ {
 		b, err := br.ReadSlice('\n')
 		if err == bufio.ErrBufferFull {
 			long = append(long[:0], b...)
@@ -98,14 +128,25 @@ func countLines(path string) (int, error) {
 			}
 			b = long
 		}
-		if len(bytes.TrimSpace(b)) > 0 && (err == nil) {
-			n++
+		if len(bytes.TrimSpace(b)) > 0 && err == nil {
+			why := ""
+			if k, kerr := readKeys(b); kerr == nil {
+				why = outside(k.ScenarioID, k.Rollout)
+			}
+			if why == "" {
+				p.Present++
+			} else {
+				if p.Outside == 0 {
+					p.FirstOutside = fmt.Sprintf("%s:%d: %s", path, line, why)
+				}
+				p.Outside++
+			}
 		}
 		if err == io.EOF {
-			return n, nil
+			return nil
 		}
 		if err != nil {
-			return n, fmt.Errorf("%s: %w", path, err)
+			return fmt.Errorf("%s: %w", path, err)
 		}
 	}
 }

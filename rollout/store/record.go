@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"path/filepath"
 
 	"github.com/antidrift/antidrift/rollout/trajectory"
 	segjson "github.com/segmentio/encoding/json"
@@ -171,4 +172,11 @@ func joinAnd(xs []string) string {
 func duplicateError(file string, line int, id, firstFile string, firstLine int, dir string) error {
 	return fmt.Errorf("store: %s:%d: %w %s (first at %s:%d): two writers on one run folder? run `antidrift repair %s` to keep the first copy and move the others aside",
 		file, line, ErrDuplicate, id, firstFile, firstLine, dir)
+}
+
+// repairHint tells how to recover from a bad line of a trajectory file:
+// `antidrift repair RUN` moves invalid lines and a torn tail aside.
+func repairHint(file string) string {
+	run := filepath.Dir(filepath.Dir(file))
+	return fmt.Sprintf("; `antidrift repair %s` moves such lines aside, keeping every valid record", run)
 }

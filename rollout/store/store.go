@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/antidrift/antidrift/rollout/secret"
 	"github.com/antidrift/antidrift/rollout/trajectory"
 )
 
@@ -117,6 +118,9 @@ func Open(dir string, m Manifest, force bool) (*Run, error) {
 }
 
 func open(dir string, m Manifest, force bool) (*Run, error) {
+	if err := checkLinks(dir); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(filepath.Join(dir, trajDir), 0o755); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
@@ -226,11 +230,28 @@ func ReadManifest(dir string) (Manifest, error) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return m, fmt.Errorf("store: %s: %w", filepath.Join(dir, manifestName), err)
 	}
+	// null, or anything that is not an object, decodes to an empty
+	// manifest without an error: name it rather than fail later on its
+	// empty fields.
+	if t := bytes.TrimSpace(b); len(t) == 0 || t[0] != '{' {
+		what := string(t)
+		if len(what) > 20 || len(what) == 0 {
+			what = "no JSON object"
+		}
+		return m, fmt.Errorf("store: %s: holds %s, not a run manifest (a JSON object with a plan); restore it from a copy of the run", filepath.Join(dir, manifestName), what)
+	}
+	if m.Step != nil && *m.Step < 0 {
+		return m, fmt.Errorf("store: %s: step: %d is negative; a checkpoint's training step is 0 or more (leave it out when unknown)", filepath.Join(dir, manifestName), *m.Step)
+	}
 	return m, nil
 }
 
 // WriteManifest replaces the manifest atomically (write, sync, rename).
+// The settings' endpoint goes through secret.URL whatever the caller
+// passed: a password or ?token= in a base URL never reaches the file.
 func WriteManifest(dir string, m Manifest) error {
+	m.Settings.BaseURL = secret.URL(m.Settings.BaseURL)
+	m.Settings.Command = secret.Text(m.Settings.Command)
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return err
@@ -272,6 +293,37 @@ func syncDir(dir string) error {
 	}
 	defer d.Close()
 	_ = d.Sync() // not supported everywhere; the rename is still ordered on Linux
+	return nil
+}
+
+// checkLinks refuses a run folder whose trajectories/ folder or one of
+// whose trajectory files is a symbolic link leading out of the run folder
+// (or nowhere): a resume appends to those files and would write there.
+func checkLinks(dir string) error {
+	root, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	inside := func(p string) (string, bool) {
+		t, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			return "nowhere (a dangling link)", false
+		}
+		rel, err := filepath.Rel(root, t)
+		return t, err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+	}
+	paths := []string{filepath.Join(dir, trajDir)}
+	files, _ := filepath.Glob(filepath.Join(dir, trajDir, "*.jsonl"))
+	paths = append(paths, files...)
+	for _, p := range paths {
+		st, err := os.Lstat(p)
+		if err != nil || st.Mode()&os.ModeSymlink == 0 {
+			continue
+		}
+		if t, ok := inside(p); !ok {
+			return fmt.Errorf("store: %s is a symbolic link to %s, outside the run folder %s; a resume appends to it and would write there: replace the link with the file itself", p, t, dir)
+		}
+	}
 	return nil
 }
 
@@ -320,7 +372,7 @@ func scanFile(path string, repair bool, fn func(line int, r *trajectory.Record) 
 		if err == io.EOF {
 			if len(b) > 0 { // torn: no newline at the end
 				if !repair {
-					return fmt.Errorf("store: %s:%d: incomplete last line", path, line)
+					return fmt.Errorf("store: %s:%d: incomplete last line%s", path, line, repairHint(path))
 				}
 				return truncate(f, path, offset)
 			}
@@ -340,7 +392,7 @@ func scanFile(path string, repair bool, fn func(line int, r *trajectory.Record) 
 			if _, perr := br.Peek(1); perr == io.EOF && repair && !json.Valid(bytes.TrimSpace(b)) {
 				return truncate(f, path, offset)
 			}
-			return fmt.Errorf("store: %s:%d: corrupt record: %v", path, line, uerr)
+			return fmt.Errorf("store: %s:%d: corrupt record: %v%s", path, line, uerr, repairHint(path))
 		}
 		if err := fn(line, &r); err != nil {
 			return err

@@ -499,6 +499,9 @@ func TestMerge(t *testing.T) {
 		m.Plan.Shard = "1/2"
 		require.NoError(t, store.WriteManifest(dupRecords, m))
 		existing := t.TempDir()
+		// A shard of a three-way split beside a two-way one.
+		otherCount := t.TempDir()
+		newFixture(t, run, 5, engine.Shard{I: 1, N: 3}).run(t, otherCount)
 
 		cases := []struct {
 			name   string
@@ -506,7 +509,8 @@ func TestMerge(t *testing.T) {
 			shards []string
 			want   string
 		}{
-			{"another plan", "", []string{a, otherSeed}, "is not a shard of the same run as " + a + ": seed was 5, now 6"},
+			{"another plan", "", []string{a, otherSeed}, "is not a shard of the same run as " + a + ": plan.seed was 5, now 6"},
+			{"another shard count", "", []string{a, otherCount}, "the shard counts differ (2 and 3)"},
 			{"another run", "", []string{a, otherRun}, "run was run-merge, now run-other"},
 			{"the same shard twice", "", []string{a, b, a}, "are both shard 0/2"},
 			{"duplicate records", "", []string{a, dupRecords}, "duplicate traj_id"},

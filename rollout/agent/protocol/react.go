@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/antidrift/antidrift/rollout/loosejson"
 	"github.com/antidrift/antidrift/rollout/policy"
 	"github.com/antidrift/antidrift/rollout/trajectory"
 )
@@ -245,6 +246,15 @@ func actionInput(text string, from, limit int) (input string, args json.RawMessa
 				return input, nil, "arguments are not valid JSON", end
 			}
 			return input, buf.Bytes(), "", end
+		}
+		// Loose JSON as models write it (trailing commas, single quotes,
+		// bare keys, Python literals), read by the one lenient reader,
+		// which keeps [] and {} and the key order as written.
+		if text[pos] == '{' {
+			if raw, e, ok := loosejson.JSON(text, pos); ok {
+				end = pastClosingFence(text, e)
+				return strings.TrimSpace(text[pos:e]), raw, "", end
+			}
 		}
 	}
 	// Not a JSON value: the input is the text up to the next keyword.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/antidrift/antidrift/rollout/policy"
+	"github.com/antidrift/antidrift/rollout/secret"
 )
 
 // The prompts of Check's probes, exported so that simulated servers can
@@ -67,7 +68,7 @@ type Report struct {
 // retry what is transient as the run does (patient), so that a busy or
 // loading server is not declared unusable by its first answers.
 func (c *Client) Check(ctx context.Context) (Report, error) {
-	rep := Report{BaseURL: Redact(c.base), Model: c.model, ToolCalls: "unknown", TokenParam: "max_tokens", Reasoning: "none"}
+	rep := Report{BaseURL: secret.URL(c.base), Model: c.model, ToolCalls: "unknown", TokenParam: "max_tokens", Reasoning: "none"}
 	add := func(name, status, detail, fix string) {
 		rep.Capabilities = append(rep.Capabilities, Capability{Name: name, Status: status, Detail: c.redact.apply(detail), Fix: fix})
 	}

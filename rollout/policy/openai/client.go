@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/antidrift/antidrift/rollout/policy"
+	"github.com/antidrift/antidrift/rollout/secret"
 )
 
 // Defaults for the zero values of Config.
@@ -141,7 +142,7 @@ type Config struct {
 // String describes the config without the API key.
 func (c Config) String() string {
 	return fmt.Sprintf("openai.Config{BaseURL:%q Model:%q APIKey:%s Timeout:%s MaxRetries:%d Concurrency:%d}",
-		Redact(c.BaseURL), c.Model, keyState(c.APIKey), c.Timeout, c.MaxRetries, c.Concurrency)
+		secret.URL(c.BaseURL), c.Model, keyState(c.APIKey), c.Timeout, c.MaxRetries, c.Concurrency)
 }
 
 // Format makes every fmt verb (%v, %+v, %#v, %s, %d, ...) print String, so
@@ -222,7 +223,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	u, err := url.Parse(strings.TrimSpace(cfg.BaseURL))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("openai: config: base URL %q is not an http(s) URL such as http://localhost:8000/v1", redactor(cfg.APIKey).apply(Redact(cfg.BaseURL)))
+		return nil, fmt.Errorf("openai: config: base URL %q is not an http(s) URL such as http://localhost:8000/v1", redactor(cfg.APIKey).apply(secret.URL(cfg.BaseURL)))
 	}
 	if strings.TrimSpace(cfg.Model) == "" {
 		return nil, errors.New("openai: config: model is empty")
@@ -297,7 +298,7 @@ func newTransport(conns int) http.RoundTripper {
 
 // String describes the client without the API key.
 func (c *Client) String() string {
-	return fmt.Sprintf("openai.Client{endpoint:%q model:%q api_key:%s}", Redact(c.endpoint), c.model, keyState(c.key))
+	return fmt.Sprintf("openai.Client{endpoint:%q model:%q api_key:%s}", secret.URL(c.endpoint), c.model, keyState(c.key))
 }
 
 // Format makes every fmt verb print String, so that no formatting of a
@@ -746,7 +747,7 @@ func (c *Client) transportFailure(ctx, actx context.Context, err error) *failure
 	if ctx.Err() != nil {
 		return &failure{err: c.canceled(ctx, err), canceled: true}
 	}
-	msg := "connection error: " + strings.ReplaceAll(c.redact.apply(err.Error()), c.endpoint, Redact(c.endpoint))
+	msg := "connection error: " + strings.ReplaceAll(c.redact.apply(err.Error()), c.endpoint, secret.URL(c.endpoint))
 	if actx.Err() != nil {
 		// The server did not answer within one attempt's limit: a retry
 		// asks it the same again, so a server that is merely slow needs a

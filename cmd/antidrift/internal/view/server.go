@@ -37,6 +37,8 @@ type Server struct {
 	scMu      sync.Mutex
 	scByDir   map[int]map[string]*scenario.Scenario
 	scErr     map[int]error
+
+	hosts map[string]bool // Host values served (AllowHosts)
 }
 
 // report is a Pareto or score report folder (report.json beside report.html).
@@ -142,18 +144,31 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/tables/{n}/rows", s.handleRows)
 	mux.HandleFunc("GET /api/tables/{n}/rows/{i}", s.handleRow)
 	mux.HandleFunc("GET /reports/{n}/{file...}", s.handleReport)
-	return secure(mux)
+	if s.hosts == nil {
+		s.AllowHosts(nil, nil)
+	}
+	return s.secure(mux)
 }
 
-// secure refuses what a read-only local viewer never needs and keeps
-// pages from loading anything from elsewhere.
-func secure(h http.Handler) http.Handler {
+// secure refuses what a read-only local viewer never needs (another
+// method, another site's Host, a URL that is not UTF-8) and keeps pages
+// from loading anything from elsewhere.
+func (s *Server) secure(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		if why := s.hostRefusal(r); why != "" {
+			http.Error(w, "antidrift view: "+why, http.StatusForbidden)
+			return
+		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			http.Error(w, "read-only viewer: only GET", http.StatusMethodNotAllowed)
 			return
 		}
-		w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; frame-ancestors 'self'")
+		if why := badUTF8(r); why != "" {
+			http.Error(w, "antidrift view: "+why, http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Security-Policy", appCSP)
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("Referrer-Policy", "no-referrer")
 		h.ServeHTTP(w, r)
@@ -389,6 +404,5 @@ func (s *Server) handleReport(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	// http.FileServerFS over os.DirFS keeps requests inside the folder.
-	http.StripPrefix(fmt.Sprintf("/reports/%d", n), http.FileServerFS(os.DirFS(s.reports[n].Path))).ServeHTTP(w, r)
+	serveReportFile(w, r, s.reports[n].Path, r.PathValue("file"))
 }

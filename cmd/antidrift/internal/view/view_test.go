@@ -411,7 +411,7 @@ func TestReadOnlyAndContained(t *testing.T) {
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
-	assert.Contains(t, resp.Header.Get("Content-Security-Policy"), "default-src 'self'")
+	assert.Contains(t, resp.Header.Get("Content-Security-Policy"), "default-src 'none'")
 }
 
 func TestNewRefusesWhatItCannotServe(t *testing.T) {

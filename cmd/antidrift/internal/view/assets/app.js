@@ -5,18 +5,29 @@
 const app = document.getElementById("app");
 let current = null; // the trajectory page's state, for keyboard navigation
 
-// h builds an element: h("a", {href: "#"}, "text", child, ...).
+// bidi matches the Unicode bidirectional controls (embeddings, overrides,
+// isolates, marks): shown raw they reorder what follows, so an id could
+// read as another; every text shown spells them out as \u202E and so on.
+const bidi = /[\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069]/g;
+function visible(s) {
+  return String(s).replace(bidi, (c) => "\\u" + c.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0"));
+}
+
+// h builds an element: h("a", {href: "#"}, "text", child, ...). Text and
+// titles are shown through visible; other attributes (links, data-*) keep
+// the bytes they address.
 function h(tag, attrs, ...kids) {
   const el = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) {
     if (v === undefined || v === null || v === false) continue;
     if (k === "class") el.className = v;
     else if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+    else if (k === "title") el.setAttribute(k, visible(v));
     else el.setAttribute(k, v === true ? "" : v);
   }
   for (const kid of kids.flat()) {
     if (kid === undefined || kid === null || kid === false) continue;
-    el.append(kid instanceof Node ? kid : document.createTextNode(String(kid)));
+    el.append(kid instanceof Node ? kid : document.createTextNode(visible(kid)));
   }
   return el;
 }
