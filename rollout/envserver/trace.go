@@ -1,11 +1,9 @@
 package envserver
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/antidrift/antidrift/rollout/trajectory"
 )
@@ -103,31 +101,4 @@ func (t Trace) parseMessages() ([]trajectory.Message, error) {
 }
 
 // contentText is a message's text: a string, null, or text parts.
-func contentText(raw json.RawMessage) (string, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		return "", nil
-	}
-	switch raw[0] {
-	case '"':
-		var s string
-		err := json.Unmarshal(raw, &s)
-		return s, err
-	case '[':
-		var parts []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		}
-		if err := json.Unmarshal(raw, &parts); err != nil {
-			return "", err
-		}
-		var b strings.Builder
-		for _, p := range parts {
-			if p.Type == "text" || p.Type == "" {
-				b.WriteString(p.Text)
-			}
-		}
-		return b.String(), nil
-	}
-	return "", errors.New("want a string, null or a list of text parts")
-}
+func contentText(raw json.RawMessage) (string, error) { return trajectory.ContentText(raw) }

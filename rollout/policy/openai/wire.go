@@ -367,34 +367,14 @@ func decodeResponse(body []byte, idSeed idSeed) (policy.Response, error) {
 	return resp, nil
 }
 
+// decodeContent is the message content as text (trajectory.ContentText),
+// an error quoting what could not be read.
 func decodeContent(raw json.RawMessage) (string, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		return "", nil
+	s, err := trajectory.ContentText(raw)
+	if err != nil {
+		return "", fmt.Errorf("unsupported content %s: %w", clip(string(bytes.TrimSpace(raw))), err)
 	}
-	switch raw[0] {
-	case '"':
-		var s string
-		err := json.Unmarshal(raw, &s)
-		return s, err
-	case '[':
-		// Content parts: keep the text ones, in order.
-		var parts []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		}
-		if err := json.Unmarshal(raw, &parts); err != nil {
-			return "", fmt.Errorf("decode content parts: %w", err)
-		}
-		var b strings.Builder
-		for _, p := range parts {
-			if p.Type == "text" || p.Type == "" {
-				b.WriteString(p.Text)
-			}
-		}
-		return b.String(), nil
-	}
-	return "", fmt.Errorf("unsupported content %s", clip(string(raw)))
+	return s, nil
 }
 
 // normalizeArguments returns the arguments as the model produced them (a
