@@ -111,8 +111,17 @@ func runRollout(cmd *cobra.Command, f rolloutFlags) error {
 	if err != nil {
 		return err
 	}
-	if f.toolOrder == "" { // rolloutFlags built by rescore, sweep and demo
+	if f.toolOrder == "" || !cmd.Flags().Changed("tool-order") {
+		// The default, seeded, for a new run; a run being resumed keeps
+		// the order its plan recorded (runs made before the order was
+		// drawn have none: the file's order), so that resuming needs no
+		// flag. rolloutFlags built by rescore, sweep and demo land here too.
 		f.toolOrder = agent.ToolOrderSeeded.String()
+		if m, err := store.ReadManifest(f.out); err == nil && !f.force {
+			if o, err := engine.ToolOrderOf(m.Plan.ToolOrder); err == nil {
+				f.toolOrder = o.String()
+			}
+		}
 	}
 	order, err := agent.ParseToolOrder(f.toolOrder)
 	if err != nil {

@@ -198,33 +198,48 @@ func TestCompletionLayouts(t *testing.T) {
 	react := filepath.Join(dir, "runs", "react")
 	runCmd(t, "rollout", "--policy", "sim:base", "--framework", "react", "--rollouts", "2", "--limit", "10", "--out", react)
 	runs = append(runs, react)
-	type export struct{ folder, table, col string }
-	for _, layout := range []string{"", "rest"} {
+	type export struct{ folder, table, col, dflt string }
+	// The defaults (issue 28): one model turn per KTO and rewards row, and
+	// trajectory pairs with their tool results; model-turns on request.
+	for _, layout := range []string{"", "model-turns", "rest"} {
 		var flags []string
 		if layout != "" {
 			flags = []string{"--completion", layout}
 		}
-		out := func(n string) string { return filepath.Join(dir, n+layout) }
+		name := layout
+		if name == "" {
+			name = "default"
+		}
+		out := func(n string) string { return filepath.Join(dir, n+"-"+name) }
 		runCmd(t, append(append([]string{"pairs", "--out", out("pairs"), "--format", "jsonl", "--pair-types", "trajectory"}, flags...), runs...)...)
 		runCmd(t, append(append([]string{"rewards", "--out", out("rewards"), "--format", "jsonl"}, flags...), runs...)...)
 		runCmd(t, append(append([]string{"export", "--table", "kto", "--out", out("kto"), "--format", "jsonl"}, flags...), runs...)...)
-		for _, e := range []export{{"pairs", "dpo", "chosen"}, {"pairs", "dpo", "rejected"}, {"rewards", "rewards", "completion"}, {"kto", "kto", "completion"}} {
+		for _, e := range []export{{"pairs", "dpo", "chosen", "rest"}, {"pairs", "dpo", "rejected", "rest"}, {"rewards", "rewards", "completion", "turn"}, {"kto", "kto", "completion", "turn"}} {
+			want := layout
+			if want == "" {
+				want = e.dflt
+			}
 			others := 0
 			for i, r := range jsonlRows(t, filepath.Join(out(e.folder), "jsonl", e.table+".jsonl")) {
 				ms := messages(t, r[e.col])
 				require.NotEmpty(t, ms, "%s row %d", e.folder, i)
+				assistants := 0
 				for _, m := range ms {
 					if m["role"] != "assistant" {
 						others++
+					} else {
+						assistants++
 					}
 				}
+				if want == "turn" {
+					assert.Equal(t, 1, assistants, "%s %s row %d: one model turn per row", e.folder, e.col, i)
+				}
 			}
-			want := "model-turns"
-			if layout == "" {
-				assert.Zero(t, others, "%s %s: only model-written turns", e.folder, e.col)
-			} else {
-				want = layout
+			switch want {
+			case "rest":
 				assert.Positive(t, others, "%s %s: rest keeps the tool results", e.folder, e.col)
+			default:
+				assert.Zero(t, others, "%s %s (%s): only model-written turns", e.folder, e.col, want)
 			}
 			man, err := os.ReadFile(filepath.Join(out(e.folder), "manifest.json"))
 			require.NoError(t, err)
@@ -233,11 +248,14 @@ func TestCompletionLayouts(t *testing.T) {
 			require.NoError(t, err)
 			assert.Contains(t, string(card), "**Layout of this file:**", e.folder)
 			assert.Contains(t, string(card), "`--completion "+want+"`", e.folder)
+			if want == "model-turns" {
+				assert.Contains(t, string(card), "**Warning:** `--completion model-turns`", e.folder)
+			}
 		}
 	}
 	code, _, stderr := runScenarios(t, "export", runs[0], "--table", "kto", "--out", filepath.Join(dir, "bad"), "--completion", "tools")
 	assert.Equal(t, 1, code)
-	assert.Contains(t, stderr, `--completion "tools": want model-turns or rest`)
+	assert.Contains(t, stderr, `completion "tools": want turn, rest or model-turns`)
 }
 
 // TestToolsInSystem: with --tools-in-system every native row's system
