@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/antidrift/antidrift/internal/corpus"
 	"github.com/antidrift/antidrift/rollout/agent"
 	"github.com/antidrift/antidrift/rollout/agent/protocol"
 	"github.com/antidrift/antidrift/rollout/engine"
@@ -180,53 +181,6 @@ func checkRecordShape(t *testing.T, fw string, r *trajectory.Record) {
 	assert.Contains(t, last.Content, "[simulated "+r.Policy+"]", where)
 }
 
-// normaliseIDs drops what may differ between the in-process and the HTTP
-// path: the wall-clock timings, and the tool-call ids, which the HTTP client
-// assigns itself (the server's kept as ServerID). Ids are renamed in order
-// of first appearance, so that which message and note share an id is still
-// compared.
-func normaliseIDs(r *trajectory.Record) trajectory.Record {
-	out := *r
-	out.Timings = trajectory.Timings{}
-	names := map[string]string{}
-	name := func(id string) string {
-		if id == "" {
-			return ""
-		}
-		if n, ok := names[id]; ok {
-			return n
-		}
-		names[id] = fmt.Sprintf("id%d", len(names))
-		return names[id]
-	}
-	out.Messages = make([]trajectory.Message, len(r.Messages))
-	for i, m := range r.Messages {
-		if len(m.ToolCalls) > 0 {
-			calls := make([]trajectory.ToolCall, len(m.ToolCalls))
-			for j, tc := range m.ToolCalls {
-				tc.ID, tc.ServerID = name(tc.ID), ""
-				calls[j] = tc
-			}
-			m.ToolCalls = calls
-		}
-		m.ToolCallID = name(m.ToolCallID)
-		out.Messages[i] = m
-	}
-	out.Steps = make([]trajectory.Step, len(r.Steps))
-	for i, st := range r.Steps {
-		if len(st.Calls) > 0 {
-			notes := make([]trajectory.CallNote, len(st.Calls))
-			for j, c := range st.Calls {
-				c.ID = name(c.ID)
-				notes[j] = c
-			}
-			st.Calls = notes
-		}
-		out.Steps[i] = st
-	}
-	return out
-}
-
 // simHandler answers fake-server requests with a simulated policy, so that
 // the fake server checks every request of every framework against the
 // protocol while the episodes stay those of the in-process policy.
@@ -266,8 +220,8 @@ func TestFrameworksOverHTTP(t *testing.T) {
 			require.Len(t, gotSim, len(want))
 			require.Len(t, gotFake, len(want))
 			for i := range want {
-				assert.Equal(t, normaliseIDs(want[i]), normaliseIDs(gotSim[i]), "sim-server: %s rollout %d", want[i].ScenarioID, want[i].Rollout)
-				assert.Equal(t, normaliseIDs(want[i]), normaliseIDs(gotFake[i]), "fake server: %s rollout %d", want[i].ScenarioID, want[i].Rollout)
+				assert.Equal(t, corpus.Comparable(want[i]), corpus.Comparable(gotSim[i]), "sim-server: %s rollout %d", want[i].ScenarioID, want[i].Rollout)
+				assert.Equal(t, corpus.Comparable(want[i]), corpus.Comparable(gotFake[i]), "fake server: %s rollout %d", want[i].ScenarioID, want[i].Rollout)
 			}
 			for _, req := range fake.Requests() {
 				hasTools := len(req.Tools) > 0

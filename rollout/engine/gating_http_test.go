@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/antidrift/antidrift/internal/corpus"
 	"github.com/antidrift/antidrift/rollout/agent"
 	"github.com/antidrift/antidrift/rollout/engine"
 	"github.com/antidrift/antidrift/rollout/policy/openai"
@@ -53,7 +54,7 @@ func TestExposureFiltersOverHTTPOnTheGatingSuite(t *testing.T) {
 		require.Len(t, got, len(want))
 		injected := 0
 		for i := range want {
-			assert.Equal(t, normaliseIDs(want[i]), normaliseIDs(got[i]), "%s %+v: %s", c.fw, c.opts, want[i].ScenarioID)
+			assert.Equal(t, corpus.Comparable(want[i]), corpus.Comparable(got[i]), "%s %+v: %s", c.fw, c.opts, want[i].ScenarioID)
 			for _, m := range want[i].Matches {
 				if m.Kind == scenario.KindInjection {
 					injected++

@@ -3,7 +3,6 @@ package sim_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -16,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/antidrift/antidrift/internal/corpus"
 	"github.com/antidrift/antidrift/rollout/agent"
 	"github.com/antidrift/antidrift/rollout/engine"
 	"github.com/antidrift/antidrift/rollout/policy"
@@ -155,53 +155,6 @@ func TestUnknownScenarioIsAModelError(t *testing.T) {
 	assert.ErrorIs(t, err, context.Canceled)
 }
 
-// normalise drops what may differ between the in-process and the HTTP
-// path: the wall-clock timings.
-// normalise drops what differs between the in-process and the HTTP path:
-// timings, and tool-call ids, which the HTTP client assigns itself (the
-// server's kept as ServerID); ids are renamed in order of first
-// appearance, so which message and note share one is still compared.
-func normalise(r *trajectory.Record) trajectory.Record {
-	out := *r
-	out.Timings = trajectory.Timings{}
-	names := map[string]string{}
-	name := func(id string) string {
-		if id == "" {
-			return ""
-		}
-		if _, ok := names[id]; !ok {
-			names[id] = fmt.Sprintf("id%d", len(names))
-		}
-		return names[id]
-	}
-	out.Messages = make([]trajectory.Message, len(r.Messages))
-	for i, m := range r.Messages {
-		if len(m.ToolCalls) > 0 {
-			calls := make([]trajectory.ToolCall, len(m.ToolCalls))
-			for j, tc := range m.ToolCalls {
-				tc.ID, tc.ServerID = name(tc.ID), ""
-				calls[j] = tc
-			}
-			m.ToolCalls = calls
-		}
-		m.ToolCallID = name(m.ToolCallID)
-		out.Messages[i] = m
-	}
-	out.Steps = make([]trajectory.Step, len(r.Steps))
-	for i, st := range r.Steps {
-		if len(st.Calls) > 0 {
-			notes := make([]trajectory.CallNote, len(st.Calls))
-			for j, c := range st.Calls {
-				c.ID = name(c.ID)
-				notes[j] = c
-			}
-			st.Calls = notes
-		}
-		out.Steps[i] = st
-	}
-	return out
-}
-
 func TestServerMatchesInProcessPolicy(t *testing.T) {
 	ss := scenarios(t)
 	srv := httptest.NewServer(sim.NewServer(ss, 0))
@@ -216,7 +169,7 @@ func TestServerMatchesInProcessPolicy(t *testing.T) {
 			remote := runEngine(t, client, name, ss, 2, 21)
 			require.Len(t, remote, len(local))
 			for i := range local {
-				assert.Equal(t, normalise(local[i]), normalise(remote[i]), "%s rollout %d", local[i].ScenarioID, local[i].Rollout)
+				assert.Equal(t, corpus.Comparable(local[i]), corpus.Comparable(remote[i]), "%s rollout %d", local[i].ScenarioID, local[i].Rollout)
 			}
 			assert.Positive(t, client.Stats().Requests, "the comparison went through the server")
 			assert.Zero(t, client.Stats().Retries)
