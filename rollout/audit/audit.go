@@ -27,7 +27,7 @@ const (
 
 // Row is one classifier's held-out accuracy beside its base rate: the
 // accuracy of the best guess that reads nothing (the majority class; for
-// WhichLure, a string picked at random).
+// WhichLure, a prose string of the return picked at random).
 type Row struct {
 	Question   Question `json:"question"`
 	Classifier string   `json:"classifier"`
@@ -226,6 +226,18 @@ type textItem struct {
 // remarkKey is the rule "the lure is the leaf under a remark-like key".
 var remarkKey = regexp.MustCompile(`(?i)^(remarks?|notes?|.*note.*|tips?.*)$`)
 
+// minProseWords is how many words make a string of a tool return prose.
+// WhichLure picks among a return's prose strings (and its lure and notes,
+// whatever their length): telling a sentence from an id, a date or an
+// amount is reading, not a shortcut; telling the lure from the other
+// sentences without the task is the shortcut the question asks about.
+const minProseWords = 5
+
+// candidate reports whether a leaf is one WhichLure picks among.
+func candidate(lf env.Leaf) bool {
+	return lf.Lure || lf.Note || len(words(lf.Text)) >= minProseWords
+}
+
 func lureItems(ss []*scenario.Scenario, group func(*scenario.Scenario) string) ([]retItem, []textItem, error) {
 	var rets []retItem
 	var texts []textItem
@@ -241,10 +253,16 @@ func lureItems(ss []*scenario.Scenario, group func(*scenario.Scenario) string) (
 				}
 				it := retItem{group: group(s)}
 				lures := 0
-				for k, lf := range leaves {
+				var cands []env.Leaf
+				for _, lf := range leaves {
+					if candidate(lf) {
+						cands = append(cands, lf)
+					}
+				}
+				for k, lf := range cands {
 					rel := 0.0
-					if len(leaves) > 1 {
-						rel = float64(k) / float64(len(leaves)-1)
+					if len(cands) > 1 {
+						rel = float64(k) / float64(len(cands)-1)
 					}
 					it.leaves = append(it.leaves, leafItem{key: lf.Key(), words: words(lf.Text), relpos: rel, lure: lf.Lure})
 					if lf.Lure {
