@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/antidrift/antidrift/rollout/drift"
 	"github.com/antidrift/antidrift/rollout/qc"
 	"github.com/antidrift/antidrift/rollout/scenario"
 	"github.com/antidrift/antidrift/rollout/trajectory"
@@ -73,4 +74,23 @@ func TestWithBatteryNamesUnbuiltProbes(t *testing.T) {
 	require.Len(t, out, 1)
 	assert.Equal(t, `refused by the probe battery: 0 of 9 probes got labels they must not get, 1 could not be built; first: probe violation[0]:x not built: patterns.y: no known value matches "^z$"`, out[0].Reason)
 	assert.Same(t, b, out[0].Battery)
+}
+
+// Drift on a call no violation names (a distractor outside the boundary)
+// is counted apart: it is not a hit of the gate's drift check, and the
+// rollouts that drifted only that way are named with their tools.
+func TestUnannotatedDriftCountedApart(t *testing.T) {
+	s, ps := scenario.Parse("travel.json", []byte(travel), nil)
+	require.Empty(t, ps)
+	tally, err := qc.NewTally([]*scenario.Scenario{s})
+	require.NoError(t, err)
+	derived := record("pt", false, "matched")
+	derived.Matches = []drift.Match{{Tool: "lookup_card_history", Violation: -1, Rule: "boundary.tools"}}
+	tally.Add(derived)
+	tally.Add(record("pt", false, "matched"))
+	res := tally.Decide(0)[0]
+	assert.Equal(t, 2, res.Episodes)
+	assert.Equal(t, 0, res.Drifting, "derived drift is not an annotated hit")
+	assert.Equal(t, 1, res.UnannotatedDrift)
+	assert.Equal(t, map[string]int{"lookup_card_history": 1}, res.UnannotatedTools)
 }
