@@ -9,14 +9,20 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/ardanlabs/jinja"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/antidrift/antidrift/export/chattemplate"
+	"github.com/antidrift/antidrift/rollout/dataset"
 )
 
 // Trainers VerifyDir knows, as --trainer names them.
@@ -52,6 +58,16 @@ func VerifyDir(w io.Writer, dir, trainer string) error {
 	v := &verifier{w: w, dir: dir, trainer: trainer, compat: m.Settings["template_compat"], toolsInSystem: m.Settings["tools_in_system"] != ""}
 	switch trainer {
 	case TrainerTRL, TrainerOpenRLHF:
+		compat, err := dataset.ParseCompat(v.compat)
+		if err != nil {
+			return fmt.Errorf("%s: settings.template_compat: %w", filepath.Join(dir, "manifest.json"), err)
+		}
+		v.templates = chattemplate.For(compat)
+		names := make([]string, len(v.templates))
+		for i, t := range v.templates {
+			names[i] = t.Name
+		}
+		fmt.Fprintf(w, "  rendering every row through the chat templates of its layout: %s\n", strings.Join(names, ", "))
 		if err := v.configs(m); err != nil {
 			return err
 		}
@@ -74,8 +90,11 @@ type verifier struct {
 	w                    io.Writer
 	dir, trainer, compat string
 	toolsInSystem        bool
-	problems, rows       int
-	files                int
+	// templates are the chat templates the rows' layout is written for
+	// (the card names them): every row is rendered through each.
+	templates      []*chattemplate.Template
+	problems, rows int
+	files          int
 }
 
 // problem reports one kind of failure once per file, with its count.
@@ -89,6 +108,10 @@ func (v *verifier) report(file string, counts map[string]int, first map[string]s
 		if strings.HasPrefix(k, "longer than") {
 			// by design about 1% of rows pass the p99 the recipes set
 			fmt.Fprintf(v.w, "  WARN %s: %d rows: %s (first: %s)\n", file, counts[k], k, first[k])
+			continue
+		}
+		if w, ok := strings.CutPrefix(k, warnPrefix); ok {
+			fmt.Fprintf(v.w, "  WARN %s: %d rows: %s (first: %s)\n", file, counts[k], w, first[k])
 			continue
 		}
 		fmt.Fprintf(v.w, "  FAIL %s: %d rows: %s (first: %s)\n", file, counts[k], k, first[k])
@@ -181,13 +204,21 @@ func (v *verifier) parquetFile(path, table, split string, limit int64) error {
 	n := 0
 	for rr.Next() {
 		rec := rr.RecordBatch()
-		for i := 0; i < int(rec.NumRows()); i++ {
+		rows := make([]map[string]json.RawMessage, rec.NumRows())
+		for i := range rows {
 			row := map[string]json.RawMessage{}
 			for c := 0; c < int(rec.NumCols()); c++ {
 				isJSON := typed != nil && c < typed.NumFields() && holdsJSON(typed.Field(c).Type)
 				row[rec.ColumnName(c)] = marshal(cellValue(rec.Column(c), i, isJSON))
 			}
+			rows[i] = row
+		}
+		found := v.templateBatch(rows)
+		for i, row := range rows {
 			v.checkRow(n, row, table, limit, fail)
+			for _, f := range found[i] {
+				fail(n, f.kind, f.detail)
+			}
 			n++
 		}
 	}
@@ -302,6 +333,110 @@ func (v *verifier) checkRow(i int, row map[string]json.RawMessage, table string,
 			fail(i, fmt.Sprintf("longer than the recipes' limit %d (the trainer drops or cuts it)", limit), fmt.Sprintf(": %d tokens", total))
 		}
 	}
+}
+
+// warnPrefix marks a kind of finding that is reported but is not a failure.
+const warnPrefix = "warn: "
+
+// finding is one kind of failure on a row, with its detail.
+type finding struct{ kind, detail string }
+
+// templateFindings renders the row's conversations through each template
+// of its layout: the prompt with the generation prompt must be a prefix of
+// prompt + completion (each side of a pair; for a trajectory, each
+// assistant turn after what precedes it), or the trainer splits the
+// completion in the wrong place. It reads only the row, so rows are
+// rendered in parallel.
+func (v *verifier) templateFindings(row map[string]json.RawMessage) []finding {
+	kind, _ := columnsFor(row)
+	if len(v.templates) == 0 || kind == "" {
+		return nil
+	}
+	list := func(col string) ([]jinja.Value, bool) {
+		x, err := chattemplate.Decode(row[col])
+		if err != nil || !x.IsList() {
+			return nil, false // reported by the message checks
+		}
+		return x.AsList().Items, true
+	}
+	tools := jinja.None()
+	if tv, err := chattemplate.Decode(row["tools"]); err == nil && tv.IsList() && len(tv.AsList().Items) > 0 {
+		tools = tv
+	}
+	type conv struct {
+		where              string
+		prompt, completion []jinja.Value
+	}
+	var convs []conv
+	switch kind {
+	case TableDPO:
+		p, ok1 := list("prompt")
+		c, ok2 := list("chosen")
+		r, ok3 := list("rejected")
+		if ok1 && ok2 && ok3 {
+			convs = append(convs, conv{"chosen", p, c}, conv{"rejected", p, r})
+		}
+	case TableKTO, TableRewards:
+		p, ok1 := list("prompt")
+		c, ok2 := list("completion")
+		if ok1 && ok2 && len(c) > 0 {
+			convs = append(convs, conv{"completion", p, c})
+		}
+	case TableTrajectories:
+		msgs, ok := list("messages")
+		if !ok {
+			return nil
+		}
+		for k := 1; k < len(msgs); k++ {
+			if role, ok := msgs[k].AsDict().Get("role"); ok && role.IsString() && role.AsString() == "assistant" {
+				convs = append(convs, conv{fmt.Sprintf("messages[%d]", k), msgs[:k], msgs[k : k+1]})
+			}
+		}
+	}
+	var out []finding
+	for _, t := range v.templates {
+		for _, c := range convs {
+			_, err := t.CheckPrefix(c.prompt, c.completion, tools)
+			switch {
+			case err == nil:
+				continue
+			case errors.Is(err, chattemplate.ErrSeveralCalls):
+				out = append(out, finding{warnPrefix + t.Name + " takes one tool call per assistant turn and raises on more: rows with such a turn cannot be trained with it", ", " + c.where})
+			case errors.Is(err, chattemplate.ErrNotPrefix):
+				out = append(out, finding{t.Name + ": the prompt rendered with add_generation_prompt is not a prefix of prompt + completion (the trainer splits the completion in the wrong place)", ", " + c.where})
+			default:
+				out = append(out, finding{t.Name + ": the chat template raises on the row", ", " + c.where + ": " + err.Error()})
+			}
+			break // one finding per template and row
+		}
+	}
+	return out
+}
+
+// templateBatch renders a batch of rows on every core and returns each
+// row's findings in row order.
+func (v *verifier) templateBatch(rows []map[string]json.RawMessage) [][]finding {
+	out := make([][]finding, len(rows))
+	if len(v.templates) == 0 {
+		return out
+	}
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range min(runtime.GOMAXPROCS(0), len(rows)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				out[i] = v.templateFindings(rows[i])
+			}
+		}()
+	}
+	for i := range rows {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return out
 }
 
 func lastRaw(col json.RawMessage) json.RawMessage {

@@ -1,12 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -17,168 +13,26 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/antidrift/antidrift/export/chattemplate"
 	"github.com/antidrift/antidrift/rollout/dataset"
 )
 
-// chatTemplate is one model's real chat template (testdata/chat_templates,
-// sources in the README there) and the rules it imposes on our rows.
-type chatTemplate struct {
-	name string
-	file string
-	vars map[string]jinja.Value // special tokens the tokenizer passes in
-	// callFormat is how the template writes one tool call, with %s for the
-	// name and %s for the arguments as tojson renders them; "" when the
-	// template does not render tool calls at all.
-	callFormat string
-	// oneCallPerTurn: the template raises on an assistant turn that carries
-	// a tool_calls key with anything but exactly one call.
-	oneCallPerTurn bool
-	// renderTools: the template writes the tools list into the prompt.
-	renderTools bool
-	// toolKeysSorted: the rendered tool block has its keys sorted, so it
-	// cannot show a re-ordered tools list. Llama-3.1 writes tools with
-	// tojson(indent=4), which ardanlabs/jinja v1.8.0 encodes with sorted keys
-	// where Python's json.dumps keeps them in order; key order is then
-	// checked through the Qwen templates (plain tojson keeps the order).
-	toolKeysSorted bool
-	// family is the --template-compat layout the template's rows need
-	// ("" for the default OpenAI layout).
-	family dataset.Compat
-	// argsText: the template writes a call's arguments as the text the
-	// row holds (a JSON string), not through tojson (DeepSeek-V3).
-	argsText bool
-	// turnMarker counts the assistant turns of a content-only template
-	// (Phi-3.5, Gemma), and userMarker its user turns.
-	turnMarker, userMarker string
+// The templates and their rules live in export/chattemplate (inspect
+// --trainer renders a user's rows through them too).
+type chatTemplate = chattemplate.Template
 
-	tmpl *jinja.Template
-}
+var chatTemplates = chattemplate.All
 
-var chatTemplates = []*chatTemplate{
-	{name: "Qwen2.5", file: "qwen2.5-instruct.jinja", callFormat: "<tool_call>\n{\"name\": \"%s\", \"arguments\": %s}\n</tool_call>", renderTools: true},
-	{name: "Qwen3", file: "qwen3.jinja", callFormat: "<tool_call>\n{\"name\": \"%s\", \"arguments\": %s}\n</tool_call>", renderTools: true},
-	{name: "Llama-3.1", file: "llama-3.1-instruct.jinja", vars: map[string]jinja.Value{"bos_token": jinja.NewString("<|begin_of_text|>")},
-		callFormat: "{\"name\": \"%s\", \"parameters\": %s}<|eot_id|>", oneCallPerTurn: true, renderTools: true, toolKeysSorted: true},
-	{name: "Llama-3.2", file: "llama-3.2-instruct.jinja", vars: map[string]jinja.Value{"bos_token": jinja.NewString("<|begin_of_text|>")},
-		callFormat: "{\"name\": \"%s\", \"parameters\": %s}<|eot_id|>", oneCallPerTurn: true, renderTools: true, toolKeysSorted: true},
-	// Phi-3.5-mini-instruct's template renders system, user and assistant
-	// content only: tool calls, tool results and the tools list vanish.
-	{name: "Phi-3.5", file: "phi-3.5-mini-instruct.jinja", vars: map[string]jinja.Value{"eos_token": jinja.NewString("<|endoftext|>")},
-		turnMarker: "<|assistant|>\n", userMarker: "<|user|>\n"},
-	// Mistral's tool templates add the system message to the last user
-	// turn only and require 9-character call ids: --template-compat mistral.
-	{name: "Mistral-7B-v0.3", file: "mistral-7b-instruct-v0.3.jinja", family: dataset.CompatMistral, renderTools: true,
-		vars:       map[string]jinja.Value{"bos_token": jinja.NewString("<s>"), "eos_token": jinja.NewString("</s>")},
-		callFormat: "{\"name\": \"%s\", \"arguments\": %s, \"id\": \""},
-	{name: "Mistral-Nemo", file: "mistral-nemo-instruct-2407.jinja", family: dataset.CompatMistral, renderTools: true,
-		vars:       map[string]jinja.Value{"bos_token": jinja.NewString("<s>"), "eos_token": jinja.NewString("</s>")},
-		callFormat: "{\"name\": \"%s\", \"arguments\": %s, \"id\": \""},
-	// Gemma has no system, tool or tool-call rendering: --template-compat gemma.
-	{name: "Gemma-2", file: "gemma-2-it.jinja", family: dataset.CompatGemma, vars: map[string]jinja.Value{"bos_token": jinja.NewString("<bos>")},
-		turnMarker: "<start_of_turn>model\n", userMarker: "<start_of_turn>user\n"},
-	{name: "Gemma-3", file: "gemma-3-it.jinja", family: dataset.CompatGemma, vars: map[string]jinja.Value{"bos_token": jinja.NewString("<bos>")},
-		turnMarker: "<start_of_turn>model\n", userMarker: "<start_of_turn>user\n"},
-	// DeepSeek-V3 concatenates arguments as text: --template-compat deepseek.
-	{name: "DeepSeek-V3", file: "deepseek-v3-0324.jinja", family: dataset.CompatDeepSeek, argsText: true,
-		vars:       map[string]jinja.Value{"bos_token": jinja.NewString("<｜begin▁of▁sentence｜>")},
-		callFormat: "<｜tool▁sep｜>%s\n```json\n%s\n```<｜tool▁call▁end｜>"},
-}
-
-// templatesFor are the templates rows of a layout are checked against: the
-// family's own, and Qwen2.5 besides for the mistral and gemma layouts
-// (whose rows stay readable by the default templates; deepseek's string
-// arguments would be double-encoded by Qwen's tojson).
-func templatesFor(f dataset.Compat) []*chatTemplate {
-	var out []*chatTemplate
-	for _, ct := range chatTemplates {
-		if ct.family == f || ((f == dataset.CompatMistral || f == dataset.CompatGemma) && ct.name == "Qwen2.5") {
-			out = append(out, ct)
-		}
-	}
-	return out
-}
+func templatesFor(f dataset.Compat) []*chatTemplate { return chattemplate.For(f) }
 
 func loadChatTemplates(t *testing.T) {
 	t.Helper()
 	for _, ct := range chatTemplates {
-		if ct.tmpl != nil {
-			continue
-		}
-		src, err := os.ReadFile(filepath.Join("testdata", "chat_templates", ct.file))
-		require.NoError(t, err)
-		ct.tmpl, err = jinja.Compile(string(src))
-		require.NoError(t, err, ct.file)
+		require.NoError(t, ct.Compile(), ct.File)
 	}
 }
 
-// render is apply_chat_template(messages, tools=tools, add_generation_prompt=gen, tokenize=False).
-func (ct *chatTemplate) render(msgs []jinja.Value, tools jinja.Value, gen bool) (string, error) {
-	data := map[string]jinja.Value{
-		"messages":              jinja.NewList(msgs),
-		"tools":                 tools,
-		"add_generation_prompt": jinja.NewBool(gen),
-	}
-	for k, v := range ct.vars {
-		data[k] = v
-	}
-	return ct.tmpl.RenderValues(data)
-}
-
-// jsonValue decodes JSON into a template value keeping object key order, as
-// Python's json.loads does: a re-ordered key would show in the rendering.
-func jsonValue(raw []byte) (jinja.Value, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	v, err := decodeValue(dec)
-	if err != nil {
-		return jinja.Undefined(), err
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return jinja.Undefined(), fmt.Errorf("trailing data after JSON value")
-	}
-	return v, nil
-}
-
-func decodeValue(dec *json.Decoder) (jinja.Value, error) {
-	tok, err := dec.Token()
-	if err != nil {
-		return jinja.Undefined(), err
-	}
-	switch tok := tok.(type) {
-	case json.Delim:
-		switch tok {
-		case '[':
-			var items []jinja.Value
-			for dec.More() {
-				v, err := decodeValue(dec)
-				if err != nil {
-					return jinja.Undefined(), err
-				}
-				items = append(items, v)
-			}
-			_, err := dec.Token()
-			return jinja.NewList(items), err
-		case '{':
-			d := jinja.NewDict()
-			for dec.More() {
-				k, err := dec.Token()
-				if err != nil {
-					return jinja.Undefined(), err
-				}
-				v, err := decodeValue(dec)
-				if err != nil {
-					return jinja.Undefined(), err
-				}
-				d.AsDict().Set(k.(string), v)
-			}
-			_, err := dec.Token()
-			return d, err
-		}
-		return jinja.Undefined(), fmt.Errorf("unexpected %v", tok)
-	default:
-		return jinja.FromGoValue(tok), nil
-	}
-}
+func jsonValue(raw []byte) (jinja.Value, error) { return chattemplate.Decode(raw) }
 
 func messageList(t *testing.T, raw json.RawMessage, where string) []jinja.Value {
 	t.Helper()
@@ -251,41 +105,41 @@ func checkConversation(t *testing.T, where string, tmpls []*chatTemplate, prompt
 	}
 	n := 0
 	for _, ct := range tmpls {
-		p, perr := ct.render(prompt, tools, true)
-		f, ferr := ct.render(full, tools, false)
+		p, perr := ct.Render(prompt, tools, true)
+		f, ferr := ct.Render(full, tools, false)
 		n += 2
-		if ct.oneCallPerTurn && multiCall {
+		if ct.OneCallPerTurn && multiCall {
 			// Llama-3.1 takes exactly one call per assistant turn and raises
 			// otherwise: such rows cannot be trained on with this template.
-			require.Error(t, ferr, "%s %s: a turn with several tool calls must not render", ct.name, where)
-			refused[ct.name]++
-			assert.Contains(t, ferr.Error(), "single tool-calls", "%s %s", ct.name, where)
+			require.Error(t, ferr, "%s %s: a turn with several tool calls must not render", ct.Name, where)
+			refused[ct.Name]++
+			assert.Contains(t, ferr.Error(), "single tool-calls", "%s %s", ct.Name, where)
 			continue
 		}
-		require.NoError(t, perr, "%s %s: prompt", ct.name, where)
-		require.NoError(t, ferr, "%s %s: prompt + completion", ct.name, where)
-		require.True(t, strings.HasPrefix(f, p), "%s %s: the prompt rendering is not a prefix of prompt + completion\nprompt:\n%s\nfull:\n%s", ct.name, where, p, f)
-		if ct.callFormat == "" {
+		require.NoError(t, perr, "%s %s: prompt", ct.Name, where)
+		require.NoError(t, ferr, "%s %s: prompt + completion", ct.Name, where)
+		require.True(t, strings.HasPrefix(f, p), "%s %s: the prompt rendering is not a prefix of prompt + completion\nprompt:\n%s\nfull:\n%s", ct.Name, where, p, f)
+		if ct.CallFormat == "" {
 			// The template renders user, system and assistant turns only.
-			assert.Equal(t, roles["assistant"], strings.Count(f, ct.turnMarker), "%s %s", ct.name, where)
-			assert.Equal(t, roles["user"], strings.Count(f, ct.userMarker), "%s %s", ct.name, where)
-			assert.NotContains(t, f, "tool_call", "%s %s", ct.name, where)
+			assert.Equal(t, roles["assistant"], strings.Count(f, ct.TurnMarker), "%s %s", ct.Name, where)
+			assert.Equal(t, roles["user"], strings.Count(f, ct.UserMarker), "%s %s", ct.Name, where)
+			assert.NotContains(t, f, "tool_call", "%s %s", ct.Name, where)
 			continue
 		}
 		for _, c := range calls {
-			if ct.argsText != (c[2] != "") {
+			if ct.ArgsText != (c[2] != "") {
 				continue // a layout this template's family does not write
 			}
 			args := c[1]
-			if ct.argsText {
+			if ct.ArgsText {
 				args = c[2]
 			}
-			frag := fmt.Sprintf(ct.callFormat, c[0], args)
-			require.Contains(t, f, frag, "%s %s: tool call not rendered with its arguments", ct.name, where)
+			frag := fmt.Sprintf(ct.CallFormat, c[0], args)
+			require.Contains(t, f, frag, "%s %s: tool call not rendered with its arguments", ct.Name, where)
 		}
-		if !ct.argsText {
-			assert.NotContains(t, f, `"arguments": "`, "%s %s: arguments rendered as a JSON string", ct.name, where)
-			assert.NotContains(t, f, `"parameters": "{`, "%s %s: arguments rendered as a JSON string", ct.name, where)
+		if !ct.ArgsText {
+			assert.NotContains(t, f, `"arguments": "`, "%s %s: arguments rendered as a JSON string", ct.Name, where)
+			assert.NotContains(t, f, `"parameters": "{`, "%s %s: arguments rendered as a JSON string", ct.Name, where)
 		}
 	}
 	return n
@@ -378,21 +232,21 @@ func checkToolBlock(t *testing.T, where string, raw json.RawMessage, tools jinja
 	probe := []jinja.Value{jinja.FromGoValue(map[string]any{"role": "user", "content": "x"})}
 	n := 0
 	for _, ct := range templatesFor(dataset.CompatNone) {
-		row, err := ct.render(probe, tools, true)
-		require.NoError(t, err, "%s %s", ct.name, where)
-		bare, err := ct.render(probe, jinja.None(), true)
+		row, err := ct.Render(probe, tools, true)
+		require.NoError(t, err, "%s %s", ct.Name, where)
+		bare, err := ct.Render(probe, jinja.None(), true)
 		require.NoError(t, err)
 		n += 2
-		if !ct.renderTools {
-			assert.Equal(t, bare, row, "%s %s: this template writes no tools", ct.name, where)
+		if !ct.RenderTools {
+			assert.Equal(t, bare, row, "%s %s: this template writes no tools", ct.Name, where)
 			continue
 		}
-		assert.NotEqual(t, bare, row, "%s %s: tools not rendered", ct.name, where)
+		assert.NotEqual(t, bare, row, "%s %s: tools not rendered", ct.Name, where)
 		match := false
 		for _, c := range cands {
 			rv, err := jsonValue(c)
 			require.NoError(t, err)
-			sent, err := ct.render(probe, rv, true)
+			sent, err := ct.Render(probe, rv, true)
 			require.NoError(t, err)
 			n++
 			if sent == row {
@@ -400,7 +254,7 @@ func checkToolBlock(t *testing.T, where string, raw json.RawMessage, tools jinja
 				break
 			}
 		}
-		assert.True(t, match, "%s %s: the tool block rendered from the row's tools differs from every request's", ct.name, where)
+		assert.True(t, match, "%s %s: the tool block rendered from the row's tools differs from every request's", ct.Name, where)
 	}
 	return n
 }
@@ -491,30 +345,30 @@ func TestChatTemplateRules(t *testing.T) {
 	reordered := tools(`[{"function":{"description":"d","name":"f","parameters":{"properties":{},"type":"object"}},"type":"function"}]`)
 
 	for _, ct := range templatesFor(dataset.CompatNone) {
-		t.Run(ct.name, func(t *testing.T) {
-			one, err := ct.render(msgs(oneCall), sent, false)
+		t.Run(ct.Name, func(t *testing.T) {
+			one, err := ct.Render(msgs(oneCall), sent, false)
 			require.NoError(t, err)
-			_, err = ct.render(msgs(twoCalls), sent, false)
-			if ct.oneCallPerTurn {
+			_, err = ct.Render(msgs(twoCalls), sent, false)
+			if ct.OneCallPerTurn {
 				require.Error(t, err, "two calls in one turn")
 				assert.Contains(t, err.Error(), "single tool-calls")
 			} else {
 				require.NoError(t, err)
 			}
-			enc, err := ct.render(msgs(encoded), sent, false)
+			enc, err := ct.Render(msgs(encoded), sent, false)
 			require.NoError(t, err)
-			a, err := ct.render(msgs(oneCall), sent, true)
+			a, err := ct.Render(msgs(oneCall), sent, true)
 			require.NoError(t, err)
-			b, err := ct.render(msgs(oneCall), reordered, true)
+			b, err := ct.Render(msgs(oneCall), reordered, true)
 			require.NoError(t, err)
-			if ct.callFormat == "" {
+			if ct.CallFormat == "" {
 				assert.Equal(t, one, enc, "the template drops tool calls")
 				assert.Equal(t, a, b, "the template drops tools")
 				return
 			}
-			assert.Contains(t, one, fmt.Sprintf(ct.callFormat, "f", `{"a": 1}`))
-			assert.NotContains(t, enc, fmt.Sprintf(ct.callFormat, "f", `{"a": 1}`), "double-encoded arguments render differently")
-			if ct.toolKeysSorted {
+			assert.Contains(t, one, fmt.Sprintf(ct.CallFormat, "f", `{"a": 1}`))
+			assert.NotContains(t, enc, fmt.Sprintf(ct.CallFormat, "f", `{"a": 1}`), "double-encoded arguments render differently")
+			if ct.ToolKeysSorted {
 				assert.Equal(t, a, b, "this engine sorts the keys of this template's tool block")
 			} else {
 				assert.NotEqual(t, a, b, "re-ordered tool keys change the prompt the model sees")
@@ -550,7 +404,7 @@ func TestTemplateCompatRules(t *testing.T) {
 		t.Run(string(c), func(t *testing.T) {
 			var fam []*chatTemplate
 			for _, ct := range chatTemplates {
-				if ct.family == c {
+				if ct.Family == c {
 					fam = append(fam, ct)
 				}
 			}
@@ -559,15 +413,15 @@ func TestTemplateCompatRules(t *testing.T) {
 			require.NoError(t, err)
 			// the default layout: each template fails or mis-splits
 			for _, ct := range fam {
-				p, perr := ct.render(vals(prompt), tv, true)
-				f, ferr := ct.render(vals(append(append([]json.RawMessage{}, prompt...), completion...)), tv, false)
+				p, perr := ct.Render(vals(prompt), tv, true)
+				f, ferr := ct.Render(vals(append(append([]json.RawMessage{}, prompt...), completion...)), tv, false)
 				broken := perr != nil || ferr != nil || !strings.HasPrefix(f, p)
-				if ct.argsText {
+				if ct.ArgsText {
 					// Python's Jinja raises on str + dict; this engine
 					// renders the dict, not the arguments' JSON text
 					broken = broken || !strings.Contains(f, "```json\n{\"id\":\"A-7\"}\n```")
 				}
-				assert.True(t, broken, "%s renders the default layout correctly: the compat layout would not be needed", ct.name)
+				assert.True(t, broken, "%s renders the default layout correctly: the compat layout would not be needed", ct.Name)
 			}
 			// the compat layout: renders, prefix holds, the call is there
 			comp := append([]json.RawMessage{}, completion...)
@@ -580,10 +434,10 @@ func TestTemplateCompatRules(t *testing.T) {
 			n := checkConversation(t, "compat "+string(c), templatesFor(c), vals(p2), vals(comp), tools)
 			assert.Positive(t, n)
 			for _, ct := range fam {
-				f, err := ct.render(vals(append(append([]json.RawMessage{}, p2...), comp...)), tools, false)
-				require.NoError(t, err, ct.name)
-				assert.Contains(t, f, "You are an agent.", "%s: the system text is kept", ct.name)
-				assert.Contains(t, f, "A-7", "%s: the tool result and the call that uses it are kept", ct.name)
+				f, err := ct.Render(vals(append(append([]json.RawMessage{}, p2...), comp...)), tools, false)
+				require.NoError(t, err, ct.Name)
+				assert.Contains(t, f, "You are an agent.", "%s: the system text is kept", ct.Name)
+				assert.Contains(t, f, "A-7", "%s: the tool result and the call that uses it are kept", ct.Name)
 			}
 		})
 	}

@@ -45,7 +45,9 @@ rewards, export, select-pairs): every file is re-read as that trainer's
 loader reads it (the card's YAML configs and their Parquet split files for
 TRL and OpenRLHF, dataset_info.json and the sharegpt files for LLaMA-Factory)
 and each row checked for what the trainer takes: columns, message shape,
-tool-call arguments, tools, lengths against the card's limits. What would
+tool-call arguments, tools, lengths against the card's limits, and (TRL,
+OpenRLHF) the prefix property under the real chat templates of the rows'
+layout, each row rendered as apply_chat_template renders it. What would
 fail is printed per file with a count and the first row; the exit status
 is 1 when anything would.`,
 		Args: cobra.ExactArgs(1),
@@ -79,7 +81,7 @@ is 1 when anything would.`,
 		},
 	}
 	cmd.Flags().IntVar(&rows, "rows", 3, "rows to show (0 for none)")
-	cmd.Flags().StringVar(&trainer, "trainer", "", "check a whole export folder DIR as this trainer's loader reads it (trl, openrlhf or llamafactory): columns, message shape, tools, lengths against the card's limits; prints what would fail and exits 1 if anything would")
+	cmd.Flags().StringVar(&trainer, "trainer", "", "check a whole export folder DIR as this trainer's loader reads it (trl, openrlhf or llamafactory): columns, message shape, tools, lengths against the card's limits, the chat templates' prefix property; prints what would fail and exits 1 if anything would")
 	return cmd
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -30,7 +31,24 @@ func TestInspectTrainer(t *testing.T) {
 		assert.Contains(t, stdout, "nothing would fail")
 		assert.Contains(t, stdout, "data/")
 	}
-	code, stdout, _ := runScenarios(t, "inspect", "--trainer", "openrlhf", pairs)
+	// every row rendered through its layout's real chat templates
+	code, stdout, _ := runScenarios(t, "inspect", "--trainer", "trl", pairs)
+	assert.Contains(t, stdout, "chat templates of its layout: Qwen2.5, Qwen3, Llama-3.1, Llama-3.2, Phi-3.5")
+	mistral := filepath.Join(t.TempDir(), "pairs-mistral")
+	code, _, stderr = runScenarios(t, "pairs", run, "--out", mistral, "--pair-types", "step,trajectory", "--format", "parquet", "--template-compat", "mistral")
+	require.Equal(t, 0, code, stderr)
+	code, stdout, _ = runScenarios(t, "inspect", "--trainer", "trl", mistral)
+	assert.Equal(t, 0, code, stdout)
+	assert.Contains(t, stdout, "Mistral-7B-v0.3, Mistral-Nemo")
+	// default rows under a card that claims the Mistral layout: the system
+	// message goes to the last user turn, and the prefix property fails
+	claimMistral(t, filepath.Join(pairs, "manifest.json"))
+	code, stdout, _ = runScenarios(t, "inspect", "--trainer", "trl", pairs)
+	assert.Equal(t, 1, code, stdout)
+	assert.Contains(t, stdout, "Mistral-7B-v0.3: the prompt rendered with add_generation_prompt is not a prefix of prompt + completion")
+	restoreDefault(t, filepath.Join(pairs, "manifest.json"))
+
+	code, stdout, _ = runScenarios(t, "inspect", "--trainer", "openrlhf", pairs)
 	assert.Equal(t, 1, code, stdout)
 	assert.Contains(t, stdout, "OpenRLHF passes no tools to the chat template")
 
@@ -56,6 +74,30 @@ func TestInspectTrainer(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr, `--trainer "axolotl"`)
 }
+
+func setCompat(t *testing.T, manifest, compat string) {
+	t.Helper()
+	b, err := os.ReadFile(manifest)
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(b, &m))
+	settings, _ := m["settings"].(map[string]any)
+	if settings == nil {
+		settings = map[string]any{}
+		m["settings"] = settings
+	}
+	if compat == "" {
+		delete(settings, "template_compat")
+	} else {
+		settings["template_compat"] = compat
+	}
+	b, err = json.Marshal(m)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(manifest, b, 0o644))
+}
+
+func claimMistral(t *testing.T, manifest string)   { setCompat(t, manifest, "mistral") }
+func restoreDefault(t *testing.T, manifest string) { setCompat(t, manifest, "") }
 
 // TestTableCommandLineRelative: the command line a card records names
 // files and folders relative to the output folder, never by the absolute
