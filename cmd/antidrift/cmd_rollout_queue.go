@@ -81,6 +81,9 @@ func (q *queueRun) run(ctx context.Context, f rolloutFlags, cfg engine.Config, r
 		AckWait: q.f.ackWait, MaxDeliver: q.f.maxDeliver,
 		RequestTimeout: f.endpoint.requestTimeout, MaxRetries: f.endpoint.maxRetries,
 		TokenParam: tp, ReadyWait: ready, Log: os.Stderr}
+	if oc, ok := cfg.Policy.(*openai.Client); ok {
+		c.Learned = oc.Learned() // the pre-flight's token parameter and num_ctx, for the workers
+	}
 	fmt.Fprintf(os.Stderr, "antidrift: run %s: queueing its unfinished episodes on %s; workers run them (antidrift worker --queue URL)\n", run.Manifest.Run, secret.URL(q.f.url))
 	return c.Run(ctx)
 }

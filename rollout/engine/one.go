@@ -17,26 +17,35 @@ import (
 // cancelled mid-episode; an infrastructure failure is a record with status
 // infra_error, which Run keeps out of the trajectories and retries.
 //
-// refusal is the endpoint's answer when the episode ended in a 4xx or 5xx
-// before any model answer (RefusalSignature names its kind), else nil: Run judges
-// an endpoint-wide refusal over a wave of such episodes and writes none of
-// them, and a caller handing out episodes must do the same.
-func RunOne(ctx context.Context, cfg Config, runName string, sc *agent.Scenario, p Planned) (rec *trajectory.Record, refusal error, err error) {
+// cause is the endpoint error that ended the episode, at any step (nil when
+// none). Run judges an endpoint-wide refusal over a wave of episodes that
+// ended in a refusal before any model answer (FirstWaveRefusal), and a
+// streak of episodes ending in the same server error
+// (ServerErrorSignature), and writes none of them; a caller handing out
+// episodes must do the same.
+func RunOne(ctx context.Context, cfg Config, runName string, sc *agent.Scenario, p Planned) (rec *trajectory.Record, cause error, err error) {
 	if cfg.Framework == "" {
 		cfg.Framework = FrameworkNormal
 	}
 	if err := CheckFramework(cfg.Framework); err != nil {
 		return nil, nil, fmt.Errorf("engine: %w", err)
 	}
-	rec, refusal, err = episode(ctx, cfg, runName, sc, p)
+	rec, cause, err = episode(ctx, cfg, runName, sc, p)
 	if err != nil {
 		return nil, nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, nil, fmt.Errorf("engine: %s rollout %d: interrupted: %w", p.Scenario.ID, p.Rollout, err)
 	}
-	if len(rec.Steps) > 0 || RefusalSignature(refusal) == "" {
-		refusal = nil
+	return rec, cause, nil
+}
+
+// FirstWaveRefusal is the endpoint's answer when the episode ended in a
+// 4xx or 5xx before any model answer (RefusalSignature names its kind),
+// else nil: what the first-wave refusal gate judges.
+func FirstWaveRefusal(rec *trajectory.Record, cause error) error {
+	if rec == nil || len(rec.Steps) > 0 || RefusalSignature(cause) == "" {
+		return nil
 	}
-	return rec, refusal, nil
+	return cause
 }

@@ -151,6 +151,11 @@ func RefusalSignature(err error) string {
 }
 
 // serverErrorSignature is RefusalSignature for a 5xx only.
+// ServerErrorSignature identifies a server error (5xx) as RefusalSignature
+// does; "" for anything else. Episodes in a row with one signature are a
+// streak that stops a run (ServerErrorStreak).
+func ServerErrorSignature(err error) string { return serverErrorSignature(err) }
+
 func serverErrorSignature(err error) string {
 	var hs policy.HTTPStatuser
 	if err == nil || !errors.As(err, &hs) || hs.HTTPStatus() < 500 {

@@ -49,6 +49,9 @@ type Coordinator struct {
 	MaxRetries     int
 	TokenParam     openai.TokenParam
 	ReadyWait      time.Duration
+	// Learned is what the coordinator's endpoint check learnt
+	// (openai.Client.Learned), handed to the workers.
+	Learned openai.Report
 	// Log receives warnings and what workers report (refusals, fatal
 	// endpoint errors); nil discards them.
 	Log io.Writer
@@ -119,6 +122,7 @@ func (c *Coordinator) Run(ctx context.Context) (sum engine.Summary, retErr error
 	if c.TokenParam != openai.TokenAuto {
 		rc.TokenParam = c.TokenParam.String()
 	}
+	rc.LearnedTokenParam, rc.NumCtx = c.Learned.TokenParam, c.Learned.NumCtx
 	switch {
 	case c.ReadyWait > 0:
 		rc.ReadyWait = c.ReadyWait.String()

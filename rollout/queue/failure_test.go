@@ -350,3 +350,54 @@ func TestEndpointCapSharedByWorkers(t *testing.T) {
 		t.Fatalf("peak requests in flight %d, cap 2", p)
 	}
 }
+
+// An endpoint that breaks mid-run (every request a 500 from some point on)
+// stops a queued run as it stops a local one: the workers hold the streak
+// of episodes ending in that error instead of recording them, the run
+// exits with the error, and a resume against the mended endpoint writes
+// exactly a local run's records.
+func TestEndpointBreakingMidRunStopsTheQueuedRun(t *testing.T) {
+	skipFailure(t)
+	inner := sim.NewServer(testSuite(t), 0)
+	var served atomic.Int64
+	breaking := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if served.Add(1) > 40 {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusInternalServerError)
+			_, _ = w.Write([]byte(`{"error":{"message":"CUDA error: an illegal memory access was encountered","type":"InternalServerError"}}`))
+			return
+		}
+		inner.ServeHTTP(w, r)
+	}))
+	t.Cleanup(breaking.Close)
+	good := simServer(t, 0)
+	sp := spec{Policy: "openai:sim:base", BaseURL: good, Rollouts: 1, Seed: 3, Conc: 4}
+	want := sp.local(t)
+	ts := startTestServer(t)
+	startWorkers(t, ts.url(), 1, 4, nil)
+	dir := filepath.Join(t.TempDir(), "run")
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	bad := sp
+	bad.BaseURL = breaking.URL + "/v1"
+	sum, err := coordinate(t, ctx, ts.url(), bad, dir, nil, func(c *Coordinator) {
+		c.AckWait, c.MaxDeliver, c.MaxRetries = 400*time.Millisecond, 20, -1
+	})
+	if err == nil || !strings.Contains(err.Error(), "the same server error") {
+		t.Fatalf("against an endpoint that broke: %+v, %v", sum, err)
+	}
+	got := lines(dir)
+	if got == 0 || got >= len(want) {
+		t.Fatalf("%d records of %d: the episodes before the break are written, the rest are not", got, len(want))
+	}
+	for id, rec := range folderRecords(t, dir, got) {
+		if strings.Contains(rec, "illegal memory access") {
+			t.Fatalf("%s: an episode of the streak was recorded", id)
+		}
+	}
+	sum, err = coordinate(t, ctx, ts.url(), sp, dir, nil, nil)
+	if err != nil || sum.Ran != len(want)-got {
+		t.Fatalf("resumed: %+v, %v", sum, err)
+	}
+	sameRecords(t, folderRecords(t, dir, len(want)), want)
+}

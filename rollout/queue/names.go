@@ -104,6 +104,13 @@ type RunConfig struct {
 	// the run's --token-param and --ready-timeout.
 	TokenParam string `json:"token_param,omitempty"`
 	ReadyWait  string `json:"ready_wait,omitempty"`
+	// LearnedTokenParam and NumCtx are what the coordinator's endpoint
+	// check learnt (openai.Client.Learned): the token parameter the
+	// endpoint takes, an Ollama model's num_ctx (0: unknown; workers then
+	// ask /api/show themselves), so that workers, which run no check, send
+	// no request the server refuses and tell a silently cut conversation.
+	LearnedTokenParam string `json:"learned_token_param,omitempty"`
+	NumCtx            int    `json:"num_ctx,omitempty"`
 	// RunKey is the run's random key (hex), the same for every publication
 	// of one plan: workers sign results and events with it.
 	RunKey string `json:"run_key"`

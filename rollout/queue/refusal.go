@@ -39,6 +39,11 @@ func (v probationVerdict) String() string {
 // a held item counts, so one item alone still decides. The gate lasts for
 // one publication of the run's configuration: a restarted coordinator
 // starts a new probation.
+//
+// Past the probation, a worker's episodes ending in the same server error
+// (5xx, at any step) are held while they come in a row, as a local run
+// holds them; engine.ServerErrorStreak of them stop the run, their items
+// left to be retried when it resumes; anything else ends the streak.
 type refusalProbation struct {
 	publication string
 	window      int
@@ -48,6 +53,9 @@ type refusalProbation struct {
 	sig     string
 	n       int
 	refused error
+
+	streakSig string
+	streakN   int
 }
 
 func newRefusalProbation(publication string, planned int) *refusalProbation {
@@ -56,19 +64,23 @@ func newRefusalProbation(publication string, planned int) *refusalProbation {
 
 // admit judges an episode's refusal (nil: the endpoint answered, or failed
 // otherwise); refused is the error that stops the run.
-func (g *refusalProbation) admit(refusal error) (v probationVerdict, refused error) {
+//
+// cause is the endpoint error that ended the episode at any step (for the
+// streak); lastDelivery says the item will not be delivered again, so a
+// streak's episode is recorded rather than held.
+func (g *refusalProbation) admit(refusal, cause error, lastDelivery bool) (v probationVerdict, refused error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.decided {
 		if g.refused != nil {
 			return probationRefused, g.refused
 		}
-		return probationRecord, nil
+		return g.admitStreak(cause, lastDelivery)
 	}
 	sig := engine.RefusalSignature(refusal)
 	if sig == "" || (g.sig != "" && sig != g.sig) {
 		g.decided = true
-		return probationRecord, nil
+		return g.admitStreak(cause, lastDelivery)
 	}
 	g.sig = sig
 	g.n++
@@ -78,6 +90,26 @@ func (g *refusalProbation) admit(refusal error) (v probationVerdict, refused err
 	g.decided = true
 	g.refused = fmt.Errorf("%w: the first %d episodes this worker ran all failed alike before any model answer, so no record was written for them: %v; check the server's flags and the model (antidrift endpoint check --base-url URL --model M shows what the endpoint supports and how to fix it), then rerun the same command", engine.ErrRefused, g.n, refusal)
 	return probationRefused, g.refused
+}
+
+// admitStreak is admit past the probation. The caller holds g.mu.
+func (g *refusalProbation) admitStreak(cause error, lastDelivery bool) (probationVerdict, error) {
+	sig := engine.ServerErrorSignature(cause)
+	if sig == "" || sig != g.streakSig {
+		g.streakSig, g.streakN = sig, 0
+		if sig == "" {
+			return probationRecord, nil
+		}
+	}
+	g.streakN++
+	if g.streakN >= engine.ServerErrorStreak {
+		g.refused = fmt.Errorf("%w: the last %d episodes this worker ran all ended in the same server error, so no record was written for them (they are retried when the run resumes): %v; check the server's logs and health, then rerun the same command", engine.ErrServerFailing, g.streakN, cause)
+		return probationRefused, g.refused
+	}
+	if lastDelivery {
+		return probationRecord, nil // no later delivery would record it
+	}
+	return probationHold, nil
 }
 
 // gate is the refusal probation of a run's current configuration.

@@ -158,7 +158,7 @@ func TestRefusalProbation(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := newRefusalProbation("p1", tc.planned)
 			for i, e := range tc.seq {
-				v, why := g.admit(e)
+				v, why := g.admit(e, e, false)
 				if v != tc.want[i] {
 					t.Fatalf("outcome %d: %v, want %v", i, v, tc.want[i])
 				}
@@ -167,6 +167,43 @@ func TestRefusalProbation(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Past the probation, a worker's episodes ending in the same server error
+// mid-episode are held while they come in a row (their items come back);
+// engine.ServerErrorStreak of them stop the run; another outcome ends the
+// streak; an item on its last delivery is recorded, not held.
+func TestServerErrorStreakStopsTheRun(t *testing.T) {
+	r500 := httpErr{500, "internal"}
+	r502 := httpErr{502, "bad gateway"}
+	g := newRefusalProbation("p1", 100)
+	if v, _ := g.admit(nil, nil, false); v != probationRecord {
+		t.Fatalf("an answer first: %v", v)
+	}
+	for i := 0; i < engine.ServerErrorStreak-1; i++ {
+		if v, why := g.admit(nil, r500, false); v != probationHold || why != nil {
+			t.Fatalf("streak episode %d: %v %v, want held", i, v, why)
+		}
+	}
+	if v, _ := g.admit(nil, r502, false); v != probationHold {
+		t.Fatalf("another server error starts another streak: %v", v)
+	}
+	if v, _ := g.admit(nil, nil, false); v != probationRecord {
+		t.Fatalf("an answer ends the streak: %v", v)
+	}
+	if v, _ := g.admit(nil, r500, true); v != probationRecord {
+		t.Fatalf("a last delivery is recorded: %v", v)
+	}
+	for i := 1; i < engine.ServerErrorStreak-1; i++ {
+		g.admit(nil, r500, false)
+	}
+	v, why := g.admit(nil, r500, false)
+	if v != probationRefused || !errors.Is(why, engine.ErrServerFailing) {
+		t.Fatalf("the streak's last episode: %v %v, want the run stopped", v, why)
+	}
+	if v, _ := g.admit(nil, nil, false); v != probationRefused {
+		t.Fatalf("after the stop: %v", v)
 	}
 }
 

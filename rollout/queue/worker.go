@@ -240,7 +240,7 @@ func (w *Worker) serveRun(ctx context.Context, id string) {
 	if refused && refusedKey == rc.PlanKey || stopped && stoppedAt == rc.publication {
 		return
 	}
-	r, err := w.prepare(rc)
+	r, err := w.prepare(ctx, rc)
 	if err != nil {
 		w.mu.Lock()
 		w.refused[id] = rc.PlanKey
@@ -373,7 +373,7 @@ func (w *Worker) configDigest(ctx context.Context, id string) (string, error) {
 
 // prepare checks that this worker may run the run's items and builds its
 // policy. The errors are the refusal messages.
-func (w *Worker) prepare(rc *RunConfig) (*runner, error) {
+func (w *Worker) prepare(ctx context.Context, rc *RunConfig) (*runner, error) {
 	m := rc.Manifest
 	if rc.Format != Format {
 		return nil, fmt.Errorf("refusing run %s: its queue format is %d, this worker reads %d; use workers of the coordinator's antidrift version", m.Run, rc.Format, Format)
@@ -487,6 +487,13 @@ func (w *Worker) prepare(rc *RunConfig) (*runner, error) {
 		if err != nil {
 			return nil, fmt.Errorf("refusing run %s: %v", m.Run, err)
 		}
+		// What the coordinator's endpoint check learnt; without num_ctx,
+		// ask the server (an Ollama one answers) so that a conversation
+		// the server cuts silently is still told.
+		c.Learn(openai.Report{TokenParam: rc.LearnedTokenParam, NumCtx: rc.NumCtx})
+		if rc.NumCtx == 0 {
+			c.LearnNumCtx(ctx)
+		}
 		r.cfg.Policy = c
 	default:
 		return nil, fmt.Errorf("refusing run %s: unknown policy %q", m.Run, m.Plan.Policy)
@@ -557,7 +564,7 @@ func (w *Worker) handle(ctx context.Context, r *runner, m jetstream.Msg, it item
 		}
 	}
 	p := engine.Planned{Scenario: s, Rollout: it.Rollout, Seed: it.Seed, TrajID: it.TrajID}
-	rec, refusal, err := engine.RunOne(ctx, r.cfg, rc.Manifest.Run, sc, p)
+	rec, cause, err := engine.RunOne(ctx, r.cfg, rc.Manifest.Run, sc, p)
 	if key != "" {
 		w.leases.release(r.lease, key) // the endpoint is done with it: publishing needs no slot
 	}
@@ -580,11 +587,14 @@ func (w *Worker) handle(ctx context.Context, r *runner, m jetstream.Msg, it item
 		}
 		return
 	}
-	switch verdict, why := w.gate(rc).admit(refusal); verdict {
+	md, _ := m.Metadata()
+	last := md != nil && int(md.NumDelivered) >= rc.MaxDeliver
+	switch verdict, why := w.gate(rc).admit(engine.FirstWaveRefusal(rec, cause), cause, last); verdict {
 	case probationHold:
 		// Refused before any model answer while this worker has seen
-		// nothing else of the run: not a record yet. The item comes back
-		// soon and is recorded once the endpoint has shown it answers.
+		// nothing else of the run, or one of a streak of the same server
+		// error: not a record yet. The item comes back soon and is
+		// recorded once the endpoint has shown it answers.
 		nak(max(min(ackWait/4, 5*time.Second), 250*time.Millisecond))
 		return
 	case probationRefused:
@@ -592,7 +602,6 @@ func (w *Worker) handle(ctx context.Context, r *runner, m jetstream.Msg, it item
 		nak(ackWait)
 		return
 	}
-	md, _ := m.Metadata()
 	suffix := ""
 	if rec.Status == trajectory.StatusInfraError {
 		if md != nil && int(md.NumDelivered) < rc.MaxDeliver {

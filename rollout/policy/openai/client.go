@@ -426,6 +426,34 @@ func (c *Client) Learn(rep Report) {
 	}
 }
 
+// Learned is what the client learnt from an endpoint check (Learn) or
+// from a refused request: the token parameter it sends when that is
+// max_completion_tokens, and an Ollama server's num_ctx. A work-queue
+// coordinator hands it to the workers, whose clients run no check.
+func (c *Client) Learned() Report {
+	var r Report
+	if c.completionTokens.Load() && c.tokenParam == TokenAuto {
+		r.TokenParam = TokenMaxCompletionTokens.String()
+	}
+	r.NumCtx = int(c.numCtx.Load())
+	return r
+}
+
+// LearnNumCtx asks the server for an Ollama model's num_ctx (POST
+// /api/show) when the client does not know it yet; other servers answer
+// 404 and nothing is learnt. Workers of a queued run call it, since they
+// run no endpoint check.
+func (c *Client) LearnNumCtx(ctx context.Context) {
+	if c.numCtx.Load() > 0 {
+		return
+	}
+	var rep Report
+	c.readNumCtx(ctx, &rep)
+	if rep.NumCtx > 0 {
+		c.numCtx.Store(int64(rep.NumCtx))
+	}
+}
+
 // TokenParamInUse is the token parameter the client sends now: the
 // configured one, or max_completion_tokens once learnt (TokenAuto).
 func (c *Client) TokenParamInUse() TokenParam {
