@@ -357,6 +357,7 @@ func (r *run) native(system string, gated bool) (Result, error) {
 			return *res, fatal
 		}
 		if !ok {
+			r.quotedCalls(res, visible)
 			break
 		}
 		turn := len(res.Messages)

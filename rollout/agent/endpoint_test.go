@@ -1,6 +1,7 @@
 package agent_test
 
 import (
+	"encoding/json"
 	"context"
 	"strings"
 	"testing"
@@ -252,4 +253,37 @@ func TestToolCallMarkupLeftInContent(t *testing.T) {
 			assert.False(t, strings.Contains(res.Messages[res.Steps[0].Turn].Content, "send_email"))
 		})
 	}
+}
+
+// llama.cpp answers 500 "Failed to parse input at pos N: …" when its chat
+// parser cannot read the model's output, quoting the rest of it. The calls
+// the quote shows are the model's attempts: recorded as its turn, checked
+// for drift, never run; the episode is unparsed_tool_call, not a bare
+// model_error whose drifting call no one saw.
+func TestCallQuotedInAParseFailureIsDriftChecked(t *testing.T) {
+	markup := fakeserver.RenderMarkup(fakeserver.MarkupHermes, []fakeserver.Call{{Name: "send_email", Arguments: draftArgs}})
+	quote, err := json.Marshal("Failed to parse input at pos 0: " + markup)
+	require.NoError(t, err)
+	fail := fakeserver.Raw(500, `{"error":{"code":500,"message":`+string(quote)+`,"type":"server_error"}}`)
+	c, _ := httpClient(t, fakeserver.Options{Mode: &fakeserver.Mode{Family: fakeserver.FamilyLlamaCpp},
+		Script: []fakeserver.Reply{fail, fail}})
+	res, err := agent.RunNormal(context.Background(), c, agent.Episode{Scenario: prepare(t), Seed: 1}, agent.Limits{})
+	require.NoError(t, err)
+	assert.Equal(t, trajectory.StatusUnparsedToolCall, res.Status, res.Error)
+	require.Len(t, res.Steps, 1)
+	require.Len(t, res.Steps[0].Calls, 1)
+	assert.Equal(t, "send_email", res.Steps[0].Calls[0].Tool)
+	assert.True(t, res.Steps[0].Calls[0].Drift, "the quoted send drifts: the detector saw it")
+	assert.Equal(t, "unparsed", res.Steps[0].Calls[0].Outcome, "never run")
+	assert.NotEmpty(t, res.Matches)
+	assert.Contains(t, res.Messages[res.Steps[0].Turn].Content, "send_email")
+	assert.Contains(t, res.Error, "failed to parse")
+
+	// A 500 that quotes no call stays a model error.
+	plain := fakeserver.Raw(500, `{"error":{"code":500,"message":"Failed to parse input at pos 3: hello there","type":"server_error"}}`)
+	c2, _ := httpClient(t, fakeserver.Options{Mode: &fakeserver.Mode{Family: fakeserver.FamilyLlamaCpp}, Script: []fakeserver.Reply{plain, plain}})
+	res, err = agent.RunNormal(context.Background(), c2, agent.Episode{Scenario: prepare(t), Seed: 1}, agent.Limits{})
+	require.NoError(t, err)
+	assert.Equal(t, trajectory.StatusModelError, res.Status)
+	assert.Empty(t, res.Steps)
 }

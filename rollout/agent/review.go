@@ -171,6 +171,34 @@ func (r *run) noteUnparsed(mk protocol.Markup, turn int, st *trajectory.Step) {
 	r.res.Error = fmt.Sprintf("the model wrote %s tool-call markup that the server did not parse and that could not be read as a call", mk.Format)
 }
 
+// quotedCalls reads the tool-call markup a server quotes when it could not
+// parse the model's output (policy.QuotedOutput: llama.cpp's 500 "Failed
+// to parse input at pos N: …"). The model wrote those calls: the quoted
+// text is recorded as its turn, the calls it shows go through the drift
+// detector as unparsed attempts (never run), and the episode ends as
+// unparsed_tool_call, as when a server returns such markup in content.
+func (r *run) quotedCalls(res *Result, visible []string) {
+	if res.Status != trajectory.StatusModelError {
+		return
+	}
+	quoted := policy.QuotedOutput(res.Cause)
+	if quoted == "" {
+		return
+	}
+	mk := protocol.FindMarkup(quoted, func(name string) bool { return r.sc.S.Tool(name) != nil })
+	if !mk.Found() || len(mk.Calls) == 0 {
+		return
+	}
+	serverErr := res.Error
+	turn := len(res.Messages)
+	res.Messages = append(res.Messages, trajectory.Message{Role: trajectory.RoleAssistant, Content: quoted})
+	st := trajectory.Step{Turn: turn, Visible: visible}
+	r.noteUnparsed(mk, turn, &st)
+	res.Steps = append(res.Steps, st)
+	res.Status = trajectory.StatusUnparsedToolCall
+	res.Error = fmt.Sprintf("the server failed to parse the model's %s tool-call markup (%s); the calls it quoted were checked for drift and never run", mk.Format, clipText(serverErr, 200))
+}
+
 // finalStatus is the status of an answer without calls: a real final answer
 // only when it has content and the server did not say it made calls.
 func finalStatus(msg trajectory.Message, finish string) (trajectory.Status, string) {

@@ -72,6 +72,23 @@ var (
 	ErrInfra = errors.New("infrastructure error")
 )
 
+// OutputQuoter is implemented by errors whose server message quotes the
+// model output the server could not parse (llama.cpp answers 500 "Failed to
+// parse input at pos N: <the rest of the output>"): the calls it shows are
+// attempts the drift detector must see, though none was run.
+type OutputQuoter interface {
+	QuotedOutput() string
+}
+
+// QuotedOutput is the model output an error quotes ("" when none).
+func QuotedOutput(err error) string {
+	var q OutputQuoter
+	if errors.As(err, &q) {
+		return q.QuotedOutput()
+	}
+	return ""
+}
+
 // HTTPStatuser is implemented by errors that carry the HTTP status of the
 // endpoint's answer (openai.Error).
 type HTTPStatuser interface{ HTTPStatus() int }

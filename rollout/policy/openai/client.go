@@ -206,6 +206,8 @@ type Client struct {
 	readyTime time.Time
 	// numCtx: the context an Ollama server gives the model (Learn).
 	numCtx atomic.Int64
+	// noToolChoice: the endpoint refused tool_choice; requests go without it.
+	noToolChoice atomic.Bool
 
 	requests, retries, rateLimited atomic.Int64
 
@@ -327,6 +329,7 @@ type failure struct {
 	once     bool          // retry at most once
 	loading  bool          // wait for readiness, then retry
 	tokens   bool          // resend with max_completion_tokens
+	choice   bool          // resend without tool_choice
 	sig      string        // status and body, to tell identical repeats
 	wait     time.Duration // the server's Retry-After, when hasWait
 	hasWait  bool
@@ -343,7 +346,11 @@ type failure struct {
 // the same request, is a model error after one retry.
 func (c *Client) Complete(ctx context.Context, req policy.Request) (policy.Response, error) {
 	encode := func() ([]byte, error) {
-		return encodeRequest(c.model, req, c.emptyContent, &c.tools, c.completionTokens.Load())
+		r := req
+		if c.noToolChoice.Load() {
+			r.ToolChoice = "" // the endpoint refused it; with tools, "auto" is the default
+		}
+		return encodeRequest(c.model, r, c.emptyContent, &c.tools, c.completionTokens.Load())
 	}
 	body, err := encode()
 	if err != nil {
@@ -351,7 +358,7 @@ func (c *Client) Complete(ctx context.Context, req policy.Request) (policy.Respo
 	}
 	seed := newIDSeed(req)
 	prevSig := ""
-	waits, switched := 0, false
+	waits, switched, unchose := 0, false, false
 	for attempt := 1; ; attempt++ {
 		resp, f := c.attempt(ctx, body, seed)
 		if f == nil {
@@ -368,6 +375,18 @@ func (c *Client) Complete(ctx context.Context, req policy.Request) (policy.Respo
 			// ... Use 'max_completion_tokens' instead."
 			switched = true
 			c.completionTokens.Store(true)
+			if body, err = encode(); err != nil {
+				return policy.Response{}, &Error{Class: policy.ErrModel, Message: "encode request: " + c.redact.apply(err.Error())}
+			}
+			attempt--
+			continue
+		}
+		if f.choice && !unchose && req.ToolChoice != "" {
+			// "Unsupported parameter: 'tool_choice'": a gateway or model
+			// that takes tools but not the choice. Without it the server
+			// chooses as "auto" would; learnt once for the run.
+			unchose = true
+			c.noToolChoice.Store(true)
 			if body, err = encode(); err != nil {
 				return policy.Response{}, &Error{Class: policy.ErrModel, Message: "encode request: " + c.redact.apply(err.Error())}
 			}
@@ -701,7 +720,7 @@ func (c *Client) attempt(ctx context.Context, body []byte, seed idSeed) (policy.
 		c.rateLimited.Add(1)
 		c.limiter.Throttled()
 	}
-	f := &failure{err: c.serverError(v, status, apiErr), retry: v.retry, once: v.once, loading: v.loading, tokens: v.tokens}
+	f := &failure{err: c.serverError(v, status, apiErr), retry: v.retry, once: v.once, loading: v.loading, tokens: v.tokens, choice: v.choice}
 	if status == http.StatusInternalServerError && len(bytes.TrimSpace(data)) > 0 && !isGenericTransient(apiErr) {
 		f.sig = string(data)
 	}

@@ -93,6 +93,27 @@ func TestOpenAIReasoningModelRefusesMaxTokens(t *testing.T) {
 	assert.Contains(t, err.Error(), "--token-param max_completion_tokens")
 }
 
+// A gateway or model that takes tools but refuses tool_choice: the client
+// resends at once without it (with tools, "auto" is the default), keeps it
+// out of later requests, and never advises dropping tools.
+func TestRefusedToolChoiceIsLeftOut(t *testing.T) {
+	c, srv := modeClient(t, fakeserver.Options{Mode: &fakeserver.Mode{Family: fakeserver.FamilyOpenAI, RefuseToolChoice: true},
+		Fallback: &fakeserver.Reply{Content: "ok"}})
+	for range 2 {
+		resp, err := c.Complete(context.Background(), toolRequest())
+		require.NoError(t, err)
+		assert.Equal(t, "ok", resp.Message.Content)
+	}
+	reqs := srv.Requests()
+	require.Len(t, reqs, 3)
+	assert.Contains(t, string(reqs[0].Raw), `"tool_choice":"auto"`)
+	assert.NotContains(t, string(reqs[1].Raw), `tool_choice`)
+	assert.Contains(t, string(reqs[1].Raw), `"tools"`, "the tools are still sent")
+	assert.NotContains(t, string(reqs[2].Raw), `tool_choice`)
+	assert.Zero(t, c.Stats().Retries)
+	assert.NotContains(t, paramFix("tool_choice"), "does not take tools", "a refused choice is not a refused tools list")
+}
+
 // Temperature left out of the request for models that accept only their default.
 func TestOpenAIReasoningModelWithOmittedTemperature(t *testing.T) {
 	c, srv := modeClient(t, fakeserver.Options{Mode: &fakeserver.Mode{Family: fakeserver.FamilyOpenAI, FixedTemperature: true},

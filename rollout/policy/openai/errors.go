@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode"
@@ -27,6 +28,23 @@ type Error struct {
 	Attempts   int    // HTTP attempts made
 
 	cause error // for errors.Is (context.Canceled, context.DeadlineExceeded); its text is not shown
+}
+
+// parseFailureQuote is llama.cpp's answer when its chat parser cannot read
+// the model's output (common/chat-parser.cpp: "Failed to parse input at
+// pos N: " and the input from there on).
+var parseFailureQuote = regexp.MustCompile(`(?is)failed to parse input at pos \d+:\s?(.+)$`)
+
+// QuotedOutput is the model output a server's parse-failure message quotes
+// (policy.OutputQuoter); "" for any other error.
+func (e *Error) QuotedOutput() string {
+	if e == nil || e.StatusCode < 500 {
+		return ""
+	}
+	if m := parseFailureQuote.FindStringSubmatch(e.Message); m != nil {
+		return m[1]
+	}
+	return ""
 }
 
 func (e *Error) Error() string {
@@ -222,6 +240,7 @@ type verdict struct {
 	throttled bool   // the server asked for less load (429)
 	loading   bool   // the server is loading the model: wait for readiness
 	tokens    bool   // the endpoint wants max_completion_tokens instead of max_tokens
+	choice    bool   // the endpoint refuses tool_choice: resend without it
 	hint      string // added to the message for the user
 }
 
@@ -300,7 +319,11 @@ func paramFix(param string) string {
 		return "the endpoint refuses max_completion_tokens: pass --token-param max_tokens"
 	case "max_tokens":
 		return "the endpoint refuses max_tokens: pass --token-param max_completion_tokens"
-	case "tools", "tool_choice":
+	case "tool_choice":
+		// antidrift resends without tool_choice first (with tools, "auto"
+		// is the default); this is the advice when that fails too.
+		return "the endpoint refuses tool_choice, and the request without it failed too: check that the model supports tool calls on this endpoint (antidrift endpoint check), or use --framework react"
+	case "tools":
 		return "the endpoint does not take tools: use --framework react"
 	}
 	return "the endpoint refuses parameter " + strconv.Quote(param)
@@ -325,6 +348,9 @@ func classify(status int, e apiError) verdict {
 		if p, ok := unsupportedParam(e); ok {
 			if p == "max_tokens" {
 				return verdict{class: policy.ErrFatal, tokens: true, hint: paramFix(p)}
+			}
+			if p == "tool_choice" {
+				return verdict{class: policy.ErrFatal, choice: true, hint: paramFix(p)}
 			}
 			return verdict{class: policy.ErrFatal, hint: paramFix(p)}
 		}

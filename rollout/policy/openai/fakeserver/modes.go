@@ -95,6 +95,9 @@ type Mode struct {
 	// the request did not offer are dropped, keeping finish_reason
 	// "tool_calls" with no call.
 	DropUnofferedCalls bool
+	// RefuseToolChoice (gateways and models that take tools but not the
+	// choice): 400 unsupported_parameter for any tool_choice.
+	RefuseToolChoice bool
 }
 
 // String names the mode for test names.
@@ -116,6 +119,7 @@ func (m Mode) String() string {
 	add(m.RequireCompletionTokens, "max_completion_tokens")
 	add(m.FixedTemperature, "fixed-temperature")
 	add(m.DropUnofferedCalls, "drops-unoffered-calls")
+	add(m.RefuseToolChoice, "no-tool-choice")
 	return strings.Join(parts, "+")
 }
 
@@ -146,6 +150,11 @@ func (m *Mode) refuse(req *Request, raw map[string]json.RawMessage) (Reply, bool
 	if m.RequireCompletionTokens {
 		if _, ok := raw["max_tokens"]; ok {
 			return Raw(http.StatusBadRequest, `{"error":{"message":"Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.","type":"invalid_request_error","param":"max_tokens","code":"unsupported_parameter"}}`), true
+		}
+	}
+	if m.RefuseToolChoice {
+		if _, ok := raw["tool_choice"]; ok {
+			return Raw(http.StatusBadRequest, `{"error":{"message":"Unsupported parameter: 'tool_choice' is not supported with this model.","type":"invalid_request_error","param":"tool_choice","code":"unsupported_parameter"}}`), true
 		}
 	}
 	if m.FixedTemperature && req.Temperature != nil && *req.Temperature != 1 {
