@@ -1,8 +1,8 @@
 package agent_test
 
 import (
-	"encoding/json"
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"

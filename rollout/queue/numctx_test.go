@@ -32,10 +32,11 @@ func TestWorkersLearnWhatTheCheckLearnt(t *testing.T) {
 	client := func(rc *RunConfig) *openai.Client {
 		t.Helper()
 		w := &Worker{Version: run.Manifest.Version}
-		r, err := w.prepare(context.Background(), rc)
+		r, err := w.prepare(rc)
 		if err != nil {
 			t.Fatal(err)
 		}
+		r.learnNumCtx(context.Background()) // what the first item does
 		return r.cfg.Policy.(*openai.Client)
 	}
 

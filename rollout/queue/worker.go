@@ -198,6 +198,19 @@ type runner struct {
 	prepped map[string]*agent.Scenario
 	hashes  map[string]string // scenario.Hash by scenario id
 	stop    atomic.Bool
+	// askNumCtx asks the server for num_ctx once, inside an endpoint
+	// slot, when the coordinator's check did not hand it over.
+	askNumCtx sync.Once
+}
+
+// learnNumCtx asks the server for an Ollama model's num_ctx, once, when
+// the coordinator's check did not hand it over (openai.Client.LearnNumCtx).
+func (r *runner) learnNumCtx(ctx context.Context) {
+	r.askNumCtx.Do(func() {
+		if c, ok := r.cfg.Policy.(*openai.Client); ok && r.rc.NumCtx == 0 {
+			c.LearnNumCtx(ctx)
+		}
+	})
 }
 
 // scenarioHash is the hash of one scenario as this worker runs it, sent
@@ -240,7 +253,7 @@ func (w *Worker) serveRun(ctx context.Context, id string) {
 	if refused && refusedKey == rc.PlanKey || stopped && stoppedAt == rc.publication {
 		return
 	}
-	r, err := w.prepare(ctx, rc)
+	r, err := w.prepare(rc)
 	if err != nil {
 		w.mu.Lock()
 		w.refused[id] = rc.PlanKey
@@ -373,7 +386,7 @@ func (w *Worker) configDigest(ctx context.Context, id string) (string, error) {
 
 // prepare checks that this worker may run the run's items and builds its
 // policy. The errors are the refusal messages.
-func (w *Worker) prepare(ctx context.Context, rc *RunConfig) (*runner, error) {
+func (w *Worker) prepare(rc *RunConfig) (*runner, error) {
 	m := rc.Manifest
 	if rc.Format != Format {
 		return nil, fmt.Errorf("refusing run %s: its queue format is %d, this worker reads %d; use workers of the coordinator's antidrift version", m.Run, rc.Format, Format)
@@ -488,12 +501,9 @@ func (w *Worker) prepare(ctx context.Context, rc *RunConfig) (*runner, error) {
 			return nil, fmt.Errorf("refusing run %s: %v", m.Run, err)
 		}
 		// What the coordinator's endpoint check learnt; without num_ctx,
-		// ask the server (an Ollama one answers) so that a conversation
-		// the server cuts silently is still told.
+		// the first episode asks the server (an Ollama one answers), so
+		// that a conversation the server cuts silently is still told.
 		c.Learn(openai.Report{TokenParam: rc.LearnedTokenParam, NumCtx: rc.NumCtx})
-		if rc.NumCtx == 0 {
-			c.LearnNumCtx(ctx)
-		}
 		r.cfg.Policy = c
 	default:
 		return nil, fmt.Errorf("refusing run %s: unknown policy %q", m.Run, m.Plan.Policy)
@@ -563,6 +573,7 @@ func (w *Worker) handle(ctx context.Context, r *runner, m jetstream.Msg, it item
 			return
 		}
 	}
+	r.learnNumCtx(ctx) // in this item's endpoint slot: the cap holds
 	p := engine.Planned{Scenario: s, Rollout: it.Rollout, Seed: it.Seed, TrajID: it.TrajID}
 	rec, cause, err := engine.RunOne(ctx, r.cfg, rc.Manifest.Run, sc, p)
 	if key != "" {
