@@ -33,6 +33,9 @@ func writeRun(t *testing.T, dir string, recs ...*trajectory.Record) string {
 	require.NoError(t, store.WriteManifest(dir, store.Manifest{Version: "test", Run: "run-t"}))
 	var buf bytes.Buffer
 	for _, r := range recs {
+		if r.Status == "" {
+			r.Status = trajectory.StatusCompleted // a finished episode, as every record states its status
+		}
 		b, err := json.Marshal(r)
 		require.NoError(t, err)
 		buf.Write(b)

@@ -111,6 +111,9 @@ func DecodeRecordLean(b []byte, r *trajectory.Record) error {
 	if err := decodeLean(b, &lr); err != nil {
 		return DecodeRecord(b, r) // the reference decides, and words the error
 	}
+	if err := checkLine(b); err != nil {
+		return err
+	}
 	*r = lr.Record
 	r.Messages = nil
 	if lr.Messages != nil {

@@ -48,11 +48,17 @@ func DecodeRecord(b []byte, r *trajectory.Record) error {
 	}
 	if _, fast := recordJSON.(fastThenStd); fast {
 		if decodeSized(b, r) == nil {
+			if err := checkLine(b); err != nil {
+				return err
+			}
 			return CheckRecord(r)
 		}
 		*r = trajectory.Record{} // the reference decides, and words the error
 	}
 	if err := recordJSON.Unmarshal(b, r); err != nil {
+		return err
+	}
+	if err := checkLine(b); err != nil {
 		return err
 	}
 	return CheckRecord(r)
@@ -128,7 +134,42 @@ func decodeSized(b []byte, r *trajectory.Record) error {
 
 var errSlowPath = errors.New("store: a line for encoding/json")
 
-// CheckRecord checks the fields every record must have.
+// hasKey reports whether the line holds "key" followed by a colon: a
+// field the decoder would otherwise take as its zero value when a
+// hand-edited line lacks it (success false). A cheap scan, not a parse: a
+// genuine record always has the key at its top level.
+func hasKey(b []byte, key string) bool {
+	q := `"` + key + `"`
+	for {
+		i := bytes.Index(b, []byte(q))
+		if i < 0 {
+			return false
+		}
+		b = b[i+len(q):]
+		j := 0
+		for j < len(b) && (b[j] == ' ' || b[j] == '\t' || b[j] == '\n' || b[j] == '\r') {
+			j++
+		}
+		if j < len(b) && b[j] == ':' {
+			return true
+		}
+	}
+}
+
+// checkLine checks what decoding cannot tell: fields every record writes,
+// whose absence would decode as a value.
+func checkLine(b []byte) error {
+	if !hasKey(b, "success") {
+		return errors.New("missing success (every record states whether the episode succeeded)")
+	}
+	return nil
+}
+
+// CheckRecord checks the fields every record must have. It is the one
+// validity rule every reader applies (DecodeRecord, DecodeRecordLean, the
+// queue's coordinator): identity, a known status, messages with their
+// roles, and steps that point at assistant turns holding the calls they
+// note.
 func CheckRecord(r *trajectory.Record) error {
 	var missing []string
 	for _, f := range []struct{ name, v string }{
@@ -144,7 +185,47 @@ func CheckRecord(r *trajectory.Record) error {
 	if r.Rollout < 0 {
 		return fmt.Errorf("rollout %d is negative", r.Rollout)
 	}
+	if !r.Status.Valid() {
+		return fmt.Errorf("unknown status %q", r.Status)
+	}
+	if len(r.Messages) == 0 {
+		return errors.New("no messages")
+	}
+	for i := range r.Messages {
+		switch r.Messages[i].Role {
+		case trajectory.RoleSystem, trajectory.RoleUser, trajectory.RoleAssistant, trajectory.RoleTool:
+		default:
+			return fmt.Errorf("messages[%d]: role %q is not system, user, assistant or tool (a null message?)", i, r.Messages[i].Role)
+		}
+	}
+	for i, st := range r.Steps {
+		if st.Turn < 0 || st.Turn >= len(r.Messages) {
+			return fmt.Errorf("steps[%d].turn %d is not a message index (%d messages)", i, st.Turn, len(r.Messages))
+		}
+		if len(st.Calls) == 0 {
+			continue
+		}
+		msg := &r.Messages[st.Turn]
+		if msg.Role != trajectory.RoleAssistant {
+			return fmt.Errorf("steps[%d] notes calls on message %d, a %s message", i, st.Turn, msg.Role)
+		}
+		// Calls read from markup the server left unparsed are noted on the
+		// step (the drift detector saw them) but are no message call.
+		if len(msg.ToolCalls) != len(st.Calls) && (len(msg.ToolCalls) != 0 || !allUnparsed(st.Calls)) {
+			return fmt.Errorf("steps[%d] notes %d calls, message %d has %d tool calls", i, len(st.Calls), st.Turn, len(msg.ToolCalls))
+		}
+	}
 	return nil
+}
+
+// allUnparsed: every note is of a call read from unparsable markup.
+func allUnparsed(notes []trajectory.CallNote) bool {
+	for _, c := range notes {
+		if c.Outcome != "unparsed" {
+			return false
+		}
+	}
+	return len(notes) > 0
 }
 
 func joinAnd(xs []string) string {
