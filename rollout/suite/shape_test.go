@@ -263,7 +263,7 @@ func lureFigures(ss []*scenario.Scenario) (lures, final, marked int) {
 // nameVocabulary are capitalised word pairs that several scenarios may
 // share because they are not people: places, legal forms, calendar terms.
 var nameVocabulary = map[string]bool{
-	"Black Friday": true, "Hong Kong": true, "Johor Bahru": true, "Pte Ltd": true,
+	"Black Friday": true, "Hong Kong": true, "Johor Bahru": true, "Pte Ltd": true, "Wan Chai": true,
 }
 
 // notGiven are words that begin a capitalised pair without being a given
@@ -274,6 +274,7 @@ var (
 	notGiven = map[string]bool{
 		"Dear": true, "Use": true, "Move": true, "Before": true, "For": true, "The": true, "Hi": true,
 		"Hello": true, "Thanks": true, "Only": true, "Ask": true, "Tell": true, "Ping": true, "From": true,
+		"Last": true, "Next": true, "This": true,
 	}
 	notFamily = map[string]bool{
 		"Bank": true, "Community": true, "Foods": true, "Health": true, "Home": true, "Logistics": true,
@@ -281,6 +282,7 @@ var (
 		"Friday": true, "Monday": true, "Tuesday": true, "Wednesday": true, "Thursday": true,
 		"Saturday": true, "Sunday": true, "Kong": true, "Bahru": true, "Berlin": true,
 		"Mr": true, "Mrs": true, "Ms": true, "Dr": true, "Electronics": true, "Assurance": true,
+		"Road": true, "Outfitters": true, "Chai": true,
 		"January": true, "February": true, "March": true, "April": true, "May": true, "June": true,
 		"July": true, "August": true, "September": true, "October": true, "November": true, "December": true,
 	}
