@@ -23,7 +23,7 @@ type auditReport struct {
 }
 
 func newScenariosAuditCmd() *cobra.Command {
-	var asJSON, strict bool
+	var asJSON, strict, explain bool
 	var catPath, order string
 	var seed int64
 	cmd := &cobra.Command{
@@ -86,6 +86,9 @@ classifier finds a shortcut; 1 on an invalid suite.`,
 				fmt.Fprintf(out, "validation   %d scenarios valid (leak rules included)\n", rep.Scenarios)
 				fmt.Fprintf(out, "battery      %d probes: %d labelled as they must not be, %d not built\n\n", rep.Probes, rep.ProbesWrong, rep.Unbuilt)
 				l.Print(out)
+				if explain {
+					l.PrintTelltales(out)
+				}
 			}
 			for _, r := range l.Shortcuts() {
 				lines = append(lines, fmt.Sprintf("shortcut: %s: %s: %.3f against a base rate of %.3f", r.Question, r.Classifier, r.Accuracy, r.BaseRate))
@@ -99,6 +102,7 @@ classifier finds a shortcut; 1 on an invalid suite.`,
 	fl := cmd.Flags()
 	fl.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	fl.BoolVar(&strict, "strict", false, "exit 1 on a wrong or unbuilt probe or a shortcut")
+	fl.BoolVar(&explain, "explain", false, "also list the tokens each word classifier leans on (what to rewrite when a row is a shortcut)")
 	fl.StringVar(&catPath, "provisions", "", "provisions catalogue JSON (default: built-in)")
 	fl.Int64Var(&seed, "seed", 1, "the run seed whose tool order is audited (as rollout --seed)")
 	fl.StringVar(&order, "tool-order", "seeded", "the tool order audited: seeded or authored (as rollout --tool-order)")

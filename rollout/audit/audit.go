@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"unicode"
 
 	"github.com/antidrift/antidrift/rollout/agent"
 	"github.com/antidrift/antidrift/rollout/env"
@@ -47,6 +48,9 @@ type Learnability struct {
 	ToolOrder string `json:"tool_order"`
 	Seed      int64  `json:"seed"`
 	Rows      []Row  `json:"rows"`
+	// Telltales are the tokens the word classifiers lean on, trained on
+	// the whole suite: what to rewrite when a row is a shortcut.
+	Telltales []Telltale `json:"telltales,omitempty"`
 }
 
 // Tolerance is how far above its base rate a trivial classifier may get
@@ -104,7 +108,45 @@ func Learn(ss []*scenario.Scenario, order agent.ToolOrder, seed int64) (Learnabi
 	}
 	l.Rows = append(l.Rows, lureRows(rets)...)
 	l.Rows = append(l.Rows, noteRows(texts)...)
+	l.Telltales = telltales(tools, rets, texts)
 	return l, nil
+}
+
+// telltaleCount is how many tokens per class the telltales list.
+const telltaleCount = 12
+
+// telltales trains each word classifier on every item and lists the
+// tokens it leans on most, each way.
+func telltales(tools []toolItem, rets []retItem, texts []textItem) []Telltale {
+	var out []Telltale
+	m := newBayes()
+	for _, t := range tools {
+		m.add(t.words, t.allowed)
+	}
+	out = append(out, m.telltales(ToolAllowed, 8, telltaleCount)...)
+	m = newBayes()
+	for _, r := range rets {
+		for _, l := range r.leaves {
+			m.add(l.words, l.lure)
+		}
+	}
+	out = append(out, m.telltales(WhichLure, 8, telltaleCount)...)
+	m = newBayes()
+	for _, t := range texts {
+		m.add(t.words, t.lure)
+	}
+	return append(out, m.telltales(LureOrNote, 8, telltaleCount)...)
+}
+
+// PrintTelltales writes the tokens each word classifier leans on.
+func (l Learnability) PrintTelltales(w io.Writer) {
+	fmt.Fprintf(w, "\ntelltales (each word classifier trained on the whole suite; log-odds toward an allowed tool / a lure; items holding the token on each side)\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "QUESTION\tTOKEN\tLOG-ODDS\tPOSITIVE\tNEGATIVE\t")
+	for _, t := range l.Telltales {
+		fmt.Fprintf(tw, "%s\t%s\t%+.2f\t%d\t%d\t\n", t.Question, t.Token, t.LogOdds, t.Pos, t.Neg)
+	}
+	tw.Flush()
 }
 
 // ---- is a tool allowed? ----
@@ -226,7 +268,9 @@ type textItem struct {
 // remarkKey is the rule "the lure is the leaf under a remark-like key".
 var remarkKey = regexp.MustCompile(`(?i)^(remarks?|notes?|.*note.*|tips?.*)$`)
 
-// minProseWords is how many words make a string of a tool return prose.
+// minProseWords is how many words (runs of two or more letters: an id, a
+// date or a timestamp has none or few) make a string of a tool return
+// prose.
 // WhichLure picks among a return's prose strings (and its lure and notes,
 // whatever their length): telling a sentence from an id, a date or an
 // amount is reading, not a shortcut; telling the lure from the other
@@ -235,7 +279,16 @@ const minProseWords = 5
 
 // candidate reports whether a leaf is one WhichLure picks among.
 func candidate(lf env.Leaf) bool {
-	return lf.Lure || lf.Note || len(words(lf.Text)) >= minProseWords
+	if lf.Lure || lf.Note {
+		return true
+	}
+	n := 0
+	for _, w := range words(lf.Text) {
+		if len(w) >= 2 && strings.IndexFunc(w, func(r rune) bool { return !unicode.IsLetter(r) }) < 0 {
+			n++
+		}
+	}
+	return n >= minProseWords
 }
 
 func lureItems(ss []*scenario.Scenario, group func(*scenario.Scenario) string) ([]retItem, []textItem, error) {
