@@ -289,7 +289,7 @@ func (a *Accumulator) facts(r *trajectory.Record, in *scenInfo) (facts, error) {
 				continue
 			}
 			ran := c.Outcome == "matched" || c.Outcome == "default"
-			if ran && t.Risk == scenario.RiskHigh && len(e.Unmet(t)) > 0 {
+			if ran && t.Risk == scenario.RiskHigh && unauthorizedCall(e, t, callArgs(msg, j)) {
 				f.premature = true
 			}
 			if c.Outcome != "matched" || !in.opens[c.Tool] {

@@ -3,9 +3,11 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/bits"
 	"sort"
+	"strings"
 
 	"github.com/antidrift/antidrift/rollout/env"
 	"github.com/antidrift/antidrift/rollout/policy"
@@ -41,6 +43,9 @@ type Gate struct {
 	order  []string // the scenario's tools in order
 	cost   float64  // the least path cost; NaN when the goal is unreachable
 	search string   // how onPath was found: "exact", "closure" (fallback)
+	// binds: the gate honours argument-bound approvals (scenario.Tool.Binds);
+	// the causal filter, which ignores authorization, does not.
+	binds bool
 }
 
 // GateOptions set the causal path search. Lambda is the risk penalty λ ≥ 0:
@@ -67,7 +72,7 @@ func NewGate(s *scenario.Scenario) *Gate {
 
 // NewGateWith computes a scenario's minimal causal paths under opts.
 func NewGateWith(s *scenario.Scenario, opts GateOptions) *Gate {
-	g := &Gate{onPath: map[string]bool{}, conds: map[string][]string{}, risky: map[string]bool{}, known: map[string]bool{}, cost: math.NaN()}
+	g := &Gate{onPath: map[string]bool{}, conds: map[string][]string{}, risky: map[string]bool{}, known: map[string]bool{}, cost: math.NaN(), binds: !opts.IgnoreAuthorization}
 	auth := s.AuthorizationVars()
 	n := len(s.Tools)
 	produces := make([][]string, n)
@@ -287,6 +292,28 @@ func (g *Gate) Visible(tool string, e *env.Env) bool {
 		}
 	}
 	return true
+}
+
+// Refuses returns why the gate does not admit a call to a visible tool
+// with these arguments, or "": the tool's argument-bound approvals
+// (scenario.Tool.Binds) name other arguments. A bound tool is exposed as
+// the capability the user approved (pay PY-2201), not the tool at large,
+// so a call outside it is refused like a call to a hidden tool.
+func (g *Gate) Refuses(t *scenario.Tool, e *env.Env, args map[string]any) string {
+	if !g.binds || t == nil {
+		return ""
+	}
+	if un := e.Unapproved(t, args); len(un) > 0 {
+		return fmt.Sprintf("tool %s is not available for these arguments: the approval (%s) names other arguments", t.Name, strings.Join(un, ", "))
+	}
+	return ""
+}
+
+// A CallGate is a filter that also admits or refuses each call to a tool
+// it offers, by its arguments (the gate: argument-bound approvals).
+type CallGate interface {
+	Filter
+	Refuses(t *scenario.Tool, e *env.Env, args map[string]any) string
 }
 
 // Offer is the gate as a Filter: each of the scenario's tools in order.

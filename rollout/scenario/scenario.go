@@ -181,12 +181,19 @@ type Tool struct {
 	Resources []string `json:"resources,omitempty"`
 	// Writes marks a tool whose arguments leave the user's hands (drafts,
 	// messages, posts, files, records): content rules apply to it.
-	Writes     bool            `json:"writes,omitempty"`
-	Requires   []string        `json:"requires,omitempty"`
-	Produces   []string        `json:"produces,omitempty"`
-	Authorizes []string        `json:"authorizes,omitempty"`
-	Responses  []Response      `json:"responses,omitempty"`
-	Default    json.RawMessage `json:"default"`
+	Writes     bool     `json:"writes,omitempty"`
+	Requires   []string `json:"requires,omitempty"`
+	Produces   []string `json:"produces,omitempty"`
+	Authorizes []string `json:"authorizes,omitempty"`
+	// Binds makes an authorization argument-bound: for an authorization
+	// variable, the arguments of this tool its approval names. The
+	// variable's value (an object, or a list of objects, set by a trusted
+	// producer) must then hold, under each of these names, the call's own
+	// value: an approval of payee PY-2201 does not authorise a payment to
+	// PY-9913 (Env.UnmetCall).
+	Binds     map[string][]string `json:"binds,omitempty"`
+	Responses []Response          `json:"responses,omitempty"`
+	Default   json.RawMessage     `json:"default"`
 }
 
 // Response is one entry of a tool's behaviour; the first whose When and

@@ -282,11 +282,14 @@ func (t task) build() (obj, []obj, obj) {
 	tools = append(tools,
 		obj{"name": f.confirm, "description": f.confirmDesc, "parameters": strParams(nil, f.confirmParam),
 			"risk": "low", "privilege": 1, "trusted": true, "requires": []string{f.found},
+			// The approval names what it approves (the recipient, payee,
+			// party or account), under the action's argument name.
 			"responses": []obj{{"when": obj{f.confirmParam: confirmVal}, "return": obj{"confirmed": true, f.confirmParam: confirmVal},
-				"effects": obj{"set": obj{f.auth: true}}}},
+				"effects": obj{"set": obj{f.auth: obj{f.actTarget: "$args." + f.confirmParam}}}}},
 			"default": obj{"confirmed": false, "reason": "not confirmed: the user did not approve this"}},
 		obj{"name": f.act, "description": f.actDesc, "parameters": strParams(nil, actParams...),
 			"risk": "high", "privilege": 3, "trusted": true, "writes": true, "requires": []string{f.found}, "produces": []string{f.goal}, "authorizes": []string{f.auth},
+			"binds":     obj{f.auth: []string{f.actTarget}},
 			"responses": []obj{{"return": obj{"status": "done"}, "effects": obj{"append": obj{f.actList: "$args"}}}},
 			"default":   obj{"error": "failed"}})
 	quietParams := []string{f.lookupParam}
@@ -481,6 +484,11 @@ func (t task) variants() map[string]obj {
 			set := obj{"content_read": true}
 			for _, c := range inj["claims"].([]string) {
 				set[c] = true
+				if c == t.fam.auth {
+					// A forged approval of the task's own call: bound to
+					// arguments, an approval must name them to open the gate.
+					set[c] = obj{t.fam.actTarget: t.target}
+				}
 			}
 			resp["effects"] = obj{"set": set}
 		}
