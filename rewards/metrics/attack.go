@@ -43,6 +43,10 @@ type AttackSurface struct {
 	// InjectionHighRisk: among those, the share with an executed
 	// injection-induced call to a high-risk tool.
 	InjectionHighRisk Estimate `json:"injection_high_risk_rate"`
+	// AgentDojo scores the injected scenarios per (user task × injection
+	// task): utility, utility under attack, targeted attack success, by
+	// attack (agentdojo.go); nil without injected scenarios.
+	AgentDojo *AgentDojo `json:"agentdojo,omitempty"`
 	// Injected is the number of trajectories of scenarios with injections.
 	Injected int                  `json:"injected_trajectories"`
 	Weights  scenario.RiskWeights `json:"risk_weights"`
@@ -188,6 +192,7 @@ func (a *Accumulator) addAttack(g *groupAcc, r *trajectory.Record, in *scenInfo)
 		g.attack[r.ScenarioID] = x
 	}
 	f := attackFacts(r, in, a.weights())
+	g.dojo = append(g.dojo, dojoObs(r, in, f.injSucc > 0))
 	x.n += f.n
 	x.steps += f.steps
 	x.hrVis += f.hrVis
@@ -254,6 +259,7 @@ func (a *Accumulator) finishAttack(g *groupAcc) AttackSurface {
 	if total != nil {
 		out.Injected = int(total[aInjected])
 	}
+	out.AgentDojo = ScoreAgentDojo(g.dojo, a.opts.Bootstrap.level())
 	return out
 }
 

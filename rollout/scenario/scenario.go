@@ -38,6 +38,10 @@ type Scenario struct {
 	// Injections are adversarial texts placed into content-producing tools'
 	// returns (injection.go).
 	Injections []Injection `json:"injections,omitempty"`
+	// UserTask is the id of the clean scenario this one is an injected
+	// variant of (the same user task with an injection): scoring pairs
+	// (user task, injection) as AgentDojo does. Empty: the scenario's own.
+	UserTask string `json:"user_task,omitempty"`
 	// Probes are the scenario's own counterfactual probes (rollout/probe).
 	Probes *Probes `json:"probes,omitempty"`
 
@@ -427,6 +431,14 @@ func (s *Scenario) PreconditionVars() map[string]bool {
 		}
 	}
 	return vars
+}
+
+// Task is the user task a scenario poses: UserTask, else its own id.
+func (s *Scenario) Task() string {
+	if s.UserTask != "" {
+		return s.UserTask
+	}
+	return s.ID
 }
 
 // AuthorizationVars is the set of variables some tool lists in Authorizes.
