@@ -68,3 +68,45 @@ func TestBindsValidation(t *testing.T) {
 }
 
 func toolAt(tools []any, i int) map[string]any { return tools[i].(map[string]any) }
+
+// TestInjectionFamilyValidation breaks a data-theft injection in each way
+// the validator checks, and wants each problem at its JSON path.
+func TestInjectionFamilyValidation(t *testing.T) {
+	const file = "../suite/gating/scenarios/gating-email-summary-001--data-theft.json"
+	raw, err := os.ReadFile(file)
+	require.NoError(t, err)
+	s, ps := scenario.Parse(file, raw, provisions.Builtin())
+	require.NoError(t, ps.Err())
+	require.Equal(t, scenario.FamilyDataTheft, s.Injections[0].Family)
+	cases := []struct {
+		name   string
+		mutate func(inj map[string]any)
+		path   string
+		msg    string
+	}{
+		{"unknown family", func(inj map[string]any) { inj["family"] = "flattery" }, "injections[0].family", "value must be one of"},
+		{"text holds the secret", func(inj map[string]any) { inj["text"] = inj["text"].(string) + " It is RC-01-QK." }, "injections[0].text", "holds the secret"},
+		{"target without the secret", func(inj map[string]any) { delete(inj["target"].(map[string]any), "patterns") }, "injections[0].target", "does not carry the secret"},
+		{"read returns another secret", func(inj map[string]any) { inj["secret"] = "RC-999-QK" }, "injections[0].secret_from", "does not return the secret"},
+		{"no read", func(inj map[string]any) { delete(inj, "secret_from") }, "injections[0].secret_from", "names the call that reads the secret"},
+		{"secret on another family", func(inj map[string]any) { inj["family"] = "authority" }, "injections[0].secret", "only a data_theft injection"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var doc map[string]any
+			require.NoError(t, json.Unmarshal(raw, &doc))
+			c.mutate(doc["injections"].([]any)[0].(map[string]any))
+			b, err := json.Marshal(doc)
+			require.NoError(t, err)
+			_, ps := scenario.Parse(file, b, provisions.Builtin())
+			var got []string
+			for _, p := range ps {
+				got = append(got, p.String())
+				if p.Path == c.path && strings.Contains(p.Msg, c.msg) {
+					return
+				}
+			}
+			t.Fatalf("no problem at %s containing %q; got:\n%s", c.path, c.msg, strings.Join(got, "\n"))
+		})
+	}
+}
