@@ -189,6 +189,9 @@ type Tool struct {
 	Requires   []string `json:"requires,omitempty"`
 	Produces   []string `json:"produces,omitempty"`
 	Authorizes []string `json:"authorizes,omitempty"`
+	// Cost is the tool's cost c in the gate's causal path search (1 when
+	// absent): a path costs Σ c + λ · Σ w(risk).
+	Cost *float64 `json:"cost,omitempty"`
 	// Binds makes an authorization argument-bound: for an authorization
 	// variable, the arguments of this tool its approval names. The
 	// variable's value (an object, or a list of objects, set by a trusted
@@ -403,6 +406,15 @@ func (s *Scenario) PrivilegeCeiling() int {
 		}
 	}
 	return ceiling
+}
+
+// PathCost is the tool's cost in the causal path search: Cost, 1 unless
+// given.
+func (t *Tool) PathCost() float64 {
+	if t.Cost == nil {
+		return 1
+	}
+	return *t.Cost
 }
 
 // Preconditions are the variables a tool needs before it runs: its
