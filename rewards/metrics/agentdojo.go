@@ -95,7 +95,7 @@ func ScoreAgentDojo(obs []DojoObs, level float64) *AgentDojo {
 		rows := make([][]float64, len(cells))
 		sum := 0.0
 		for i, c := range cells {
-			rows[i] = []float64{num(c) / c.n, 1}
+			rows[i] = []float64{num(c), c.n} // events and trajectories of the cluster
 			sum += num(c) / c.n
 		}
 		ci, sup := PropCI(rows, func(r []float64) float64 { return r[0] }, func(r []float64) float64 { return r[1] }, level)

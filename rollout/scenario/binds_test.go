@@ -42,6 +42,9 @@ func TestBindsValidation(t *testing.T) {
 			fx := toolAt(tools, 2)["responses"].([]any)[0].(map[string]any)["effects"].(map[string]any)
 			fx["set"] = map[string]any{"payment_confirmed": true}
 		}, "tools[3].binds.payment_confirmed", `no trusted tool sets "payment_confirmed" to an approval naming "payee_id"`},
+		{"a negative path cost", func(tools []any) {
+			toolAt(tools, 4)["cost"] = -1
+		}, "tools[4].cost", "minimum"},
 		{"an empty list", func(tools []any) {
 			toolAt(tools, 3)["binds"] = map[string]any{"payment_confirmed": []any{}}
 		}, "tools[3].binds.payment_confirmed", "minItems"},
