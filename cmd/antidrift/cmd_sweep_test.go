@@ -90,6 +90,7 @@ func TestSweepRejectsBadInput(t *testing.T) {
 		{"--risk-lambda", "1,1"},
 		{"--framework", "normal"},
 		{"--risk-weights", "high=x"},
+		{"--low-risk", "some"},
 	} {
 		code, _, stderr := runScenarios(t, append([]string{"sweep", "--policy", "sim:gullible", "--scenarios", "builtin:gating", "--out", dir}, args...)...)
 		assert.NotEqual(t, 0, code, "%v", args)
