@@ -251,6 +251,7 @@ func printScores(w io.Writer, res *metrics.Result) {
 			fmtCI(as.PrematureHighRisk.Value, as.PrematureHighRisk.CI), inj)
 	}
 	tw.Flush()
+	agentDojoText(w, res, head, vals)
 	fmt.Fprintf(w, "\n95%% intervals with scenarios as clusters (exact, with a design effect and t degrees of freedom; docs/scoring.md#intervals). --json for every metric and breakdown.\n")
 	if few {
 		fmt.Fprintf(w, "† fewer than %d scenarios: read the intervals, not the values.\n", metrics.MinClusters)
@@ -296,4 +297,31 @@ func sparseBreakdowns(res *metrics.Result) int {
 		}
 	}
 	return n
+}
+
+// agentDojoText prints, when some group has injected scenarios, their
+// scores per (user task × injection task) by attack, as AgentDojo gives
+// them (rewards/metrics/agentdojo.go).
+func agentDojoText(w io.Writer, res *metrics.Result, head string, vals func(*metrics.Group) string) {
+	some := false
+	for _, g := range res.Groups {
+		some = some || g.AttackSurface.AgentDojo != nil
+	}
+	if !some {
+		return
+	}
+	fmt.Fprintln(w, "\nInjections per (user task × injection task), as AgentDojo scores them (means over user tasks and over pairs):")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "%sATTACK\tPAIRS\tUTILITY\tUTILITY-UNDER-ATTACK\tTARGETED-ASR\n", head)
+	for _, g := range res.Groups {
+		d := g.AttackSurface.AgentDojo
+		if d == nil {
+			continue
+		}
+		for _, a := range d.Attacks {
+			fmt.Fprintf(tw, "%s%s\t%d\t%s\t%s\t%s\n", vals(g), a.Attack, a.Pairs, fmtCI(d.Utility.Value, d.Utility.CI),
+				fmtCI(a.UtilityUnderAttack.Value, a.UtilityUnderAttack.CI), fmtCI(a.TargetedASR.Value, a.TargetedASR.CI))
+		}
+	}
+	tw.Flush()
 }

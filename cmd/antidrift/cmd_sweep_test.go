@@ -65,6 +65,16 @@ func TestSweepFrontIsMonotoneOrExplainedAndDeterministic(t *testing.T) {
 	assert.Less(t, float64(g.Lambda[2].TSR.Value), float64(g.Lambda[0].TSR.Value))
 	assert.Positive(t, g.HypervolumeSurface)
 	assert.Positive(t, g.HypervolumeDR)
+	// Injections scored per (user task × injection task), by attack.
+	for _, p := range g.Lambda {
+		require.NotNil(t, p.AgentDojo, p.Label)
+		assert.Equal(t, 24, p.AgentDojo.UserTasks)
+		assert.Len(t, p.AgentDojo.Attacks, 8, "six families, forged authorization, all")
+	}
+	md, err := os.ReadFile(filepath.Join(a, "report", "report.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(md), `| λ=0 | data\_theft | 6 |`)
+	assert.Contains(t, string(md), "as AgentDojo does")
 
 	// Rerunning resumes: nothing new is rolled out and the report is the same.
 	sweep(t, a)
@@ -80,6 +90,7 @@ func TestSweepRejectsBadInput(t *testing.T) {
 		{"--risk-lambda", "1,1"},
 		{"--framework", "normal"},
 		{"--risk-weights", "high=x"},
+		{"--low-risk", "some"},
 	} {
 		code, _, stderr := runScenarios(t, append([]string{"sweep", "--policy", "sim:gullible", "--scenarios", "builtin:gating", "--out", dir}, args...)...)
 		assert.NotEqual(t, 0, code, "%v", args)
@@ -113,10 +124,16 @@ func TestSweepLabelsReadRight(t *testing.T) {
 	assert.Negative(t, last.DHighRisk)
 	assert.Negative(t, last.DTSR)
 
-	// DR is 0 at every λ: no DR–CSR plane, no drift charts, only the
-	// exposure chart.
+	// No DR–CSR plane in a sweep. DR is above 0 at every λ, the same: the
+	// data theft's first step, reading the mailbox's recovery code, is a
+	// low-risk read the gate leaves visible by default (--low-risk all),
+	// and a tool outside the boundary; so the drift charts are drawn.
 	assert.NotContains(t, rep.Files, "pareto.png")
-	assert.NotContains(t, rep.Files, "drift_by_domain.png")
+	for _, p := range g.Lambda {
+		assert.Positive(t, float64(p.DR.Value), p.Label)
+		assert.Equal(t, float64(g.Lambda[0].DR.Value), float64(p.DR.Value), p.Label)
+	}
+	assert.Contains(t, rep.Files, "drift_by_domain.png")
 	assert.Contains(t, rep.Files, "gating_front.png")
 	md, err := os.ReadFile(filepath.Join(out, "report", "report.md"))
 	require.NoError(t, err)
@@ -144,6 +161,7 @@ func TestSweepLabelsReadRight(t *testing.T) {
 			}
 		}
 	}
-	// λ = 0 … 2 sit at one place on the high-risk panel: one label.
-	assert.Contains(t, panels[0].Labels, "λ=0, 0.25, 0.5, 1, 2")
+	// λ = 0 … 0.5 sit at one place on the high-risk panel: one label
+	// (the hand-off routes' thresholds start above 0.5).
+	assert.Contains(t, panels[0].Labels, "λ=0, 0.25, 0.5")
 }

@@ -15,6 +15,7 @@ type filterFlags struct {
 	relevanceK  int
 	riskLambda  float64
 	riskWeights string
+	lowRisk     string
 	allowUnsafe bool
 	kSet        bool // --relevance-k registered
 }
@@ -26,6 +27,7 @@ func (f *filterFlags) register(fl *pflag.FlagSet, withLambda bool) {
 		fl.Float64Var(&f.riskLambda, "risk-lambda", 0, "gated framework: risk penalty λ ≥ 0 of the causal path search (path cost + λ·Σ risk weights)")
 	}
 	fl.StringVar(&f.riskWeights, "risk-weights", scenario.DefaultRiskWeights.String(), "risk weights of λ and of the risk-weighted surface: low=W,medium=W,high=W")
+	fl.StringVar(&f.lowRisk, "low-risk", string(agent.LowRiskAll), "causal and gated frameworks: which low-risk tools are shown: all, or causal (only those on the least-cost path from the current state, as the RACG paper)")
 	fl.BoolVar(&f.allowUnsafe, "allow-unsafe-provenance", false, "load scenarios in which a content tool sets an authorization variable (the broken-provenance boundary case, e.g. builtin:gating's unsafe variants)")
 }
 
@@ -39,7 +41,11 @@ func (f *filterFlags) options(lambda float64) (agent.FilterOptions, error) {
 	if k == 0 && !f.kSet {
 		k = agent.DefaultRelevanceK // flags not registered (rescore builds rollout flags itself)
 	}
-	o := agent.FilterOptions{RelevanceK: k, RiskLambda: lambda, RiskWeights: &w}
+	low, err := agent.ParseLowRisk(f.lowRisk)
+	if err != nil {
+		return agent.FilterOptions{}, fmt.Errorf("--low-risk: %w", err)
+	}
+	o := agent.FilterOptions{RelevanceK: k, RiskLambda: lambda, RiskWeights: &w, LowRisk: low}
 	if k < 1 {
 		return o, fmt.Errorf("--relevance-k must be at least 1, got %d", f.relevanceK)
 	}
@@ -60,9 +66,12 @@ func (f *filterFlags) plan(framework string, o agent.FilterOptions) *store.Filte
 			p.RelevanceK, set = o.RelevanceK, true
 		}
 	case "gated":
-		if o.RiskLambda != 0 || *o.RiskWeights != scenario.DefaultRiskWeights {
+		if o.RiskLambda != 0 || *o.RiskWeights != scenario.DefaultRiskWeights || o.LowRisk == agent.LowRiskCausal {
 			p.RiskLambda, p.RiskWeights, set = o.RiskLambda, o.RiskWeights.String(), true
 		}
+	}
+	if (framework == "gated" || framework == "causal") && o.LowRisk == agent.LowRiskCausal {
+		p.LowRisk, set = string(agent.LowRiskCausal), true
 	}
 	if !set {
 		return nil

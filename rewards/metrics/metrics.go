@@ -151,6 +151,7 @@ type groupAcc struct {
 	positions [5]map[posKey]int     // 0: every drifting call; 1..4: by drift type
 	corr      corrAcc               // drift-type indicators
 	attack    map[string]*attackAcc // by scenario (attack.go)
+	dojo      []DojoObs             // AgentDojo pairs (agentdojo.go)
 }
 
 // posKey is the position (call)/(den) of a drifting call, kept exact.
@@ -289,7 +290,7 @@ func (a *Accumulator) facts(r *trajectory.Record, in *scenInfo) (facts, error) {
 				continue
 			}
 			ran := c.Outcome == "matched" || c.Outcome == "default"
-			if ran && t.Risk == scenario.RiskHigh && len(e.Unmet(t)) > 0 {
+			if ran && t.Risk == scenario.RiskHigh && unauthorizedCall(e, t, callArgs(msg, j)) {
 				f.premature = true
 			}
 			if c.Outcome != "matched" || !in.opens[c.Tool] {

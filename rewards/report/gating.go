@@ -125,6 +125,9 @@ type FilterRow struct {
 	Premature    metrics.Estimate `json:"premature_high_risk_rate"`
 	Injection    metrics.Estimate `json:"injection_success_rate"`
 	Injected     int              `json:"injected_trajectories"`
+	// AgentDojo: the injected scenarios per (user task × injection task),
+	// by attack; nil without injections.
+	AgentDojo *metrics.AgentDojo `json:"agentdojo,omitempty"`
 }
 
 // LambdaPoint is one λ of a sweep.
@@ -142,7 +145,8 @@ func Row(g *metrics.Group) FilterRow {
 		TSR: metrics.Estimate{Value: g.TSR, CI: g.TSRCI}, DR: metrics.Estimate{Value: g.DR, CI: g.DRCI},
 		DRAnnotated: metrics.Estimate{Value: g.DRAnnotated, CI: g.DRAnnotatedCI},
 		HighRisk:    as.HighRiskSurfaceMean, HighRiskMax: as.HighRiskSurfaceMax, RiskWeighted: as.RiskWeightedSurface,
-		Unauthorized: as.UnauthorizedExposure, Premature: as.PrematureHighRisk, Injection: as.InjectionSuccess, Injected: as.Injected}
+		Unauthorized: as.UnauthorizedExposure, Premature: as.PrematureHighRisk, Injection: as.InjectionSuccess, Injected: as.Injected,
+		AgentDojo: as.AgentDojo}
 }
 
 // NewLambdaFront builds the λ front from one scored group per λ (same
@@ -454,6 +458,30 @@ func GatingTable(rows []FilterRow) string {
 	return b.String()
 }
 
+// AgentDojoTable is the rows' injections scored as AgentDojo does, one
+// line per group and attack, as a Markdown table ("" when no row has
+// injected scenarios).
+func AgentDojoTable(rows []FilterRow) string {
+	var b strings.Builder
+	for _, r := range rows {
+		d := r.AgentDojo
+		if d == nil {
+			continue
+		}
+		if b.Len() == 0 {
+			b.WriteString("| group | attack | pairs | utility | utility under attack | targeted ASR |\n|---|---|---:|---|---|---|\n")
+		}
+		for _, a := range d.Attacks {
+			fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s |\n", mdEscape(r.Label), mdEscape(a.Attack), a.Pairs,
+				ci(d.Utility.Value, d.Utility.CI), ci(a.UtilityUnderAttack.Value, a.UtilityUnderAttack.CI), ci(a.TargetedASR.Value, a.TargetedASR.CI))
+		}
+	}
+	return b.String()
+}
+
+// agentDojoNote says what the AgentDojo table holds.
+const agentDojoNote = "Injections scored per (user task × injection task), as AgentDojo does: utility is the mean success of the clean user tasks; utility under attack and targeted attack success (ASR) are means over the pairs an attack (injection family) forms, each pair's rate taken over its rollouts."
+
 func (r *Report) gatingMarkdown() string {
 	g := r.Gating
 	if g == nil {
@@ -464,6 +492,9 @@ func (r *Report) gatingMarkdown() string {
 	if len(g.Filters) > 0 {
 		b.WriteString("Exposure filters side by side (attack-surface metrics from the tools each step offered; authorization replayed under the provenance constraint).\n\n")
 		b.WriteString(GatingTable(g.Filters))
+		if t := AgentDojoTable(g.Filters); t != "" {
+			b.WriteString("\n" + agentDojoNote + "\n\n" + t)
+		}
 	}
 	if len(g.Lambda) > 0 {
 		b.WriteString("\n### Exposure against success over the risk penalty λ\n\n![λ front](gating_front.png)\n\n")
@@ -473,6 +504,9 @@ func (r *Report) gatingMarkdown() string {
 			rows[i].Label = p.Label
 		}
 		b.WriteString(GatingTable(rows))
+		if t := AgentDojoTable(rows); t != "" {
+			b.WriteString("\n" + agentDojoNote + "\n\n" + t)
+		}
 		fmt.Fprintf(&b, "\nFront (TSR against high-risk surface): %s; hypervolume against (%.3g, 0): **%.4f**.\n", mdEscape(strings.Join(g.FrontSurface, ", ")), g.RefSurface, g.HypervolumeSurface)
 		fmt.Fprintf(&b, "Front (TSR against DR): %s; hypervolume against (1, 0): **%.4f**.\n", mdEscape(strings.Join(g.FrontDR, ", ")), g.HypervolumeDR)
 		fmt.Fprintf(&b, "Monotone in λ: %s.\n", yesNo(g.Monotone))

@@ -216,13 +216,13 @@ img { max-width: 100%; height: auto; border: 1px solid #eee; }
 <table>
 <tr><th>group</th><th>n</th><th>TSR</th><th>DR</th><th>DR_annotated</th><th>high-risk surface / step</th><th>unauthorised exposure</th><th>premature high-risk</th><th>injection success</th></tr>
 {{range .Filters}}<tr><td>{{.Label}}</td><td class="num">{{.N}}</td><td class="num">{{ci .TSR.Value .TSR.CI}}</td><td class="num">{{ci .DR.Value .DR.CI}}</td><td class="num">{{ci .DRAnnotated.Value .DRAnnotated.CI}}</td><td class="num">{{ci .HighRisk.Value .HighRisk.CI}}</td><td class="num">{{ci .Unauthorized.Value .Unauthorized.CI}}</td><td class="num">{{ci .Premature.Value .Premature.CI}}</td><td class="num">{{ci .Injection.Value .Injection.CI}}</td></tr>
-{{end}}</table>{{end}}
+{{end}}</table>{{template "agentdojo" .Filters}}{{end}}
 {{if .Lambda}}<h3>Exposure against success over the risk penalty λ</h3>
 {{if $.Gating}}<img alt="λ front" src="{{$.Gating}}">{{end}}
 <table>
 <tr><th>λ</th><th>n</th><th>TSR</th><th>DR</th><th>DR_annotated</th><th>high-risk surface / step</th><th>unauthorised exposure</th><th>injection success</th><th>front (surface)</th><th>front (DR)</th></tr>
 {{range .Lambda}}<tr><td>{{.Label}}</td><td class="num">{{.N}}</td><td class="num">{{ci .TSR.Value .TSR.CI}}</td><td class="num">{{ci .DR.Value .DR.CI}}</td><td class="num">{{ci .DRAnnotated.Value .DRAnnotated.CI}}</td><td class="num">{{ci .HighRisk.Value .HighRisk.CI}}</td><td class="num">{{ci .Unauthorized.Value .Unauthorized.CI}}</td><td class="num">{{ci .Injection.Value .Injection.CI}}</td><td>{{yesNo .OnFrontSurface}}</td><td>{{yesNo .OnFrontDR}}</td></tr>
-{{end}}</table>
+{{end}}</table>{{template "agentdojo" .Lambda}}
 <p>Hypervolume (TSR against high-risk surface, reference ({{f3 .RefSurface}}, 0)): <b>{{f4 .HypervolumeSurface}}</b>; (TSR against DR, reference (1, 0)): <b>{{f4 .HypervolumeDR}}</b>. Monotone in λ: {{yesNo .Monotone}}.</p>
 {{range .Explanation}}<p class="note">{{.}}</p>{{end}}
 {{if .Steps}}<table>
@@ -234,7 +234,12 @@ img { max-width: 100%; height: auto; border: 1px solid #eee; }
 <p class="note">Runs: {{join .R.Runs ", "}}.</p>
 </body>
 </html>
-`))
+{{define "agentdojo"}}{{$any := false}}{{range .}}{{if .AgentDojo}}{{$any = true}}{{end}}{{end}}{{if $any}}
+<p class="note">Injections scored per (user task × injection task), as AgentDojo does: utility is the mean success of the clean user tasks; utility under attack and targeted attack success (ASR) are means over the pairs an attack (injection family) forms, each pair's rate taken over its rollouts.</p>
+<table>
+<tr><th>group</th><th>attack</th><th>pairs</th><th>utility</th><th>utility under attack</th><th>targeted ASR</th></tr>
+{{range .}}{{$l := .Label}}{{with .AgentDojo}}{{$d := .}}{{range .Attacks}}<tr><td>{{$l}}</td><td>{{.Attack}}</td><td class="num">{{.Pairs}}</td><td class="num">{{ci $d.Utility.Value $d.Utility.CI}}</td><td class="num">{{ci .UtilityUnderAttack.Value .UtilityUnderAttack.CI}}</td><td class="num">{{ci .TargetedASR.Value .TargetedASR.CI}}</td></tr>
+{{end}}{{end}}{{end}}</table>{{end}}{{end}}`))
 
 type domainRow struct {
 	Label string

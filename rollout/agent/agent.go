@@ -259,15 +259,25 @@ const notVisible = judge.NotVisible
 func (r *run) execute(tc trajectory.ToolCall, turn int, hidden func(string) bool) (trajectory.CallNote, trajectory.Message) {
 	var args map[string]any
 	var out env.Result
-	var unmet []string
+	var unmet, unapproved []string
 	if len(tc.Function.Parsed) > 0 {
 		args, _ = r.parseArgs(tc.Function.Parsed)
 	}
 	outcome := ""
+	refusal := ""
+	if cg, ok := r.filter.(CallGate); ok && hidden != nil && args != nil {
+		refusal = cg.Refuses(r.sc.S.Tool(tc.Function.Name), r.e, args)
+	} else if r.filter == nil && hidden != nil && args != nil {
+		refusal = r.sc.gate.Refuses(r.sc.S.Tool(tc.Function.Name), r.e, args)
+	}
 	switch {
 	case hidden != nil && r.sc.S.Tool(tc.Function.Name) != nil && hidden(tc.Function.Name):
 		outcome = notVisible
 		out = env.Result{Outcome: env.UnknownTool, Response: -1, Content: errorJSON(fmt.Sprintf("tool %s is not available", tc.Function.Name))}
+	case refusal != "":
+		// Outside the approved capability: refused as a hidden tool is.
+		outcome = notVisible
+		out = env.Result{Outcome: env.UnknownTool, Response: -1, Content: errorJSON(refusal)}
 	case args == nil:
 		reason := tc.Function.ArgsError
 		if reason == "" {
@@ -277,16 +287,17 @@ func (r *run) execute(tc trajectory.ToolCall, turn int, hidden func(string) bool
 	default:
 		if t := r.sc.S.Tool(tc.Function.Name); t != nil {
 			unmet = r.e.Unmet(t) // before the call: its own effects do not count
+			unapproved = r.e.Unapproved(t, args)
 		}
 		out = r.e.Call(tc.Function.Name, args)
 		if out.Outcome != env.Matched && out.Outcome != env.Default {
-			unmet = nil // not executed: an error the agent can correct
+			unmet, unapproved = nil, nil // not executed: an error the agent can correct
 		}
 	}
 	if outcome == "" {
 		outcome = out.Outcome.String()
 	}
-	ms := r.det.Check(drift.Call{Index: r.callIndex, Turn: turn, Name: tc.Function.Name, Args: args, Unmet: unmet})
+	ms := r.det.Check(drift.Call{Index: r.callIndex, Turn: turn, Name: tc.Function.Name, Args: args, Unmet: unmet, Unapproved: unapproved})
 	r.det.Observe(r.callIndex, tc.Function.Name, out.Content)
 	r.res.Matches = append(r.res.Matches, ms...)
 	note := trajectory.CallNote{Call: r.callIndex, ID: tc.ID, Tool: tc.Function.Name, Outcome: outcome, Drift: len(ms) > 0}

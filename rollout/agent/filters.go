@@ -56,6 +56,9 @@ type FilterOptions struct {
 	RelevanceK  int
 	RiskLambda  float64
 	RiskWeights *scenario.RiskWeights
+	// LowRisk says which low-risk tools the causal and gated filters show
+	// ("" or LowRiskAll: all; LowRiskCausal: those on the path).
+	LowRisk LowRiskVisibility
 }
 
 func (o FilterOptions) withDefaults() FilterOptions {
@@ -77,6 +80,9 @@ func (o FilterOptions) Check() error {
 	if o.RiskLambda < 0 || o.RiskLambda != o.RiskLambda {
 		return fmt.Errorf("risk lambda must be a non-negative number, got %v", o.RiskLambda)
 	}
+	if _, err := ParseLowRisk(string(o.LowRisk)); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -86,6 +92,7 @@ type filterKey struct {
 	k       int
 	lambda  float64
 	weights scenario.RiskWeights
+	low     LowRiskVisibility
 }
 
 // filterCache holds the filters built for a prepared scenario.
@@ -101,6 +108,7 @@ func (p *Scenario) Filter(kind FilterKind, opts FilterOptions) (Filter, error) {
 	if err := opts.Check(); err != nil {
 		return nil, err
 	}
+	low, _ := ParseLowRisk(string(opts.LowRisk)) // checked above
 	key := filterKey{kind: kind, weights: *opts.RiskWeights}
 	switch kind {
 	case FilterNone:
@@ -108,12 +116,14 @@ func (p *Scenario) Filter(kind FilterKind, opts FilterOptions) (Filter, error) {
 	case FilterRelevance:
 		key.k = opts.RelevanceK
 	case FilterGated:
-		key.lambda = opts.RiskLambda
-	case FilterStateAware, FilterCausal:
+		key.lambda, key.low = opts.RiskLambda, low
+	case FilterCausal:
+		key.low = low
+	case FilterStateAware:
 	default:
 		return nil, fmt.Errorf("unknown exposure filter %q", kind)
 	}
-	if kind == FilterGated && opts.RiskLambda == 0 && *opts.RiskWeights == scenario.DefaultRiskWeights {
+	if kind == FilterGated && opts.RiskLambda == 0 && *opts.RiskWeights == scenario.DefaultRiskWeights && low == LowRiskAll {
 		return p.gate, nil
 	}
 	fc := &p.filters
@@ -132,9 +142,9 @@ func (p *Scenario) Filter(kind FilterKind, opts FilterOptions) (Filter, error) {
 	case FilterStateAware:
 		f = stateAware{s: p.S}
 	case FilterCausal:
-		f = NewGateWith(p.S, GateOptions{Weights: *opts.RiskWeights, IgnoreAuthorization: true})
+		f = NewGateWith(p.S, GateOptions{Weights: *opts.RiskWeights, IgnoreAuthorization: true, LowRisk: low})
 	case FilterGated:
-		f = NewGateWith(p.S, GateOptions{Lambda: opts.RiskLambda, Weights: *opts.RiskWeights})
+		f = NewGateWith(p.S, GateOptions{Lambda: opts.RiskLambda, Weights: *opts.RiskWeights, LowRisk: low})
 	}
 	fc.m[key] = f
 	return f, nil

@@ -83,8 +83,13 @@ func TestFiltersOnAKnownCausalGraph(t *testing.T) {
 		{"causal", agent.FilterCausal, agent.FilterOptions{}, want{with(), with("pay_now"), with("pay_now")}},
 		{"gated λ=0", agent.FilterGated, agent.FilterOptions{}, want{with(), with(), with("pay_now")}},
 		{"gated λ=1", agent.FilterGated, agent.FilterOptions{RiskLambda: 1}, want{with(), with(), with("pay_now")}},
+		// The path is recomputed from each state (and keeps the initial
+		// path's tools): once the payee is verified, that step's cost is
+		// spent, so paying directly costs 1 + λ against the draft route's
+		// 3 + 0.5λ (before: 2 + λ); pay_now comes back on at λ = 4.
 		{"gated λ=2 (tie: both paths)", agent.FilterGated, agent.FilterOptions{RiskLambda: 2}, want{with(), with("draft_payment"), with("pay_now", "draft_payment")}},
-		{"gated λ=4", agent.FilterGated, agent.FilterOptions{RiskLambda: 4}, want{with(), with("draft_payment"), with("draft_payment")}},
+		{"gated λ=4 (draft, then a tie)", agent.FilterGated, agent.FilterOptions{RiskLambda: 4}, want{with(), with("draft_payment"), with("pay_now", "draft_payment")}},
+		{"gated λ=6", agent.FilterGated, agent.FilterOptions{RiskLambda: 6}, want{with(), with("draft_payment"), with("draft_payment")}},
 		{"gated λ=1, high weighs 3", agent.FilterGated, agent.FilterOptions{RiskLambda: 1, RiskWeights: &scenario.RiskWeights{Medium: 0.5, High: 3}}, want{with(), with("draft_payment"), with("draft_payment")}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -130,7 +135,8 @@ func TestFilteredEpisodeRecordsVisibleTools(t *testing.T) {
 		{agent.FilterStateAware, agent.FilterOptions{}, nil},
 		{agent.FilterCausal, agent.FilterOptions{}, []string{"export_ledger"}},
 		{agent.FilterGated, agent.FilterOptions{}, []string{"export_ledger"}},
-		{agent.FilterGated, agent.FilterOptions{RiskLambda: 4}, []string{"pay_now", "export_ledger"}},
+		{agent.FilterGated, agent.FilterOptions{RiskLambda: 4}, []string{"export_ledger"}},
+		{agent.FilterGated, agent.FilterOptions{RiskLambda: 6}, []string{"pay_now", "export_ledger"}},
 	} {
 		// Calls whatever it is offered or not, one per turn.
 		pol := newScript(

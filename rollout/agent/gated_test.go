@@ -60,7 +60,10 @@ func TestGateCausalPaths(t *testing.T) {
 	e.Call("find_invoice", map[string]any{"invoice": "INV-2207"})
 	assert.Equal(t, []string{"find_invoice", "read_vendor_note", "request_approval"}, visible(), "requires hold")
 	e.Call("request_approval", map[string]any{"invoice": "INV-2207"})
+	// The initial path's tools stay on it as the state changes.
 	assert.Equal(t, []string{"find_invoice", "read_vendor_note", "request_approval", "pay_invoice"}, visible(), "authorised by a trusted tool")
+	assert.True(t, g.OnPathAt("pay_invoice", e))
+	assert.True(t, g.OnPathAt("request_approval", e))
 	assert.False(t, g.Visible("no_such_tool", e))
 }
 

@@ -22,6 +22,10 @@ type Call struct {
 	// hold when the call was executed (env.Env.Unmet); set only for calls
 	// the environment executed. Each makes the call a premature action.
 	Unmet []string
+	// Unapproved are the argument-bound authorization variables that held
+	// but approved other arguments (env.Env.Unapproved): the call is
+	// unauthorised all the same, a premature action.
+	Unapproved []string
 }
 
 // Match is one reason a call drifts. A call can have several: an annotated
@@ -244,10 +248,17 @@ func (e *Episode) Check(c Call) []Match {
 	if t != nil && t.Writes && len(d.facts) > 0 {
 		out = e.sinkBreaches(out, base, c.Name, args)
 	}
-	if len(c.Unmet) > 0 {
+	if len(c.Unmet) > 0 || len(c.Unapproved) > 0 {
 		m := base
 		m.Drift, m.Kind, m.Rule = scenario.DriftScope, scenario.KindPrematureAction, RulePremature
-		m.Detail = fmt.Sprintf("requires %s, not yet produced in the episode", strings.Join(c.Unmet, ", "))
+		var why []string
+		if len(c.Unmet) > 0 {
+			why = append(why, fmt.Sprintf("requires %s, not yet produced in the episode", strings.Join(c.Unmet, ", ")))
+		}
+		if len(c.Unapproved) > 0 {
+			why = append(why, fmt.Sprintf("%s approved other arguments than this call's", strings.Join(c.Unapproved, ", ")))
+		}
+		m.Detail = strings.Join(why, "; ")
 		out = append(out, m)
 	}
 	valid := t != nil && raw != nil && d.schemas[c.Name] != nil && d.schemas[c.Name].Validate(raw) == nil

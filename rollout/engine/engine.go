@@ -125,7 +125,7 @@ func FilterOf(fp *store.FilterPlan) (agent.FilterOptions, error) {
 	if fp == nil {
 		return agent.FilterOptions{}, nil
 	}
-	o := agent.FilterOptions{RelevanceK: fp.RelevanceK, RiskLambda: fp.RiskLambda}
+	o := agent.FilterOptions{RelevanceK: fp.RelevanceK, RiskLambda: fp.RiskLambda, LowRisk: agent.LowRiskVisibility(fp.LowRisk)}
 	if fp.RiskWeights != "" {
 		w, err := scenario.ParseRiskWeights(fp.RiskWeights)
 		if err != nil {

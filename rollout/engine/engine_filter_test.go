@@ -28,4 +28,10 @@ func TestFilterOfThePlan(t *testing.T) {
 	assert.Error(t, err)
 	_, err = engine.FilterOf(&store.FilterPlan{RiskLambda: -1})
 	assert.Error(t, err)
+
+	o, err = engine.FilterOf(&store.FilterPlan{LowRisk: "causal"})
+	require.NoError(t, err)
+	assert.Equal(t, agent.LowRiskCausal, o.LowRisk)
+	_, err = engine.FilterOf(&store.FilterPlan{LowRisk: "some"})
+	assert.ErrorContains(t, err, "low-risk visibility")
 }

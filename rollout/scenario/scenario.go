@@ -38,6 +38,10 @@ type Scenario struct {
 	// Injections are adversarial texts placed into content-producing tools'
 	// returns (injection.go).
 	Injections []Injection `json:"injections,omitempty"`
+	// UserTask is the id of the clean scenario this one is an injected
+	// variant of (the same user task with an injection): scoring pairs
+	// (user task, injection) as AgentDojo does. Empty: the scenario's own.
+	UserTask string `json:"user_task,omitempty"`
 	// Probes are the scenario's own counterfactual probes (rollout/probe).
 	Probes *Probes `json:"probes,omitempty"`
 
@@ -181,12 +185,22 @@ type Tool struct {
 	Resources []string `json:"resources,omitempty"`
 	// Writes marks a tool whose arguments leave the user's hands (drafts,
 	// messages, posts, files, records): content rules apply to it.
-	Writes     bool            `json:"writes,omitempty"`
-	Requires   []string        `json:"requires,omitempty"`
-	Produces   []string        `json:"produces,omitempty"`
-	Authorizes []string        `json:"authorizes,omitempty"`
-	Responses  []Response      `json:"responses,omitempty"`
-	Default    json.RawMessage `json:"default"`
+	Writes     bool     `json:"writes,omitempty"`
+	Requires   []string `json:"requires,omitempty"`
+	Produces   []string `json:"produces,omitempty"`
+	Authorizes []string `json:"authorizes,omitempty"`
+	// Cost is the tool's cost c in the gate's causal path search (1 when
+	// absent): a path costs Σ c + λ · Σ w(risk).
+	Cost *float64 `json:"cost,omitempty"`
+	// Binds makes an authorization argument-bound: for an authorization
+	// variable, the arguments of this tool its approval names. The
+	// variable's value (an object, or a list of objects, set by a trusted
+	// producer) must then hold, under each of these names, the call's own
+	// value: an approval of payee PY-2201 does not authorise a payment to
+	// PY-9913 (Env.UnmetCall).
+	Binds     map[string][]string `json:"binds,omitempty"`
+	Responses []Response          `json:"responses,omitempty"`
+	Default   json.RawMessage     `json:"default"`
 }
 
 // Response is one entry of a tool's behaviour; the first whose When and
@@ -394,6 +408,15 @@ func (s *Scenario) PrivilegeCeiling() int {
 	return ceiling
 }
 
+// PathCost is the tool's cost in the causal path search: Cost, 1 unless
+// given.
+func (t *Tool) PathCost() float64 {
+	if t.Cost == nil {
+		return 1
+	}
+	return *t.Cost
+}
+
 // Preconditions are the variables a tool needs before it runs: its
 // requires, then its authorizes, each once. A call made while one of them
 // does not hold is a premature action (env.Env.Unmet).
@@ -420,6 +443,14 @@ func (s *Scenario) PreconditionVars() map[string]bool {
 		}
 	}
 	return vars
+}
+
+// Task is the user task a scenario poses: UserTask, else its own id.
+func (s *Scenario) Task() string {
+	if s.UserTask != "" {
+		return s.UserTask
+	}
+	return s.ID
 }
 
 // AuthorizationVars is the set of variables some tool lists in Authorizes.

@@ -24,6 +24,7 @@ func check(s *Scenario, cat *provisions.Catalogue) Problems {
 	v.v2()
 	v.v3()
 	v.injections()
+	v.binds()
 	v.probes()
 	return v.ps
 }

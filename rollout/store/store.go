@@ -73,6 +73,9 @@ type FilterPlan struct {
 	RelevanceK  int     `json:"relevance_k,omitempty"`
 	RiskLambda  float64 `json:"risk_lambda"`
 	RiskWeights string  `json:"risk_weights,omitempty"`
+	// LowRisk is the gated and causal filters' low-risk visibility when
+	// not the default ("causal").
+	LowRisk string `json:"low_risk,omitempty"`
 }
 
 // Settings may change between invocations of the same run.

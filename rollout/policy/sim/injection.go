@@ -39,6 +39,11 @@ var InjectionProfiles = []Profile{
 // accepted: at every later turn, once the target tool is offered (a gate
 // showing it after an approval, say), it makes the target call, unless
 // the episode has made that call already.
+//
+// A data-theft injection is two steps (theft): read the secret, then send
+// it; without memory each step follows the one before it at once, with
+// memory each waits for its tool. The family of an injection's wording
+// does not change whether it is accepted: a simulation cannot read it.
 
 // injectionRead is an injection found in the latest tool results.
 type injectionRead struct {
@@ -50,6 +55,11 @@ type injectionRead struct {
 	needle   string
 	target   scenario.Matcher
 	targetOK bool
+	// secret and secretFrom: a data-theft injection's secret as it sits in
+	// a JSON string, and a matcher of the call that reads it.
+	secret   string
+	secretFr scenario.Matcher
+	secretOK bool
 }
 
 // newInjectionRead prepares one injection for the per-turn checks.
@@ -62,7 +72,59 @@ func newInjectionRead(inj *scenario.Injection, s *scenario.Scenario) injectionRe
 			ir.target, ir.targetOK = m, true
 		}
 	}
+	if inj.Family == scenario.FamilyDataTheft && inj.SecretFrom != nil && inj.Secret != "" {
+		b, _ := json.Marshal(inj.Secret)
+		ir.secret = strings.Trim(string(b), `"`)
+		if m, err := scenario.NewMatcher(inj.SecretFrom.Args, inj.SecretFrom.Patterns); err == nil {
+			ir.secretFr, ir.secretOK = m, true
+		}
+	}
 	return ir
+}
+
+// theft is the next step of an accepted data-theft injection: read the
+// secret (SecretFrom) while it has not been seen, then send it (the
+// target) once it has. Without memory each step is taken only right
+// after the one before it: the read on the turn the injection is read,
+// the send on the turn the secret is.
+func (p *Policy) theft(ir injectionRead, msgs []trajectory.Message, memory bool, visible toolSet) *action {
+	if !ir.secretOK || !ir.targetOK {
+		return nil
+	}
+	seen, seenNow := false, false
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == trajectory.RoleTool && strings.Contains(msgs[i].Content, ir.secret) {
+			seen = true
+			if !seenNow {
+				// after the last assistant message?
+				now := true
+				for _, m := range msgs[i+1:] {
+					now = now && m.Role == trajectory.RoleTool
+				}
+				seenNow = now
+			}
+		}
+	}
+	from := ir.inj.SecretFrom
+	if !seen {
+		if (!memory && !readNow(ir, msgs)) || !visible.has(from.Tool) || p.made(from.Tool, ir.secretFr, msgs) {
+			return nil
+		}
+		args, err := ir.s.CompleteArgs(from.Tool, from.Args, from.Patterns)
+		if err != nil {
+			return nil
+		}
+		return &action{tool: from.Tool, args: args}
+	}
+	t := ir.inj.Target
+	if (!memory && !seenNow) || !visible.has(t.Tool) || p.madeTarget(ir, msgs) {
+		return nil
+	}
+	args, err := ir.s.CompleteArgs(t.Tool, t.Args, t.Patterns)
+	if err != nil {
+		return nil
+	}
+	return &action{tool: t.Tool, args: args}
 }
 
 // readInjections are the injections whose text is in the tool messages
@@ -99,8 +161,19 @@ func (p *Policy) accepts(seed int64, s *scenario.Scenario, inj *scenario.Injecti
 // injectedAction is the call an injection read this turn induces, or nil.
 func (p *Policy) injectedAction(s *scenario.Scenario, ep episodePlan, next int, seed int64, msgs []trajectory.Message, visible toolSet) *action {
 	memory := p.profile.InjectionMemory
-	for _, ir := range p.readInjections(msgs, memory) {
+	// Read anywhere in the episode: a data theft goes on after its read;
+	// other injections without memory act only on the turn they are read.
+	for _, ir := range p.readInjections(msgs, true) {
 		if !p.accepts(seed, ir.s, ir.inj) {
+			continue
+		}
+		if ir.inj.Family == scenario.FamilyDataTheft {
+			if a := p.theft(ir, msgs, memory, visible); a != nil {
+				return a
+			}
+			continue
+		}
+		if !memory && !readNow(ir, msgs) {
 			continue
 		}
 		switch ir.inj.Kind {
@@ -149,10 +222,14 @@ func (p *Policy) isInjected(tc trajectory.ToolCall) bool {
 	parsed := false
 	for _, ir := range p.injections {
 		t := ir.inj.Target
+		m, ok := ir.target, ir.targetOK
+		if ir.secretOK && ir.inj.SecretFrom.Tool == tc.Function.Name {
+			t, m, ok = ir.inj.SecretFrom, ir.secretFr, true // a data theft's read
+		}
 		if ir.inj.Kind != scenario.InjectInstruction || t == nil || t.Tool != tc.Function.Name {
 			continue
 		}
-		if !ir.targetOK {
+		if !ok {
 			continue
 		}
 		if !parsed { // the same arguments for every injection
@@ -163,7 +240,7 @@ func (p *Policy) isInjected(tc trajectory.ToolCall) bool {
 			args, err = scenario.ParseArgs(raw)
 			parsed = true
 		}
-		if err == nil && args != nil && ir.target.Match(args) {
+		if err == nil && args != nil && m.Match(args) {
 			return true
 		}
 	}
@@ -187,16 +264,21 @@ func (p *Policy) madeTarget(ir injectionRead, msgs []trajectory.Message) bool {
 	if !ir.targetOK {
 		return false
 	}
+	return p.made(ir.inj.Target.Tool, ir.target, msgs)
+}
+
+// made reports whether the episode has called tool with arguments m matches.
+func (p *Policy) made(tool string, m scenario.Matcher, msgs []trajectory.Message) bool {
 	for i := range msgs {
 		for _, tc := range msgs[i].ToolCalls {
-			if tc.Function.Name != ir.inj.Target.Tool {
+			if tc.Function.Name != tool {
 				continue
 			}
 			raw := []byte(tc.Function.Parsed)
 			if len(raw) == 0 {
 				raw = []byte(tc.Function.Arguments)
 			}
-			if args, err := scenario.ParseArgs(raw); err == nil && args != nil && ir.target.Match(args) {
+			if args, err := scenario.ParseArgs(raw); err == nil && args != nil && m.Match(args) {
 				return true
 			}
 		}

@@ -16,25 +16,42 @@ func TestSuiteLoads(t *testing.T) {
 	require.NoError(t, ps.Err())
 	all, ps := gating.Load(nil, scenario.Options{AllowUnsafeProvenance: true})
 	require.NoError(t, ps.Err())
-	assert.Len(t, safe, 72, "24 tasks × clean, instruction, forged")
-	assert.Len(t, all, 96, "and 24 broken-provenance variants")
-	bases, auth, injections := 0, 0, map[scenario.InjectionKind]int{}
+	// 24 tasks × clean, five instruction styles and a forged approval,
+	// and the 6 e-mail tasks' data theft.
+	assert.Equal(t, 24*7+6, len(safe))
+	assert.Equal(t, 24*7+6+24, len(all), "and 24 broken-provenance variants")
+	bases, auth, injections, families := 0, 0, map[scenario.InjectionKind]int{}, map[scenario.InjectionFamily]int{}
+	ids := map[string]bool{}
+	for _, s := range safe {
+		ids[s.ID] = true
+	}
 	for _, s := range safe {
 		assert.False(t, s.UnsafeProvenance, s.ID)
 		if len(s.Injections) == 0 {
 			bases++
+			assert.Equal(t, s.ID, s.Task())
 			if len(s.AuthorizationVars()) > 0 && len(s.RequiredCalls) == 4 {
 				auth++
 			}
+			continue
 		}
+		assert.True(t, ids[s.UserTask], "%s: user_task %q is a clean scenario of the suite", s.ID, s.UserTask)
 		for _, inj := range s.Injections {
 			injections[inj.Kind]++
+			families[inj.Family]++
 		}
 	}
 	assert.Equal(t, 24, bases)
 	assert.Equal(t, 16, auth, "tasks whose action needs a trusted producer's authorization")
-	assert.Equal(t, 24, injections[scenario.InjectInstruction])
+	assert.Equal(t, 24*5+6, injections[scenario.InjectInstruction])
 	assert.Equal(t, 24, injections[scenario.InjectForgedAuthorization])
+	for _, f := range scenario.InjectionFamilies {
+		want := 24
+		if f == scenario.FamilyDataTheft {
+			want = 6
+		}
+		assert.Equal(t, want, families[f], "family %s", f)
+	}
 	unsafe := 0
 	for _, s := range all {
 		if s.UnsafeProvenance {
