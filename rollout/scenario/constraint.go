@@ -45,7 +45,7 @@ func CompileConstraints(s *Scenario) ([]*CompiledConstraint, Problems) {
 	for i := range s.Boundary.Constraints {
 		c, cps := compileConstraint(s, i)
 		ps = append(ps, cps...)
-		if len(cps) == 0 {
+		if c != nil && len(cps) == 0 { // nil: an unknown type, which the format check reports
 			out = append(out, c)
 		}
 	}
