@@ -380,6 +380,7 @@ func lureRows(items []retItem) []Row {
 		}
 		return 0
 	}, nil)
+	longest := pick(func(_ *bayes, l leafItem) float64 { return float64(len(l.words)) }, nil)
 	keyPos := func(l leafItem) []string { return []string{"key:" + strings.ToLower(l.key), posToken(l.relpos)} }
 	bag := func(l leafItem) []string { return l.words }
 	nb := func(feats func(leafItem) []string) float64 {
@@ -388,6 +389,7 @@ func lureRows(items []retItem) []Row {
 	n := len(items)
 	return []Row{
 		{WhichLure, `"the leaf under remarks / notes / *note* / tip*"`, rule, base, n},
+		{WhichLure, `"the longest string"`, longest, base, n},
 		{WhichLure, "the leaf's key and place", nb(keyPos), base, n},
 		{WhichLure, "bag of words on the leaf", nb(bag), base, n},
 	}
