@@ -17,8 +17,8 @@ import (
 
 // Suite-wide figures issue 11 promises.
 const (
-	minScenarios       = 105
-	minPerDomain       = 15
+	minScenarios       = 175
+	minPerDomain       = 25
 	minDriftPoints     = 4 // annotated violations per scenario
 	minDriftTypes      = 2 // distinct drift types among them
 	minTimeKindUses    = 8 // each time-drift kind but schedule, suite-wide
