@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"os"
 	"sort"
 
 	"github.com/antidrift/antidrift/rollout/provisions"
@@ -53,6 +55,11 @@ func loadScenariosWith(paths []string, catPath string, opts scenario.Options) ([
 			files = append(files, p)
 			continue
 		}
+		if _, err := os.Stat(p); err == nil {
+			// "builtin" names the built-in suite even where a file or
+			// folder of that name exists: say which was read.
+			fmt.Fprintf(noteOut, "antidrift: %q is the built-in suite; the %s of that name here is not read (pass ./%s for it)\n", p, fileOrFolder(p), p)
+		}
 		ss, ps = append(ss, bs...), append(ps, bps...)
 	}
 	if len(files) > 0 {
@@ -72,6 +79,16 @@ func loadScenariosWith(paths []string, catPath string, opts scenario.Options) ([
 		return nil, &exitError{code: 1, msg: ps.Error() + fmt.Sprintf("\n%d problem(s)", len(ps))}
 	}
 	return ss, nil
+}
+
+// noteOut receives loading notes (standard error; tests swap it).
+var noteOut io.Writer = os.Stderr
+
+func fileOrFolder(p string) string {
+	if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+		return "folder"
+	}
+	return "file"
 }
 
 type scenarioSummary struct {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -291,4 +292,21 @@ func TestScenariosShowFromFiles(t *testing.T) {
 	code, _, stderr = runScenarios(t, "scenarios", "show")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr, "antidrift: ")
+}
+
+// "builtin" is the built-in suite even where a folder of that name exists;
+// the load says so, and ./builtin reads the folder.
+func TestBuiltinNameSaysWhichWasRead(t *testing.T) {
+	t.Chdir(t.TempDir())
+	require.NoError(t, os.Mkdir("builtin", 0o755))
+	var note bytes.Buffer
+	saved := noteOut
+	noteOut = &note
+	defer func() { noteOut = saved }()
+	ss, err := loadScenarios([]string{"builtin"}, "")
+	require.NoError(t, err)
+	assert.NotEmpty(t, ss)
+	assert.Contains(t, note.String(), `"builtin" is the built-in suite; the folder of that name here is not read (pass ./builtin for it)`)
+	_, err = loadScenarios([]string{"./builtin"}, "")
+	require.Error(t, err, "./builtin is the (empty) folder")
 }

@@ -130,6 +130,11 @@ func runSynth(cmd *cobra.Command, f synthFlags) error {
 	if f.rounds < 0 || f.repairs < 0 || f.rollouts < 1 || f.minDrifting < 0 || f.concurrency < 1 || f.limit < 0 {
 		return errors.New("--rounds, --repairs, --min-drifting and --limit must not be negative; --rollouts and --concurrency must be at least 1")
 	}
+	if m := f.roles[3]; m.spec == "" && (m.baseURL != "" || m.keyEnv != "") {
+		// Without --matcher the matcher is the critic's model on the
+		// critic's endpoint: its own URL or key would be silently unused.
+		return errors.New("--matcher-base-url and --matcher-api-key-env need --matcher MODEL (without it the matcher is the critic's model on the critic's endpoint)")
+	}
 	if f.roles[3].spec == "" {
 		f.roles[3] = synthRole{name: "matcher", spec: f.roles[2].spec, baseURL: f.roles[2].baseURL, keyEnv: f.roles[2].keyEnv}
 	}
