@@ -190,7 +190,7 @@ func (c *Coordinator) Run(ctx context.Context) (sum engine.Summary, retErr error
 			// Not from a worker that read this run's configuration: a
 			// forged or stray "fatal" must not stop the run.
 			forged.Add(1)
-			fmt.Fprintf(logw, "antidrift: queue: ignored a %q event claiming to be from worker %q without the run key (forged, or from another run)\n", secret.Text(ev.Kind), secret.Text(ev.Worker))
+			fmt.Fprintf(logw, "antidrift: queue: ignored a %q event claiming to be from worker %q without the run key (forged, or from another run)\n", secret.Printable(ev.Kind), secret.Printable(ev.Worker))
 			return
 		}
 		if ev.Publication != rc.publication {
@@ -200,10 +200,10 @@ func (c *Coordinator) Run(ctx context.Context) (sum engine.Summary, retErr error
 		}
 		if k := ev.Worker + "\x00" + ev.Message; !seen[k] {
 			seen[k] = true
-			fmt.Fprintf(logw, "antidrift: worker %s: %s\n", ev.Worker, secret.Text(ev.Message))
+			fmt.Fprintf(logw, "antidrift: worker %s: %s\n", secret.Printable(ev.Worker), secret.Printable(ev.Message))
 		}
 		if ev.Kind == "fatal" {
-			cancel(fmt.Errorf("%w: worker %s: %s", ErrStopped, ev.Worker, secret.Text(ev.Message)))
+			cancel(fmt.Errorf("%w: worker %s: %s", ErrStopped, secret.Printable(ev.Worker), secret.Printable(ev.Message)))
 		}
 	})
 	if err != nil {

@@ -1,9 +1,12 @@
 package secret
 
 import (
+	"fmt"
 	"net/url"
 	"regexp"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Mask replaces every redacted value.
@@ -178,4 +181,37 @@ type badNameError struct{ flag, name string }
 func (e *badNameError) Error() string {
 	// The value is not echoed: it may be a key of a shape LooksLikeKey misses.
 	return e.flag + ": the value is not an environment variable name (want letters, digits and _, not starting with a digit, e.g. OPENAI_API_KEY)"
+}
+
+// Printable is s with URLs redacted (Text) and every control character and
+// bidirectional formatting character (U+061C, U+200E, U+200F, U+202A–U+202E,
+// U+2066–U+2069) written as a \uXXXX escape: text another process sent
+// (a queue event, a server's message) cannot move the terminal's cursor,
+// clear it, or reorder what the line shows.
+func Printable(s string) string {
+	s = Text(s)
+	if strings.IndexFunc(s, hidden) < 0 {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if hidden(r) {
+			fmt.Fprintf(&b, `\u%04X`, r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func hidden(r rune) bool {
+	switch {
+	case r == utf8.RuneError:
+		return true
+	case unicode.IsControl(r):
+		return true
+	case r == 0x061C || r == 0x200E || r == 0x200F, r >= 0x202A && r <= 0x202E, r >= 0x2066 && r <= 0x2069:
+		return true
+	}
+	return false
 }
