@@ -78,12 +78,12 @@ func TestLooksLikeKey(t *testing.T) {
 // bidirectional characters escaped, and its URLs redacted.
 func TestPrintable(t *testing.T) {
 	for in, want := range map[string]string{
-		"worker-1: refused":               "worker-1: refused",
-		"a\x1b[2Jcleared\rback\n":         `a\u001B[2Jcleared\u000Dback\u000A`,
+		"worker-1: refused":                 "worker-1: refused",
+		"a\x1b[2Jcleared\rback\n":           `a\u001B[2Jcleared\u000Dback\u000A`,
 		"id-\u202Eevil\u202C \u2066x\u2069": `id-\u202Eevil\u202C \u2066x\u2069`,
-		"bad \xff byte":                    `bad \uFFFD byte`,
-		"see https://u:p@h.example/v1":     "see https://xxxxx@h.example/v1",
-		"é and שלום stay":                  "é and שלום stay",
+		"bad \xff byte":                     `bad \uFFFD byte`,
+		"see https://u:p@h.example/v1":      "see https://xxxxx@h.example/v1",
+		"é and שלום stay":                   "é and שלום stay",
 	} {
 		if got := Printable(in); got != want {
 			t.Errorf("Printable(%q) = %q, want %q", in, got, want)
