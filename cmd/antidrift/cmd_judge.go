@@ -338,7 +338,7 @@ func labelRun(ctx context.Context, dir string, scs map[string]*scenario.Scenario
 			defer wg.Done()
 			for jb := range jobs {
 				l, err := label(ctx, &jb.rec, jb.s)
-				l.TrajID, l.ScenarioID = jb.rec.TrajID, jb.rec.ScenarioID
+				l.TrajID, l.ScenarioID, l.RecordStart = jb.rec.TrajID, jb.rec.ScenarioID, jb.rec.Timings.Start
 				if err != nil {
 					if errors.Is(err, policy.ErrFatal) || ctx.Err() != nil {
 						cancel(err)

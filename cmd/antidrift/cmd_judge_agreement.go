@@ -77,6 +77,17 @@ func runJudgeAgreement(cmd *cobra.Command, dir string, f agreementFlags) error {
 	if err != nil {
 		return err
 	}
+	for _, l := range []struct {
+		name string
+		ls   []labels.Label
+	}{{a, la}, {b, lb}} {
+		if l.name == labels.Record {
+			continue
+		}
+		if err := labels.CheckFresh(dir, l.name, l.ls); err != nil {
+			return err
+		}
+	}
 	ag := labels.Compare(la, lb)
 	rep := agreementReport{Run: dir, A: a, B: b, KindA: kindOf(la), KindB: kindOf(lb), Agreement: ag}
 	if f.asJSON {

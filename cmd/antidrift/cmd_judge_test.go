@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -55,7 +56,7 @@ func TestJudgeRuleReproducesTheRecordLabels(t *testing.T) {
 			recs := records(t, dir)
 			require.Len(t, ls, len(recs))
 			for i, r := range recs {
-				assert.Equal(t, labels.Label{TrajID: r.TrajID, ScenarioID: r.ScenarioID, Success: r.Success, Judge: r.Judge}, ls[i])
+				assert.Equal(t, labels.Label{TrajID: r.TrajID, ScenarioID: r.ScenarioID, Success: r.Success, Judge: r.Judge, RecordStart: r.Timings.Start}, ls[i])
 			}
 			m, err := labels.ReadManifest(dir, "rule")
 			require.NoError(t, err)
@@ -416,4 +417,39 @@ func TestJudgeAgreementKappaFromTheCommand(t *testing.T) {
 	code, stdout, _ = runScenarios(t, "judge-agreement", dir, "--a", "jc", "--b", "ja")
 	require.Equal(t, 0, code)
 	assert.Contains(t, stdout, "undefined (both labelings give every trajectory the same label)")
+}
+
+// A labeling belongs to the run and the records it judged: copied into
+// another run, or read after the records were rolled out again, it is
+// refused by judge-agreement and by every overlay (score
+// --labeling).
+func TestLabelingCarriesRunIdentity(t *testing.T) {
+	root := t.TempDir()
+	a, b := filepath.Join(root, "a"), filepath.Join(root, "b")
+	for i, dir := range []string{a, b} {
+		code, _, stderr := runScenarios(t, "rollout", "--policy", "sim:base", "--rollouts", "1", "--limit", "3", "--seed", fmt.Sprint(i+1), "--out", dir)
+		require.Equal(t, 0, code, stderr)
+	}
+	code, _, stderr := runScenarios(t, "judge", a, "--judge", "rule")
+	require.Equal(t, 0, code, stderr)
+	code, _, stderr = runScenarios(t, "judge-agreement", a)
+	require.Equal(t, 0, code, stderr)
+
+	require.NoError(t, os.CopyFS(filepath.Join(b, labels.Dir), os.DirFS(filepath.Join(a, labels.Dir))))
+	code, _, stderr = runScenarios(t, "judge-agreement", b)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "was made on run")
+	assert.Contains(t, stderr, "copied from another run?")
+
+	// The records rolled out again under the same ids (the trajectory
+	// files removed, the same command rerun): the verdicts are not theirs.
+	require.NoError(t, os.RemoveAll(filepath.Join(a, "trajectories")))
+	code, _, stderr = runScenarios(t, "rollout", "--policy", "sim:base", "--rollouts", "1", "--limit", "3", "--seed", "1", "--out", a)
+	require.Equal(t, 0, code, stderr)
+	code, _, stderr = runScenarios(t, "judge-agreement", a)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "judged an earlier version")
+	code, _, stderr = runScenarios(t, "score", a, "--labeling", "rule")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "judged an earlier version")
 }

@@ -55,6 +55,10 @@ type Label struct {
 	// Overlay.Apply). A success-only labeling sets neither.
 	Drift   *bool         `json:"drift,omitempty"`
 	Matches []drift.Match `json:"drift_matches,omitempty"`
+	// RecordStart is the judged record's timings.start: a record rolled
+	// out again since (rollout --force) has another, and the label is
+	// not its verdict.
+	RecordStart string `json:"record_start,omitempty"`
 }
 
 // Judged reports whether the label holds a verdict.
@@ -164,6 +168,9 @@ func Read(run, name string) ([]Label, error) {
 	if err := ValidName(name); err != nil {
 		return nil, err
 	}
+	if err := checkRun(run, name); err != nil {
+		return nil, err
+	}
 	path := Path(run, name)
 	f, err := os.Open(path)
 	if err != nil {
@@ -202,6 +209,52 @@ func Read(run, name string) ([]Label, error) {
 	}
 }
 
+// checkRun refuses a labeling made on another run (a labels folder copied
+// between runs): its manifest names the run it judged.
+func checkRun(run, name string) error {
+	m, err := ReadManifest(run, name)
+	if err != nil || m.Run == "" {
+		return nil // an older labeling without a manifest, or one naming no run
+	}
+	rm, err := store.ReadManifest(run)
+	if err != nil {
+		return nil // the run's own readers name its manifest problem
+	}
+	if rm.Run != m.Run {
+		return fmt.Errorf("labels: %s: labeling %q was made on run %s, not on this run (%s): copied from another run? judge this run again", run, name, m.Run, rm.Run)
+	}
+	return nil
+}
+
+// Stale reports whether the label's record was rolled out again after it
+// was judged (its timings.start differs from the one judged).
+func Stale(l Label, rec *trajectory.Record) bool {
+	return l.RecordStart != "" && rec.Timings.Start != l.RecordStart
+}
+
+// CheckFresh refuses a labeling whose records were rolled out again after
+// it was judged (rollout --force replaces them): it reads the run's records
+// and names the first label whose record is not the one judged.
+func CheckFresh(run, name string, ls []Label) error {
+	stamped := false
+	for _, l := range ls {
+		stamped = stamped || l.RecordStart != ""
+	}
+	if !stamped {
+		return nil // labels written before records were stamped, or by hand
+	}
+	by := ByID(ls)
+	it := store.Records(run).SkipText()
+	defer it.Close()
+	for it.Next() {
+		rec := it.At()
+		if l, ok := by[rec.TrajID]; ok && Stale(l, rec) {
+			return fmt.Errorf("labels: %s: labeling %q judged an earlier version of trajectory %s (the record was rolled out again after it was judged); judge the run again", run, name, rec.TrajID)
+		}
+	}
+	return it.Err()
+}
+
 // ReadManifest reads a labeling's manifest.
 func ReadManifest(run, name string) (Manifest, error) {
 	var m Manifest
@@ -221,7 +274,7 @@ func fromRecords(run string) ([]Label, error) {
 	var out []Label
 	for it.Next() {
 		r := it.At()
-		out = append(out, Label{TrajID: r.TrajID, ScenarioID: r.ScenarioID, Success: r.Success, Judge: r.Judge})
+		out = append(out, Label{TrajID: r.TrajID, ScenarioID: r.ScenarioID, Success: r.Success, Judge: r.Judge, RecordStart: r.Timings.Start})
 	}
 	return out, it.Err()
 }

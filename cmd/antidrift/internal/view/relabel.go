@@ -23,6 +23,7 @@ func (ix *runIndex) relabelLine(l *summaryLine) error {
 		return nil
 	}
 	rec := trajectory.Record{TrajID: l.TrajID, Success: l.Success, Drift: l.Drift, Matches: l.Matches}
+	rec.Timings.Start = l.Timings.Start
 	keep, err := ix.relabel(&rec)
 	if err != nil {
 		return err

@@ -67,6 +67,11 @@ type summaryLine struct {
 	} `json:"steps"`
 	Matches []drift.Match    `json:"drift_matches"`
 	Usage   trajectory.Usage `json:"usage"`
+	// Timings.Start tells a labeling whether it judged this record (a
+	// record rolled out again since has another).
+	Timings struct {
+		Start string `json:"start"`
+	} `json:"timings"`
 
 	skip bool // left out by the labeling shown (relabel.go)
 }
