@@ -47,7 +47,9 @@ given, or "builtin") in one report:
                lure (its field, its place, its words), and is a text a
                lure or a benign note. A classifier more than 0.05 above
                its base rate is a shortcut a policy can learn instead of
-               reading the task.
+               reading the task; a rule more than 0.05 below it is one
+               too, inverted ("inverse"). --explain lists the tokens the
+               word classifiers lean on.
 
 The tools' place is the order a rollout with --seed and --tool-order shows
 them in. Exit status 1 with --strict when a probe is wrong or unbuilt or a

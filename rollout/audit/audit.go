@@ -57,12 +57,14 @@ type Learnability struct {
 // before the suite is said to teach a shortcut.
 const Tolerance = 0.05
 
-// Shortcuts are the rows whose classifier beats its base rate by more than
-// Tolerance.
+// Shortcuts are the rows whose classifier is more than Tolerance from its
+// base rate: above it, a shortcut; below it, a rule whose inverse is one
+// (the remark-key rule far below its base rate says "the lure is never
+// under a remark key").
 func (l Learnability) Shortcuts() []Row {
 	var out []Row
 	for _, r := range l.Rows {
-		if r.N > 0 && r.Gap() > Tolerance {
+		if r.N > 0 && math.Abs(r.Gap()) > Tolerance {
 			out = append(out, r)
 		}
 	}
@@ -71,13 +73,16 @@ func (l Learnability) Shortcuts() []Row {
 
 // Print writes the table.
 func (l Learnability) Print(w io.Writer) {
-	fmt.Fprintf(w, "learnability (held out by %s; tools in %s order, seed %d; a shortcut beats its base rate by more than %.2f)\n", l.Folds, l.ToolOrder, l.Seed, Tolerance)
+	fmt.Fprintf(w, "learnability (held out by %s; tools in %s order, seed %d; a shortcut beats its base rate by more than %.2f, an inverse falls below it by as much)\n", l.Folds, l.ToolOrder, l.Seed, Tolerance)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "QUESTION\tCLASSIFIER\tACCURACY\tBASE RATE\tN\t")
 	for _, r := range l.Rows {
 		mark := ""
-		if r.N > 0 && r.Gap() > Tolerance {
+		switch {
+		case r.N > 0 && r.Gap() > Tolerance:
 			mark = "shortcut"
+		case r.N > 0 && r.Gap() < -Tolerance:
+			mark = "inverse"
 		}
 		acc, base := "-", "-"
 		if r.N > 0 {
