@@ -188,7 +188,10 @@ func CheckRecord(r *trajectory.Record) error {
 	if !r.Status.Valid() {
 		return fmt.Errorf("unknown status %q", r.Status)
 	}
-	if len(r.Messages) == 0 {
+	if len(r.Messages) == 0 && r.Status != trajectory.StatusInfraError {
+		// An infrastructure error reaped before the episode began (a work
+		// item out of deliveries) has none: it is kept in errors/ and
+		// retried, never scored.
 		return errors.New("no messages")
 	}
 	for i := range r.Messages {
