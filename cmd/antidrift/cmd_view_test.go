@@ -351,3 +351,43 @@ func TestViewInBrowser(t *testing.T) {
 	shot("compare-theme")
 	t.Logf("screenshots in %s", shots)
 }
+
+// TestViewReportSandboxAndBidiInBrowser: in Chromium, a report folder's
+// own script never runs (its files come under CSP sandbox, so it can
+// neither change the page nor read the API), and a name holding a
+// right-to-left override is shown spelled out, not applied.
+func TestViewReportSandboxAndBidiInBrowser(t *testing.T) {
+	bin := chromium()
+	if bin == "" {
+		t.Skip("no Chromium found: install Debian's chromium (apt-get install chromium), as .ci/run does, or set ANTIDRIFT_CHROME")
+	}
+	rep := filepath.Join(t.TempDir(), "rep-\u202Egnp.exe")
+	require.NoError(t, os.MkdirAll(rep, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(rep, "report.json"), []byte("{}"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(rep, "report.html"), []byte(`<html><head><title>report</title></head><body><p id="static">static text</p>
+<script>document.title = "script ran"; fetch("/api/sources").then(function () { document.title = "api read"; });</script></body></html>`), 0o644))
+	u, _ := startView(t, "127.0.0.1:0", rep)
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.Flag("disable-gpu", true), chromedp.Flag("disable-dev-shm-usage", true))
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelA()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	ctx, cancelT := context.WithTimeout(ctx, time.Minute)
+	defer cancelT()
+
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(u+"#/reports"), chromedp.WaitVisible(chromedp.CSS(`#reports a`))))
+	shown, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`#reports`)))
+	require.NoError(t, err)
+	assert.Contains(t, shown, `rep-\u202Egnp.exe`, "the override is spelled out")
+	assert.NotContains(t, shown, "\u202E", "and not applied")
+
+	href, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("#reports a").href`))
+	require.NoError(t, err)
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(href), chromedp.WaitVisible(chromedp.CSS(`#static`))))
+	time.Sleep(500 * time.Millisecond) // what a script would have done by now
+	title, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.title`))
+	require.NoError(t, err)
+	assert.Equal(t, "report", title, "the report's own script did not run")
+}
