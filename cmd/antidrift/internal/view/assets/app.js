@@ -425,6 +425,7 @@ document.addEventListener("keydown", (e) => {
   const k = e.key;
   if (k === "t") setTheme(!document.documentElement.classList.contains("dark"));
   else if (k === "?") document.getElementById("keys").classList.toggle("hidden");
+  else if (k === "Escape") document.getElementById("keys").classList.add("hidden");
   else if (k === "/") { const s = document.getElementById("search"); if (s) { e.preventDefault(); s.focus(); } else go("/runs"); }
   else if (current && k === "j") current.next();
   else if (current && k === "k") current.prev();
