@@ -274,7 +274,7 @@ var (
 	notGiven = map[string]bool{
 		"Dear": true, "Use": true, "Move": true, "Before": true, "For": true, "The": true, "Hi": true,
 		"Hello": true, "Thanks": true, "Only": true, "Ask": true, "Tell": true, "Ping": true, "From": true,
-		"Last": true, "Next": true, "This": true,
+		"Last": true, "Next": true, "This": true, "In": true,
 	}
 	notFamily = map[string]bool{
 		"Bank": true, "Community": true, "Foods": true, "Health": true, "Home": true, "Logistics": true,
