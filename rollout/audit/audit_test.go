@@ -120,8 +120,7 @@ func tools(ss []*scenario.Scenario) int {
 // never raise one. Every other row must stay within the tolerance.
 var learnabilityCeilings = map[string]float64{
 	string(audit.ToolAllowed) + "/position, parameter count, name and description words": 0.075,
-	string(audit.WhichLure) + `/"the longest string"`:                                  0.155,
-	string(audit.WhichLure) + "/bag of words on the leaf":                              0.145,
+	string(audit.WhichLure) + "/bag of words on the leaf":                                0.12,
 }
 
 // TestBuiltinSuiteLearnability holds the built-in suite to the audit: the
