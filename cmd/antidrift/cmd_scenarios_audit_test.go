@@ -11,7 +11,7 @@ import (
 func TestScenariosAudit(t *testing.T) {
 	code, stdout, stderr := runScenarios(t, "scenarios", "audit", "builtin")
 	require.Equal(t, 0, code, stderr)
-	for _, s := range []string{"117 scenarios valid", "0 labelled as they must not be, 0 not built",
+	for _, s := range []string{"182 scenarios valid", "0 labelled as they must not be, 0 not built",
 		"tools in seeded order, seed 1", `"the first k tools are allowed"`, "bag of words on the leaf", "lure or benign note?"} {
 		assert.Contains(t, stdout, s)
 	}

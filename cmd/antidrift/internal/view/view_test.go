@@ -265,10 +265,11 @@ func TestSearchFindsMessagesExactly(t *testing.T) {
 	// A phrase from a tool result, one with characters JSON escapes, and
 	// one that appears nowhere.
 	var phrase string
-	for _, m := range recs[0].Messages {
-		if m.Role == trajectory.RoleTool && len(m.Content) > 30 {
-			phrase = m.Content[5:25]
-			break
+	for _, r := range recs {
+		for _, m := range r.Messages {
+			if phrase == "" && m.Role == trajectory.RoleTool && len(m.Content) > 30 {
+				phrase = m.Content[5:25]
+			}
 		}
 	}
 	require.NotEmpty(t, phrase)
