@@ -101,6 +101,17 @@ func simRun(dir, profile string, rollouts int, seed int64, concurrency int) erro
 	if err != nil {
 		return err
 	}
+	if raceEnabled {
+		var part []*scenario.Scenario
+		n := map[string]int{}
+		for _, s := range ss {
+			if n[s.Domain] < 8 {
+				n[s.Domain]++
+				part = append(part, s)
+			}
+		}
+		ss = part
+	}
 	p, err := sim.Lookup(profile)
 	if err != nil {
 		return err

@@ -1,0 +1,5 @@
+//go:build !race
+
+package pairs_test
+
+const raceEnabled = false
