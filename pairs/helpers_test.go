@@ -102,15 +102,7 @@ func simRun(dir, profile string, rollouts int, seed int64, concurrency int) erro
 		return err
 	}
 	if raceEnabled {
-		var part []*scenario.Scenario
-		n := map[string]int{}
-		for _, s := range ss {
-			if n[s.Domain] < 8 {
-				n[s.Domain]++
-				part = append(part, s)
-			}
-		}
-		ss = part
+		ss = suite.PerDomain(ss, 8)
 	}
 	p, err := sim.Lookup(profile)
 	if err != nil {

@@ -36,26 +36,13 @@ var loadSuite = sync.OnceValues(suite.Load)
 
 // builtin returns the named scenarios of the built-in suite (all without
 // ids), in id order.
-// stratified is the first n scenarios of each domain, in suite order.
-func stratified(ss []*scenario.Scenario, n int) []*scenario.Scenario {
-	var out []*scenario.Scenario
-	k := map[string]int{}
-	for _, s := range ss {
-		if k[s.Domain] < n {
-			k[s.Domain]++
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
 func builtin(t *testing.T, ids ...string) []*scenario.Scenario {
 	t.Helper()
 	ss, err := loadSuite()
 	require.NoError(t, err)
 	if len(ids) == 0 {
 		if raceEnabled {
-			return stratified(ss, 6)
+			return suite.PerDomain(ss, 6)
 		}
 		return ss
 	}

@@ -232,6 +232,11 @@ func Stale(l Label, rec *trajectory.Record) bool {
 	return l.RecordStart != "" && rec.Timings.Start != l.RecordStart
 }
 
+// staleError is the refusal of a label whose record was rolled out again.
+func staleError(name, trajID string) error {
+	return fmt.Errorf("labeling %q judged an earlier version of trajectory %s (the record was rolled out again after it was judged); judge the run again", name, trajID)
+}
+
 // CheckFresh refuses a labeling whose records were rolled out again after
 // it was judged (rollout --force replaces them): it reads the run's records
 // and names the first label whose record is not the one judged.
@@ -249,7 +254,7 @@ func CheckFresh(run, name string, ls []Label) error {
 	for it.Next() {
 		rec := it.At()
 		if l, ok := by[rec.TrajID]; ok && Stale(l, rec) {
-			return fmt.Errorf("labels: %s: labeling %q judged an earlier version of trajectory %s (the record was rolled out again after it was judged); judge the run again", run, name, rec.TrajID)
+			return fmt.Errorf("labels: %s: %w", run, staleError(name, rec.TrajID))
 		}
 	}
 	return it.Err()

@@ -65,7 +65,7 @@ func (o *Overlay) Apply(rec *trajectory.Record) (bool, error) {
 		return false, fmt.Errorf("labels: labeling %q has no label for trajectory %s (written for other records? rerun antidrift judge with --force)", o.Name, rec.TrajID)
 	}
 	if Stale(l, rec) {
-		return false, fmt.Errorf("labels: labeling %q judged an earlier version of trajectory %s (the record was rolled out again after it was judged); judge the run again", o.Name, rec.TrajID)
+		return false, fmt.Errorf("labels: %w", staleError(o.Name, rec.TrajID))
 	}
 	if !l.Judged() {
 		o.leftOut.Add(1)

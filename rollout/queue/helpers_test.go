@@ -75,15 +75,7 @@ func testSuite(t testing.TB) []*scenario.Scenario {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []*scenario.Scenario
-	n := map[string]int{}
-	for _, s := range ss {
-		if n[s.Domain] < perDomainInTests {
-			n[s.Domain]++
-			out = append(out, s)
-		}
-	}
-	return out
+	return suite.PerDomain(ss, perDomainInTests)
 }
 
 const perDomainInTests = 5

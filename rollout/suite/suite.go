@@ -45,3 +45,18 @@ func LoadNamed(name string, cat *provisions.Catalogue, opts scenario.Options) (s
 
 // Names are the built-in suites.
 var Names = []string{Name, gating.Name}
+
+// PerDomain is the first n scenarios of each domain, in the order given:
+// a stratified part of a suite for tests whose behaviour does not depend
+// on its size (the queue's faults, race-detector passes).
+func PerDomain(ss []*scenario.Scenario, n int) []*scenario.Scenario {
+	var out []*scenario.Scenario
+	k := map[string]int{}
+	for _, s := range ss {
+		if k[s.Domain] < n {
+			k[s.Domain]++
+			out = append(out, s)
+		}
+	}
+	return out
+}
