@@ -11,13 +11,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestDemoMakesEveryArtifact runs the demo pipeline small and checks that
-// each stage left its files and that the summary tells the story the
-// simulated family is built to tell.
+// TestDemoMakesEveryArtifact checks the demo pipeline, run small (the
+// shared demo: demo_shared_test.go): each stage left its files and the
+// summary tells the story the simulated family is built to tell.
 func TestDemoMakesEveryArtifact(t *testing.T) {
-	out := filepath.Join(t.TempDir(), "demo")
-	var summary strings.Builder
-	require.NoError(t, runDemo(&summary, out, 2, 0))
+	out, s := sharedDemo(t)
 
 	for _, f := range []string{
 		"runs/base/manifest.json", "runs/overcautious/trajectories/part-0-of-1.jsonl",
@@ -41,7 +39,6 @@ func TestDemoMakesEveryArtifact(t *testing.T) {
 	require.Len(t, m.Tables, 1)
 	assert.Equal(t, len(builtinScenarios(t))*2*5, m.Tables[0].Rows, "every episode of every checkpoint is exported")
 
-	s := summary.String()
 	assert.Contains(t, s, "sim:overcautious")
 	assert.Contains(t, s, "capability collapse")
 	assert.Contains(t, s, "sim:dpo-1 → sim:dpo-2")
@@ -55,7 +52,11 @@ func TestDemoMakesEveryArtifact(t *testing.T) {
 	require.NoError(t, err)
 	checkTrainerRowsV3(t, out, runs)
 
-	// Rerunning resumes the rollouts and rewrites the rest.
-	summary.Reset()
-	require.NoError(t, runDemo(&summary, out, 2, 0))
+	// Rerunning resumes the rollouts and rewrites the rest (on a copy: the
+	// shared demo is read by other tests).
+	again := filepath.Join(t.TempDir(), "demo")
+	copyDemo(t, again)
+	var summary strings.Builder
+	require.NoError(t, runDemo(&summary, again, 2, 0))
+	assert.Contains(t, summary.String(), "sim:dpo-1 → sim:dpo-2")
 }

@@ -46,6 +46,7 @@ func pairRuns(t *testing.T) []string {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	removeSharedDemo()
 	if pairRunsRoot != "" {
 		os.RemoveAll(pairRunsRoot)
 	}

@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,28 +22,12 @@ import (
 
 var updateScreenshot = flag.Bool("update-screenshot", false, "rewrite docs/view.png from the browser test")
 
-var (
-	viewDemoOnce sync.Once
-	viewDemoDir  string
-	viewDemoErr  error
-)
-
-// viewDemo is a small demo output (simulated checkpoints, two rollouts per
-// scenario): run folders, dataset tables and a report, made once.
+// viewDemo is the shared demo output (demo_shared_test.go) the viewer
+// tests serve; they only read it.
 func viewDemo(t *testing.T) string {
 	t.Helper()
-	viewDemoOnce.Do(func() {
-		d, err := os.MkdirTemp("", "antidrift-view-demo-")
-		if err != nil {
-			viewDemoErr = err
-			return
-		}
-		viewDemoDir = filepath.Join(d, "demo")
-		viewDemoErr = runDemo(io.Discard, viewDemoDir, 2, 0)
-	})
-	require.NoError(t, viewDemoErr)
-	t.Cleanup(func() {}) // the folder is removed by the OS temp cleanup; tests only read it
-	return viewDemoDir
+	dir, _ := sharedDemo(t)
+	return dir
 }
 
 // startView runs `antidrift view` on paths and returns its URL; the server

@@ -64,11 +64,11 @@ func (sp spec) filter(t testing.TB) agent.FilterOptions {
 }
 
 // testSuite is the scenarios the queue tests run: the first
-// perDomainInTests of each domain of the built-in suite, in its order.
-// The queue's behaviour (delivery, faults, checks, equality with a local
-// run) does not depend on how many scenarios a run has, and the whole
-// suite would make each fault test (and the race pass) several times
-// slower.
+// perDomainInTests of each domain of the built-in suite, in its order
+// (fewer under the race detector: see race_on_test.go). The queue's
+// behaviour (delivery, faults, checks, equality with a local run) does not
+// depend on how many scenarios a run has, and the whole suite would make
+// each fault test (and the race pass) several times slower.
 func testSuite(t testing.TB) []*scenario.Scenario {
 	t.Helper()
 	ss, err := suite.Load()
@@ -78,7 +78,6 @@ func testSuite(t testing.TB) []*scenario.Scenario {
 	return suite.PerDomain(ss, perDomainInTests)
 }
 
-const perDomainInTests = 5
 
 // config is the engine configuration of sp; Policy is set for local runs.
 func (sp spec) config(t testing.TB, ss []*scenario.Scenario) engine.Config {
