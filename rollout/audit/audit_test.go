@@ -113,20 +113,11 @@ func tools(ss []*scenario.Scenario) int {
 	return n
 }
 
-// learnabilityCeilings are the rows of the built-in suite still above
-// their base rate by more than audit.Tolerance, each with the most it may
-// exceed it by today: a ratchet. Issue 26 asks every row within the
-// tolerance; until the suite gets there, a change may lower a ceiling and
-// never raise one. Every other row must stay within the tolerance.
-var learnabilityCeilings = map[string]float64{
-	string(audit.ToolAllowed) + "/position, parameter count, name and description words": 0.075,
-	string(audit.WhichLure) + "/bag of words on the leaf":                                0.12,
-}
-
 // TestBuiltinSuiteLearnability holds the built-in suite to the audit: the
 // table `antidrift scenarios audit builtin` prints, each trivial classifier
 // within audit.Tolerance of its base rate (above it: a shortcut; far below
-// a fixed rule: its inverse is one), or under its ratchet ceiling.
+// a fixed rule: its inverse is one). Issue 26's done-when: no row is
+// exempt.
 func TestBuiltinSuiteLearnability(t *testing.T) {
 	ss, err := suite.Load()
 	require.NoError(t, err)
@@ -139,10 +130,6 @@ func TestBuiltinSuiteLearnability(t *testing.T) {
 	for _, r := range l.Rows {
 		require.Positive(t, r.N, "%s / %s: no items", r.Question, r.Classifier)
 		key := string(r.Question) + "/" + r.Classifier
-		if ceil, ok := learnabilityCeilings[key]; ok {
-			assert.LessOrEqual(t, r.Gap(), ceil, "%s: %.3f against a base rate of %.3f, above its ratchet", key, r.Accuracy, r.BaseRate)
-			continue
-		}
 		assert.LessOrEqual(t, math.Abs(r.Gap()), audit.Tolerance, "%s: %.3f against a base rate of %.3f", key, r.Accuracy, r.BaseRate)
 	}
 }
