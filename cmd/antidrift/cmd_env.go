@@ -70,14 +70,19 @@ See docs/environment.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runEnvServe(cmd, f) },
 	}
-	fl := serve.Flags()
-	addEnvPlanFlags(fl, &f)
+	addEnvPlanFlags(serve.Flags(), &f)
+	addEnvServeFlags(serve.Flags(), &f)
+	env.AddCommand(serve, newEnvCollectCmd())
+	return env
+}
+
+// addEnvServeFlags registers env serve's own flags (env collect takes the
+// others).
+func addEnvServeFlags(fl *pflag.FlagSet, f *envFlags) {
 	fl.StringVar(&f.addr, "addr", "127.0.0.1:8000", "listen address (port 0: any free port, printed)")
 	fl.IntVar(&f.maxSessions, "max-sessions", 64, "sessions open at once (HTTP and MCP episodes, WebSocket connections); more are refused with CAPACITY_REACHED")
 	fl.DurationVar(&f.idle, "session-timeout", 10*time.Minute, "end a session whose client sent nothing for this long (recorded in errors/)")
 	fl.DurationVar(&f.attachWait, "attach-timeout", 2*time.Minute, "with --queue: how long to wait for env collect to publish the run")
-	env.AddCommand(serve, newEnvCollectCmd())
-	return env
 }
 
 // addEnvPlanFlags registers the flags that make a served run's plan, its
