@@ -139,12 +139,26 @@ func (r *EnvReplica) Attach(ctx context.Context, wait time.Duration) error {
 		return fmt.Errorf("queue: run %s: the configuration has no run key", m.Run)
 	}
 	r.key = rc.RunKey
-	kv, err := r.JS.KeyValue(ctx, counterBucket)
-	if err != nil {
-		return fmt.Errorf("queue: run %s: rollout counters: %w", m.Run, err)
+	for {
+		// A writer restarting on a queue that lost its counters publishes
+		// its configuration only once they exist again; an old
+		// configuration may still be seen meanwhile.
+		kv, err := r.JS.KeyValue(ctx, counterBucket)
+		if err == nil {
+			r.kv = kv
+			return nil
+		}
+		if !errors.Is(err, jetstream.ErrBucketNotFound) {
+			return fmt.Errorf("queue: run %s: rollout counters: %w", m.Run, err)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w %s: no rollout counters yet (is env collect starting?)", ErrNoWriter, m.Run)
+		}
+		sleep(ctx, 250*time.Millisecond)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 	}
-	r.kv = kv
-	return nil
 }
 
 // planDiffText names the first plan fields that differ.

@@ -187,6 +187,14 @@ func (c *EnvCollector) setup(ctx context.Context, rc *EnvConfig, next map[string
 			return nil, err
 		}
 	}
+	if _, kerr := js.KeyValue(ctx, counterBucket); errors.Is(kerr, jetstream.ErrBucketNotFound) {
+		// The queue lost its counters: withdraw the configuration until
+		// they are raised again, so that no replica attaches to counters
+		// that start from 0.
+		if derr := obs.Delete(ctx, envConfigName(rc.RunID)); derr != nil && !errors.Is(derr, jetstream.ErrObjectNotFound) {
+			return nil, fmt.Errorf("queue: withdrawing the run configuration: %w", derr)
+		}
+	}
 	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: counterBucket, Storage: jetstream.FileStorage,
 		Description: "antidrift env serve: next rollout index per run and scenario"})
 	if err != nil {

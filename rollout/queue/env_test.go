@@ -368,6 +368,14 @@ func TestEnvCollectorDedupRestartResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	col = startCollector(t, ts.url(), dir, m, ss)
+	waitEnv(t, "the writer to raise the counters", func() bool {
+		kv, err := js.KeyValue(context.Background(), counterBucket)
+		if err != nil {
+			return false
+		}
+		e, err := kv.Get(context.Background(), counterKey(RunID(m.Run), ss[0].ID))
+		return err == nil && string(e.Value()) == "2"
+	})
 	x = startReplica(t, ts.url(), m, ss)
 	for _, s := range ss {
 		drive(t, x.hs.URL, s, 0)
