@@ -289,10 +289,10 @@ func (r *EnvReplica) publish(rec *trajectory.Record, suffix string) error {
 			r.mu.Unlock()
 			return nil
 		}
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || errors.Is(err, nats.ErrConnectionClosed) {
 			return fmt.Errorf("queue: publishing the record of %s: %w", rec.TrajID, err)
 		}
-		sleep(ctx, 250*time.Millisecond)
+		sleep(ctx, 250*time.Millisecond) // the server is restarting: the connection reconnects
 	}
 }
 

@@ -434,3 +434,35 @@ func TestEnvReplicaRefusesAnotherPlan(t *testing.T) {
 		}
 	}
 }
+
+// TestEnvReplicaDiesMidEpisode: a replica that dies (its connections cut,
+// no shutdown) loses only its unfinished episode: what it published is
+// written, the other replica goes on, and the lost episode's rollout index
+// is skipped, never reused.
+func TestEnvReplicaDiesMidEpisode(t *testing.T) {
+	ss := envScenarios(t)
+	m := envManifest(ss)
+	ts := startTestServer(t)
+	dir := filepath.Join(t.TempDir(), "served")
+	col := startCollector(t, ts.url(), dir, m, ss)
+	a, b := startReplica(t, ts.url(), m, ss), startReplica(t, ts.url(), m, ss)
+	drive(t, b.hs.URL, ss[0], 0)
+	drive(t, b.hs.URL, ss[0], 2) // two steps in, then b dies
+	b.rep.NC.Close()
+	b.hs.CloseClientConnections()
+	drive(t, a.hs.URL, ss[0], 0)
+	waitEnv(t, "both finished episodes", func() bool { return col.records.Load() == 2 })
+	b.stop() // the dead replica's session cannot reach the queue any more
+	col.stop()
+	if col.err != nil || col.sum.Written != 2 || col.sum.Errors != 0 {
+		t.Fatalf("summary %+v, %v", col.sum, col.err)
+	}
+	var rollouts []int
+	for _, r := range envRecordsList(t, dir) {
+		rollouts = append(rollouts, r.Rollout)
+	}
+	sort.Ints(rollouts)
+	if fmt.Sprint(rollouts) != "[0 2]" {
+		t.Fatalf("rollouts %v, want [0 2] (1 was the dead replica's)", rollouts)
+	}
+}
