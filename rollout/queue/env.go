@@ -83,12 +83,13 @@ type EnvReplica struct {
 	// 30 s): past it the episode's client is told its record was not kept.
 	Timeout time.Duration
 
-	id     string
-	key    string
-	kv     jetstream.KeyValue
-	hashes map[string]string
-	mu     sync.Mutex
-	done   int64
+	id       string
+	key      string
+	kv       jetstream.KeyValue
+	hashes   map[string]string
+	mu       sync.Mutex
+	done     int64
+	counters map[string]*counter
 }
 
 // Attach waits (up to wait) for the writer's configuration of the run and
@@ -205,26 +206,76 @@ func (r *EnvReplica) getConfig(ctx context.Context) ([]byte, error) {
 	return obs.GetBytes(ctx, envConfigName(r.id))
 }
 
+// counter is a replica's view of one scenario's counter: the value and
+// revision it last saw, so that a replica alone on a key takes an index
+// in one update, and its lock, so that its own resets of one scenario
+// (a GRPO group resets together) queue here instead of failing each
+// other's compare-and-set on the server.
+type counter struct {
+	mu    sync.Mutex
+	known bool
+	val   int
+	rev   uint64
+}
+
 // Next hands out the scenario's next rollout index of the run, shared by
 // every replica (a compare-and-set on the run's counter).
 func (r *EnvReplica) Next(scenarioID string) (int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), r.Timeout)
 	defer cancel()
-	return nextCounter(ctx, r.kv, counterKey(r.id, scenarioID), 0)
+	key := counterKey(r.id, scenarioID)
+	r.mu.Lock()
+	if r.counters == nil {
+		r.counters = map[string]*counter{}
+	}
+	c := r.counters[key]
+	if c == nil {
+		c = &counter{}
+		r.counters[key] = c
+	}
+	r.mu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for ctx.Err() == nil {
+		if !c.known {
+			e, err := r.kv.Get(ctx, key)
+			switch {
+			case errors.Is(err, jetstream.ErrKeyNotFound):
+				if rev, err := r.kv.Create(ctx, key, []byte("1")); err == nil {
+					c.known, c.val, c.rev = true, 1, rev
+					return 0, nil
+				}
+				continue // another replica created it: read it
+			case err != nil:
+				sleep(ctx, 50*time.Millisecond) // disconnected: the connection reconnects
+				continue
+			}
+			n, err := strconv.Atoi(string(e.Value()))
+			if err != nil || n < 0 {
+				return 0, fmt.Errorf("queue: rollout counter %s holds %q", key, e.Value())
+			}
+			c.known, c.val, c.rev = true, n, e.Revision()
+		}
+		rev, err := r.kv.Update(ctx, key, []byte(strconv.Itoa(c.val+1)), c.rev)
+		if err != nil {
+			c.known = false // another replica took it first (or the server restarts): read again
+			continue
+		}
+		n := c.val
+		c.val, c.rev = n+1, rev
+		return n, nil
+	}
+	return 0, fmt.Errorf("queue: rollout counter %s: %w", key, ctx.Err())
 }
 
-// nextCounter takes the counter's value and raises it by one; with at
-// least > 0 it only raises it to at least that value and takes nothing.
-func nextCounter(ctx context.Context, kv jetstream.KeyValue, key string, atLeast int) (int, error) {
+// raiseCounter raises a counter to at least atLeast (the writer's start:
+// what the folder holds).
+func raiseCounter(ctx context.Context, kv jetstream.KeyValue, key string, atLeast int) error {
 	for ctx.Err() == nil {
 		e, err := kv.Get(ctx, key)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			want := 1
-			if atLeast > 0 {
-				want = atLeast
-			}
-			if _, err := kv.Create(ctx, key, []byte(strconv.Itoa(want))); err == nil {
-				return 0, nil
+			if _, err := kv.Create(ctx, key, []byte(strconv.Itoa(atLeast))); err == nil {
+				return nil
 			} else if !errors.Is(err, jetstream.ErrKeyExists) {
 				sleep(ctx, 50*time.Millisecond)
 			}
@@ -236,21 +287,17 @@ func nextCounter(ctx context.Context, kv jetstream.KeyValue, key string, atLeast
 		}
 		n, err := strconv.Atoi(string(e.Value()))
 		if err != nil || n < 0 {
-			return 0, fmt.Errorf("queue: rollout counter %s holds %q", key, e.Value())
+			return fmt.Errorf("queue: rollout counter %s holds %q", key, e.Value())
 		}
-		want := n + 1
-		if atLeast > 0 {
-			if n >= atLeast {
-				return n, nil
-			}
-			want = atLeast
+		if n >= atLeast {
+			return nil
 		}
-		if _, err := kv.Update(ctx, key, []byte(strconv.Itoa(want)), e.Revision()); err == nil {
-			return n, nil
+		if _, err := kv.Update(ctx, key, []byte(strconv.Itoa(atLeast)), e.Revision()); err == nil {
+			return nil
 		}
-		// Another replica took it first (or the server is restarting): again.
+		// A replica took an index meanwhile: again.
 	}
-	return 0, fmt.Errorf("queue: rollout counter %s: %w", key, ctx.Err())
+	return fmt.Errorf("queue: rollout counter %s: %w", key, ctx.Err())
 }
 
 // Record publishes a finished record to the run's results stream, signed

@@ -202,7 +202,7 @@ func (c *EnvCollector) setup(ctx context.Context, rc *EnvConfig, next map[string
 	}
 	for _, s := range c.Scenarios {
 		if n := next[s.ID]; n > 0 {
-			if _, err := nextCounter(ctx, kv, counterKey(rc.RunID, s.ID), n); err != nil {
+			if err := raiseCounter(ctx, kv, counterKey(rc.RunID, s.ID), n); err != nil {
 				return nil, err
 			}
 		}

@@ -122,13 +122,22 @@ type replica struct {
 
 func startReplica(t testing.TB, url string, m store.Manifest, ss []*scenario.Scenario) *replica {
 	t.Helper()
+	return startReplicaWith(t, url, m, ss, nil)
+}
+
+func startReplicaWith(t testing.TB, url string, m store.Manifest, ss []*scenario.Scenario, mod func(*envserver.Config)) *replica {
+	t.Helper()
 	nc, js := connect(t, url)
 	m.Created = time.Now().UTC().Format(time.RFC3339) // each replica plans at its own time: only the plan must agree
 	rep := &EnvReplica{NC: nc, JS: js, Manifest: m, Scenarios: ss}
 	if err := rep.Attach(context.Background(), 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := envserver.NewReplica(envConfig(ss), m.Run, rep, rep)
+	cfg := envConfig(ss)
+	if mod != nil {
+		mod(&cfg)
+	}
+	srv, err := envserver.NewReplica(cfg, m.Run, rep, rep)
 	if err != nil {
 		t.Fatal(err)
 	}
