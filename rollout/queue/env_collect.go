@@ -41,6 +41,9 @@ type EnvCollector struct {
 	OnRecord func(*trajectory.Record)
 	// Log receives refusals; nil discards them.
 	Log io.Writer
+	// AckWait is how long results fetched by a writer that died come back
+	// to the next one (default 30 s).
+	AckWait time.Duration
 }
 
 // EnvSummary counts what a collector did.
@@ -58,6 +61,9 @@ func (c *EnvCollector) Run(ctx context.Context) (sum EnvSummary, retErr error) {
 	logw := c.Log
 	if logw == nil {
 		logw = io.Discard
+	}
+	if c.AckWait <= 0 {
+		c.AckWait = 30 * time.Second
 	}
 	man := c.Folder.Manifest
 	id := RunID(man.Run)
@@ -216,7 +222,7 @@ func (c *EnvCollector) setup(ctx context.Context, rc *EnvConfig, next map[string
 		return nil, fmt.Errorf("queue: results stream: %w", err)
 	}
 	if _, err := results.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
-		Durable: collectConsumer, AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second, MaxAckPending: 1 << 20,
+		Durable: collectConsumer, AckPolicy: jetstream.AckExplicitPolicy, AckWait: c.AckWait, MaxAckPending: 1 << 20,
 	}); err != nil {
 		return nil, fmt.Errorf("queue: results consumer: %w", err)
 	}

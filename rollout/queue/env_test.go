@@ -7,18 +7,23 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/antidrift/antidrift/rollout/agent"
 	"github.com/antidrift/antidrift/rollout/engine"
 	"github.com/antidrift/antidrift/rollout/envserver"
+	"github.com/antidrift/antidrift/rollout/provisions"
 	"github.com/antidrift/antidrift/rollout/scenario"
 	"github.com/antidrift/antidrift/rollout/store"
 	"github.com/antidrift/antidrift/rollout/suite"
@@ -26,16 +31,38 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// envScenarios are the served scenarios of these tests: three built-in
-// ones, whatever their domain (what the queue does does not depend on them).
+// envScenarios are the served scenarios of these tests: the first three
+// files of the built-in suite, whatever their domain (what the queue does
+// does not depend on them). Parsed alone, not with the whole suite: the
+// subprocess writers load them too.
 func envScenarios(t testing.TB) []*scenario.Scenario {
 	t.Helper()
-	ss, err := suite.Load()
+	ss, err := loadEnvScenarios()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return ss[:3]
+	return ss
 }
+
+var loadEnvScenarios = sync.OnceValues(func() ([]*scenario.Scenario, error) {
+	var ss []*scenario.Scenario
+	err := fs.WalkDir(suite.FS(), "scenarios", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".json") || len(ss) == 3 {
+			return err
+		}
+		data, err := fs.ReadFile(suite.FS(), path)
+		if err != nil {
+			return err
+		}
+		s, ps := scenario.Parse(suite.Name+":"+path, data, provisions.Builtin())
+		if err := ps.Err(); err != nil {
+			return err
+		}
+		ss = append(ss, s)
+		return nil
+	})
+	return ss, err
+})
 
 func envManifest(ss []*scenario.Scenario) store.Manifest {
 	ids := make([]string, len(ss))
@@ -473,5 +500,52 @@ func TestEnvReplicaDiesMidEpisode(t *testing.T) {
 	sort.Ints(rollouts)
 	if fmt.Sprint(rollouts) != "[0 2]" {
 		t.Fatalf("rollouts %v, want [0 2] (1 was the dead replica's)", rollouts)
+	}
+}
+
+// TestEnvCollectorSIGKILLed: the writer, a separate process, is SIGKILLed
+// while a replica publishes, and episodes go on while it is down;
+// restarted on the folder, it ends with every finished episode once (those
+// it had fetched and not acked come back after the ack wait, and are
+// dropped as duplicates) and no torn record.
+func TestEnvCollectorSIGKILLed(t *testing.T) {
+	skipFailure(t)
+	ss := envScenarios(t)
+	m := envManifest(ss)
+	ts := startTestServer(t)
+	dir := filepath.Join(t.TempDir(), "served")
+	env := []string{"QT_URL=" + ts.url(), "QT_DIR=" + dir, "QT_ACKWAIT=1s"}
+	p := startProc(t, "envcollect", spec{}, env...)
+	x := startReplica(t, ts.url(), m, ss)
+	const episodes = 12
+	var wg sync.WaitGroup
+	for i := range episodes {
+		wg.Add(1)
+		go func() { defer wg.Done(); drive(t, x.hs.URL, ss[i%len(ss)], 0) }()
+	}
+	waitFor(t, 20*time.Second, "the writer's first records", func() bool { return lines(dir) > 0 })
+	if !p.kill(t) {
+		t.Fatalf("the writer ended before it was killed:\n%s", p.out.String())
+	}
+	wg.Wait()
+	for _, s := range ss { // published while no writer runs: only the restarted one can write them
+		drive(t, x.hs.URL, s, 0)
+	}
+	p = startProc(t, "envcollect", spec{}, env...)
+	waitFor(t, 20*time.Second, "every episode in the folder", func() bool { return lines(dir) == episodes+len(ss) })
+	_, js := connect(t, ts.url())
+	waitEnv(t, "the stream to drain", func() bool { return drained(t, js, m.Run) })
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.wait(t, 20*time.Second); err != nil {
+		t.Fatalf("%v:\n%s", err, p.out.String())
+	}
+	if got := envRecords(t, dir); len(got) != episodes+len(ss) {
+		t.Fatalf("%d records, want %d", len(got), episodes+len(ss))
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "trajectories", "part-0-of-1.jsonl"))
+	if len(b) == 0 || b[len(b)-1] != '\n' {
+		t.Fatal("torn last record")
 	}
 }
