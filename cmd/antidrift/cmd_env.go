@@ -16,7 +16,9 @@ import (
 	"github.com/antidrift/antidrift/rollout/agent"
 	"github.com/antidrift/antidrift/rollout/engine"
 	"github.com/antidrift/antidrift/rollout/envserver"
+	"github.com/antidrift/antidrift/rollout/queue"
 	"github.com/antidrift/antidrift/rollout/scenario"
+	"github.com/antidrift/antidrift/rollout/secret"
 	"github.com/antidrift/antidrift/rollout/store"
 	"github.com/antidrift/antidrift/rollout/trajectory"
 	"github.com/spf13/cobra"
@@ -39,13 +41,19 @@ type envFlags struct {
 	force       bool
 	idle        time.Duration
 	reward      rewardFlags
+	// queue, queueAuthEnv and attachWait: serving as one of several
+	// replicas behind the NATS queue (env serve --queue) and its writer
+	// (env collect).
+	queue        string
+	queueAuthEnv string
+	attachWait   time.Duration
 }
 
 func newEnvCmd() *cobra.Command {
 	env := &cobra.Command{Use: "env", Short: "Serve the scenarios as an environment (OpenEnv HTTP/WebSocket, MCP, /verify)"}
 	var f envFlags
 	serve := &cobra.Command{
-		Use:   "serve --scenarios builtin|PATH --out RUN",
+		Use:   "serve --scenarios builtin|PATH (--out RUN | --queue URL)",
 		Short: "Serve episodes over OpenEnv HTTP and WebSocket, MCP and /verify, recording each into a run folder",
 		Long: `Serve the scenarios as an environment for on-policy training and for any agent:
 POST /reset, POST /step, GET /state, GET /schema, GET /health and /ws (the
@@ -53,15 +61,36 @@ OpenEnv protocol), MCP over Streamable HTTP at /mcp/{scenario_id}, and
 POST /verify (label a trajectory produced elsewhere). Every episode is
 recorded into --out as rollout records it; an episode whose client left goes
 to errors/. A restarted server resumes the folder's rollout counters.
+
+With --queue URL instead of --out, the server is one of several replicas
+writing one run folder: it records nothing itself but publishes each
+finished episode to the NATS queue, where "antidrift env collect" (started
+first, with the same flags and --out) is the folder's one writer.
 See docs/environment.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runEnvServe(cmd, f) },
 	}
-	fl := serve.Flags()
-	fl.StringSliceVar(&f.scenarios, "scenarios", []string{"builtin"}, "scenario files or folders, or builtin")
-	fl.StringVar(&f.out, "out", "", "run folder")
+	addEnvPlanFlags(serve.Flags(), &f)
+	addEnvServeFlags(serve.Flags(), &f)
+	env.AddCommand(serve, newEnvCollectCmd())
+	return env
+}
+
+// addEnvServeFlags registers env serve's own flags (env collect takes the
+// others).
+func addEnvServeFlags(fl *pflag.FlagSet, f *envFlags) {
 	fl.StringVar(&f.addr, "addr", "127.0.0.1:8000", "listen address (port 0: any free port, printed)")
 	fl.IntVar(&f.maxSessions, "max-sessions", 64, "sessions open at once (HTTP and MCP episodes, WebSocket connections); more are refused with CAPACITY_REACHED")
+	fl.DurationVar(&f.idle, "session-timeout", 10*time.Minute, "end a session whose client sent nothing for this long (recorded in errors/)")
+	fl.DurationVar(&f.attachWait, "attach-timeout", 2*time.Minute, "with --queue: how long to wait for env collect to publish the run")
+}
+
+// addEnvPlanFlags registers the flags that make a served run's plan, its
+// folder and its queue: env serve's and env collect's alike, so that the
+// replicas and their writer are given one list.
+func addEnvPlanFlags(fl *pflag.FlagSet, f *envFlags) {
+	fl.StringSliceVar(&f.scenarios, "scenarios", []string{"builtin"}, "scenario files or folders, or builtin")
+	fl.StringVar(&f.out, "out", "", "run folder")
 	fl.IntVar(&f.maxSteps, "max-steps", 20, "assistant turns per episode")
 	fl.StringVar(&f.framework, "framework", engine.FrameworkNormal, "agent framework: "+strings.Join(engine.Frameworks, ", "))
 	f.filter.register(fl, true)
@@ -69,11 +98,9 @@ See docs/environment.md.`,
 	fl.StringVar(&f.checkpoint, "checkpoint", "env", "checkpoint name recorded in every trajectory")
 	fl.StringVar(&f.run, "run", "", "run name (default: derived from the configuration)")
 	fl.BoolVar(&f.force, "force", false, "start over in a folder holding another run (old trajectories are moved aside)")
-	fl.DurationVar(&f.idle, "session-timeout", 10*time.Minute, "end a session whose client sent nothing for this long (recorded in errors/)")
+	fl.StringVar(&f.queue, "queue", "", "NATS URL (nats://HOST:PORT) of the queue behind which several servers share one run folder")
+	fl.StringVar(&f.queueAuthEnv, "queue-auth-env", "", "environment variable holding the NATS credential (a token, or USER:PASSWORD), as queue serve --auth-env; never written anywhere")
 	addRewardConfigFlags(fl, &f.reward)
-	_ = serve.MarkFlagRequired("out")
-	env.AddCommand(serve)
-	return env
 }
 
 // addRewardConfigFlags registers the rewards command's reward options
@@ -135,24 +162,31 @@ func scenarioPlan(src []string, ss []*scenario.Scenario) store.Plan {
 		ToolOrder: engine.PlanToolOrder(agent.ToolOrderSeeded)}
 }
 
-func runEnvServe(cmd *cobra.Command, f envFlags) error {
+// envRun is a served run as the flags plan it.
+type envRun struct {
+	scenarios []*scenario.Scenario
+	manifest  store.Manifest
+	config    envserver.Config
+}
+
+// planEnv loads the scenarios and plans the served run from the flags;
+// env serve and env collect plan alike, so that a replica and its writer
+// agree on the run.
+func planEnv(f envFlags) (*envRun, error) {
 	if err := engine.CheckFramework(f.framework); err != nil {
-		return fmt.Errorf("--framework: %w", err)
-	}
-	if f.maxSessions < 1 {
-		return fmt.Errorf("--max-sessions must be at least 1")
+		return nil, fmt.Errorf("--framework: %w", err)
 	}
 	fopts, err := f.filter.options(f.filter.riskLambda)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ss, err := loadScenariosWith(f.scenarios, "", scenario.Options{AllowUnsafeProvenance: f.filter.allowUnsafe})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	rw, rwDesc, err := rewardConfigOf(f.reward, ss)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	plan := scenarioPlan(f.scenarios, ss)
 	plan.Policy, plan.Checkpoint, plan.Framework, plan.Seed, plan.MaxSteps = "env-serve", f.checkpoint, f.framework, f.seed, f.maxSteps
@@ -163,16 +197,58 @@ func runEnvServe(cmd *cobra.Command, f envFlags) error {
 	}
 	man := store.Manifest{Version: Version, Run: runName, Created: time.Now().UTC().Format(time.RFC3339), Plan: plan,
 		Settings: store.Settings{Concurrency: f.maxSessions, Command: commandLine(), Rewards: rwDesc}}
-	run, err := store.Open(f.out, man, f.force)
+	cfg := envserver.Config{Scenarios: ss, Framework: f.framework, Filter: fopts,
+		Limits: agent.Limits{MaxSteps: f.maxSteps}, Checkpoint: f.checkpoint, Seed: f.seed, MaxSessions: f.maxSessions,
+		IdleTimeout: f.idle, Rewards: scorer(rw), RewardsSpec: rwDesc, Version: Version}
+	return &envRun{scenarios: ss, manifest: man, config: cfg}, nil
+}
+
+func runEnvServe(cmd *cobra.Command, f envFlags) error {
+	switch {
+	case f.maxSessions < 1:
+		return fmt.Errorf("--max-sessions must be at least 1")
+	case f.out == "" && f.queue == "":
+		return fmt.Errorf("give --out RUN (this server writes the run folder) or --queue URL (one of several replicas; env collect writes the folder)")
+	case f.out != "" && f.queue != "":
+		return fmt.Errorf("--out and --queue: a replica behind the queue writes no folder; give --out to env collect")
+	case f.queue != "" && f.force:
+		return fmt.Errorf("--force: give it to env collect, the folder's writer")
+	}
+	er, err := planEnv(f)
 	if err != nil {
 		return err
 	}
-	defer run.Close()
-	srv, err := envserver.New(envserver.Config{Scenarios: ss, Framework: f.framework, Filter: fopts,
-		Limits: agent.Limits{MaxSteps: f.maxSteps}, Checkpoint: f.checkpoint, Seed: f.seed, MaxSessions: f.maxSessions,
-		IdleTimeout: f.idle, Rewards: scorer(rw), RewardsSpec: rwDesc, Version: Version}, run)
-	if err != nil {
-		return err
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var srv *envserver.Server
+	where := "recording into " + f.out
+	if f.queue != "" {
+		auth, err := queue.AuthFromEnv(f.queueAuthEnv)
+		if err != nil {
+			return err
+		}
+		nc, js, err := queue.ConnectAuth(ctx, f.queue, "antidrift env serve", auth)
+		if err != nil {
+			return err
+		}
+		defer nc.Close()
+		rep := &queue.EnvReplica{NC: nc, JS: js, Manifest: er.manifest, Scenarios: er.scenarios}
+		if err := rep.Attach(ctx, f.attachWait); err != nil {
+			return err
+		}
+		if srv, err = envserver.NewReplica(er.config, er.manifest.Run, rep, rep); err != nil {
+			return err
+		}
+		where = "recording through the queue's writer at " + secret.URL(f.queue)
+	} else {
+		run, err := store.Open(f.out, er.manifest, f.force)
+		if err != nil {
+			return err
+		}
+		defer run.Close()
+		if srv, err = envserver.New(er.config, run); err != nil {
+			return err
+		}
 	}
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
@@ -180,10 +256,8 @@ func runEnvServe(cmd *cobra.Command, f envFlags) error {
 		return fmt.Errorf("--addr: %w", err)
 	}
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(cmd.ErrOrStderr(), "antidrift: serving %d scenarios (framework %s) on http://%s; recording into %s (run %s)\n",
-		len(ss), f.framework, ln.Addr(), f.out, runName)
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	fmt.Fprintf(cmd.ErrOrStderr(), "antidrift: serving %d scenarios (framework %s) on http://%s; %s (run %s)\n",
+		len(er.scenarios), f.framework, ln.Addr(), where, er.manifest.Run)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {
@@ -193,7 +267,8 @@ func runEnvServe(cmd *cobra.Command, f envFlags) error {
 		err = hs.Shutdown(sctx)
 		cancel()
 	}
-	// Open episodes end as abandoned (errors/), so nothing started is lost.
+	// Open episodes end as abandoned (errors/, or published for the
+	// writer's errors/), so nothing started is lost.
 	cerr := srv.Close()
 	if errors.Is(err, http.ErrServerClosed) || errors.Is(err, context.DeadlineExceeded) {
 		err = nil

@@ -35,13 +35,19 @@ type manifestFlags struct {
 	cpus        int
 	binary      string
 	openai      bool // the policy talks to an endpoint: pass the key variable
+	// The serving shape (--serve): env serve replicas, env collect, NATS.
+	serve           bool
+	replicas        int
+	queueURL        string
+	queueAuthSecret string
+	queueStorage    string
 }
 
 func newManifestsCmd() *cobra.Command {
 	var f manifestFlags
 	cmd := &cobra.Command{
-		Use:   "manifests k8s|slurm --shards N [flags] -- ROLLOUT_FLAGS...",
-		Short: "Print a Kubernetes Indexed Job or a Slurm array script for a sharded rollout, with its merge step",
+		Use:   "manifests k8s|slurm --shards N [flags] -- ROLLOUT_FLAGS...  |  manifests k8s --serve --replicas N [flags] -- ENV_SERVE_FLAGS...",
+		Short: "Print a Kubernetes Indexed Job or a Slurm array script for a sharded rollout, with its merge step, or the Kubernetes shape of env serve replicas",
 		Long: `Print what runs one rollout as N shards on a batch scheduler (the static path;
 see rollout --queue for the dynamic one). Every shard is "antidrift rollout
 ROLLOUT_FLAGS --shard i/N --out DIR/shard-i", resumable when the scheduler
@@ -57,10 +63,29 @@ slurm: an array script (sbatch it); its header names the merge submission,
 which depends on the array (afterok).
 
 Flags after -- are rollout's (checked here); --shard and --out are set by the
-manifests.`,
+manifests.
+
+k8s --serve: env serve as --replicas pods behind a Service (port 8000,
+client-IP affinity), env collect as the one writer of the run folder on
+--pvc, and the NATS queue between them (a queue serve StatefulSet with its
+own volume, unless --queue names an existing server). Flags after -- are
+env serve's; the writer gets the same ones but the serving-only ones. The
+queue's credential comes from the Secret --queue-auth-secret NAME:KEY.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			kind, rollout := args[0], args[1:]
+			if !dnsLabel.MatchString(f.name) || len(f.name) > 50 {
+				return fmt.Errorf("--name %q: must be a DNS label (lower-case letters, digits and '-') of at most 50 characters", f.name)
+			}
+			if f.serve {
+				if kind != "k8s" && kind != "kubernetes" {
+					return fmt.Errorf("--serve: the serving shape is for k8s only, not %q", kind)
+				}
+				return writeK8sServe(cmd.OutOrStdout(), f, rollout)
+			}
+			if !cmd.Flags().Changed("shards") {
+				return fmt.Errorf(`required flag(s) "shards" not set (or --serve for the serving shape)`)
+			}
 			pol, err := checkShardedRollout(rollout)
 			if err != nil {
 				return err
@@ -75,9 +100,6 @@ manifests.`,
 			if f.parallelism == 0 || f.parallelism > f.shards {
 				f.parallelism = f.shards
 			}
-			if !dnsLabel.MatchString(f.name) || len(f.name) > 50 {
-				return fmt.Errorf("--name %q: must be a DNS label (lower-case letters, digits and '-') of at most 50 characters", f.name)
-			}
 			switch kind {
 			case "k8s", "kubernetes":
 				return writeK8s(cmd.OutOrStdout(), f, rollout)
@@ -89,7 +111,9 @@ manifests.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.name, "name", "antidrift", "job name (a DNS label)")
-	fl.IntVar(&f.shards, "shards", 0, "number of shards N")
+	// Required but with --serve (checked in RunE: a default of 0 would
+	// fail the flags' range check before --serve is seen).
+	fl.IntVar(&f.shards, "shards", 1, "number of shards N (required, but with --serve)")
 	fl.IntVar(&f.parallelism, "parallelism", 0, "shards running at once (default: all)")
 	fl.StringVar(&f.image, "image", "antidrift:latest", "k8s: container image holding the antidrift binary")
 	fl.StringVar(&f.binary, "binary", "antidrift", "path of the antidrift binary (in the image, or on the Slurm nodes)")
@@ -103,7 +127,11 @@ manifests.`,
 	fl.StringVar(&f.partition, "partition", "", "slurm: partition")
 	fl.StringVar(&f.timeLimit, "time", "24:00:00", "slurm: time limit of a shard")
 	fl.IntVar(&f.cpus, "cpus-per-task", 2, "slurm: CPUs of a shard")
-	_ = cmd.MarkFlagRequired("shards")
+	fl.BoolVar(&f.serve, "serve", false, "k8s: print the serving shape (env serve replicas, env collect, NATS) instead of a sharded rollout")
+	fl.IntVar(&f.replicas, "replicas", 2, "--serve: env serve pods")
+	fl.StringVar(&f.queueURL, "queue", "", "--serve: NATS URL of an existing JetStream server (default: a queue serve StatefulSet in the manifest)")
+	fl.StringVar(&f.queueAuthSecret, "queue-auth-secret", "", "--serve: Secret holding the queue's credential (a token, or USER:PASSWORD), as NAME:KEY")
+	fl.StringVar(&f.queueStorage, "queue-storage", "1Gi", "--serve: size of the queue's volume")
 	return cmd
 }
 

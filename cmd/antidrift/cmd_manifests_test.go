@@ -1,14 +1,17 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
@@ -161,5 +164,125 @@ func TestManifestsRefuseBadInput(t *testing.T) {
 			assert.Empty(t, out)
 			assert.Contains(t, stderr, tc.want)
 		})
+	}
+}
+
+// k8sObjects decodes each printed document, strictly, into the Kubernetes
+// API type its kind names.
+func k8sObjects(t *testing.T, out string) (kinds []string, deps map[string]appsv1.Deployment, sets []appsv1.StatefulSet, svcs map[string]corev1.Service) {
+	t.Helper()
+	deps, svcs = map[string]appsv1.Deployment{}, map[string]corev1.Service{}
+	for _, doc := range strings.Split(out, "\n---\n") {
+		var meta struct {
+			Kind string `json:"kind"`
+		}
+		require.NoError(t, yaml.Unmarshal([]byte(doc), &meta))
+		kinds = append(kinds, meta.Kind)
+		switch meta.Kind {
+		case "Deployment":
+			var d appsv1.Deployment
+			require.NoError(t, yaml.UnmarshalStrict([]byte(doc), &d), doc)
+			require.Equal(t, "apps/v1", d.APIVersion)
+			deps[d.Labels["antidrift/part"]] = d
+		case "StatefulSet":
+			var s appsv1.StatefulSet
+			require.NoError(t, yaml.UnmarshalStrict([]byte(doc), &s), doc)
+			require.Equal(t, "apps/v1", s.APIVersion)
+			sets = append(sets, s)
+		case "Service":
+			var s corev1.Service
+			require.NoError(t, yaml.UnmarshalStrict([]byte(doc), &s), doc)
+			require.Equal(t, "v1", s.APIVersion)
+			svcs[s.Labels["antidrift/part"]] = s
+		default:
+			t.Fatalf("unexpected kind %q", meta.Kind)
+		}
+	}
+	return kinds, deps, sets, svcs
+}
+
+// TestManifestsK8sServe: the serving shape is env serve replicas behind a
+// Service, env collect alone on the volume, and the queue between them;
+// the writer and the replicas plan the same run from their arguments.
+func TestManifestsK8sServe(t *testing.T) {
+	code, out, stderr := runScenarios(t, "manifests", "k8s", "--serve", "--replicas", "3", "--name", "envq",
+		"--image", "ghcr.io/acme/antidrift:1", "--queue-auth-secret", "nats-auth:token", "--pvc", "served", "--",
+		"--scenarios", "builtin", "--max-sessions", "128", "--seed", "4", "--scheme", "uniform,risk", "--session-timeout=5m", "--max-steps", "12")
+	require.Equal(t, 0, code, stderr)
+	kinds, deps, sets, svcs := k8sObjects(t, out)
+	assert.Equal(t, []string{"StatefulSet", "Service", "Deployment", "Deployment", "Service"}, kinds)
+
+	require.Len(t, sets, 1)
+	q := sets[0]
+	assert.Equal(t, "envq-queue", q.Name)
+	assert.EqualValues(t, 1, *q.Spec.Replicas)
+	assert.Equal(t, []string{"queue", "serve", "--addr", "0.0.0.0:4222", "--store", "/queue", "--auth-env", "ANTIDRIFT_QUEUE_AUTH"}, q.Spec.Template.Spec.Containers[0].Args)
+	assert.Equal(t, "queue", q.Spec.VolumeClaimTemplates[0].Name)
+	assert.EqualValues(t, 4222, svcs["queue"].Spec.Ports[0].Port)
+
+	serve, collect := deps["serve"], deps["collect"]
+	assert.EqualValues(t, 3, *serve.Spec.Replicas)
+	assert.EqualValues(t, 1, *collect.Spec.Replicas)
+	assert.Equal(t, appsv1.RecreateDeploymentStrategyType, collect.Spec.Strategy.Type)
+	assert.Equal(t, "served", collect.Spec.Template.Spec.Volumes[0].PersistentVolumeClaim.ClaimName)
+	assert.Empty(t, serve.Spec.Template.Spec.Volumes, "replicas write no folder")
+	sc, cc := serve.Spec.Template.Spec.Containers[0], collect.Spec.Template.Spec.Containers[0]
+	assert.Equal(t, "ghcr.io/acme/antidrift:1", sc.Image)
+	assert.Equal(t, "/health", sc.ReadinessProbe.HTTPGet.Path)
+	for _, c := range []corev1.Container{sc, cc, q.Spec.Template.Spec.Containers[0]} {
+		require.Len(t, c.Env, 1)
+		assert.Empty(t, c.Env[0].Value, "the credential comes from the Secret")
+		assert.Equal(t, "nats-auth", c.Env[0].ValueFrom.SecretKeyRef.Name)
+	}
+	assert.Equal(t, corev1.ServiceAffinityClientIP, svcs["serve"].Spec.SessionAffinity)
+	assert.EqualValues(t, 8000, svcs["serve"].Spec.Ports[0].Port)
+	assert.Equal(t, svcs["serve"].Spec.Selector, serve.Spec.Selector.MatchLabels)
+	assert.Equal(t, serve.Spec.Template.Labels["antidrift/part"], "serve")
+
+	sargs, cargs := strings.Join(sc.Args, " "), strings.Join(cc.Args, " ")
+	assert.Contains(t, sargs, "env serve --scenarios builtin --max-sessions 128")
+	assert.Contains(t, sargs, "--queue nats://envq-queue:4222 --addr 0.0.0.0:8000 --queue-auth-env ANTIDRIFT_QUEUE_AUTH")
+	assert.Equal(t, "env collect --scenarios builtin --seed 4 --scheme uniform,risk --max-steps 12 --queue nats://envq-queue:4222 --out /data/envq --queue-auth-env ANTIDRIFT_QUEUE_AUTH", cargs)
+
+	// The writer and a replica plan one run from their arguments.
+	plans := map[string]string{}
+	for name, args := range map[string][]string{"serve": sc.Args[2:], "collect": cc.Args[2:]} {
+		var f envFlags
+		fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+		addEnvPlanFlags(fs, &f)
+		if name == "serve" {
+			addEnvServeFlags(fs, &f)
+		}
+		require.NoError(t, fs.Parse(args), name)
+		er, err := planEnv(f)
+		require.NoError(t, err)
+		b, _ := json.Marshal([]any{er.manifest.Run, er.manifest.Plan, er.manifest.Settings.Rewards})
+		plans[name] = string(b)
+	}
+	assert.Equal(t, plans["collect"], plans["serve"])
+
+	// An existing NATS server: no queue in the manifest.
+	code, out, stderr = runScenarios(t, "manifests", "k8s", "--serve", "--queue", "nats://nats.internal:4222", "--", "--seed", "2")
+	require.Equal(t, 0, code, stderr)
+	kinds, deps, _, _ = k8sObjects(t, out)
+	assert.Equal(t, []string{"Deployment", "Deployment", "Service"}, kinds)
+	assert.Contains(t, strings.Join(deps["serve"].Spec.Template.Spec.Containers[0].Args, " "), "--queue nats://nats.internal:4222")
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"k8s", "--serve", "--", "--out", "x"}, "--out is set by the manifests"},
+		{[]string{"k8s", "--serve", "--", "--addr", ":9"}, "--addr is set by the manifests"},
+		{[]string{"k8s", "--serve", "--", "--sed", "2"}, "unknown flag: --sed"},
+		{[]string{"k8s", "--serve", "--replicas", "0", "--"}, "--replicas 0"},
+		{[]string{"k8s", "--serve", "--queue-auth-secret", "x", "--"}, "NAME:KEY"},
+		{[]string{"slurm", "--serve", "--"}, "k8s only"},
+		{[]string{"k8s", "--", "--policy", "sim:base"}, `"shards" not set`},
+	} {
+		code, out, stderr := runScenarios(t, append([]string{"manifests"}, tc.args...)...)
+		assert.NotEqual(t, 0, code, tc.args)
+		assert.Empty(t, out, tc.args)
+		assert.Contains(t, stderr, tc.want, tc.args)
 	}
 }

@@ -16,6 +16,10 @@
 // episode whose client left, or that a new reset replaced, goes to errors/
 // with status infra_error, so nothing is lost and nothing half-done is
 // scored.
+// A replica (NewReplica) writes no folder: it hands each finished record
+// to a Recorder and takes rollout indices from a Counter shared by the
+// replicas of its run (rollout/queue's EnvReplica implements both; its
+// EnvCollector is the folder's one writer). This package imports no queue.
 //
 // Owns: sessions, the wire formats (actions, observations, OpenEnv and MCP
 // mappings) and trace replay (OpenAI chat messages, Agents SDK items,

@@ -43,11 +43,29 @@ type Config struct {
 	Version     string
 }
 
-// Server serves episodes of a run folder. Its methods are safe for
-// concurrent use.
+// Recorder takes a served episode's finished record in place of the run
+// folder: a replica behind the queue publishes it to the run's one writer
+// (rollout/queue.EnvReplica). Record returns once the record is safe (the
+// queue confirmed it), so that an episode whose record could not be kept
+// says so to its client.
+type Recorder interface {
+	Record(*trajectory.Record) error
+}
+
+// Counter hands out a scenario's next rollout index, shared by every
+// replica serving one run, so that no two replicas give two episodes the
+// same identity (rollout/queue.EnvReplica: a JetStream key-value counter).
+type Counter interface {
+	Next(scenarioID string) (int, error)
+}
+
+// Server serves episodes of a run folder, or of a run whose folder another
+// process writes (NewReplica). Its methods are safe for concurrent use.
 type Server struct {
 	cfg      Config
-	run      *store.Run
+	runName  string
+	recorder Recorder // nil: the run folder's writers
+	counter  Counter  // nil: next
 	byID     map[string]*agent.Scenario
 	wire     map[string]map[string]json.RawMessage // scenario -> tool -> OpenAI function schema, made once
 	ids      []string                              // scenario ids in task order (a reset's task index)
@@ -57,7 +75,7 @@ type Server struct {
 	open     int // slots held (HTTP and MCP episodes, WebSocket connections)
 	ended    map[string]trajectory.Status
 	endedQ   []string       // ended ids, oldest first (bounded memory)
-	next     map[string]int // next rollout index per scenario
+	next     map[string]int // next rollout index per scenario (a replica: episodes it served)
 	closed   bool
 	stop     chan struct{}
 	reaped   chan struct{}
@@ -67,6 +85,44 @@ type Server struct {
 // folder (its trajectories and errors/), and opens the writers. The run
 // stays the caller's: Close the server, then the run.
 func New(cfg Config, run *store.Run) (*Server, error) {
+	s, err := newServer(cfg, run.Manifest.Run)
+	if err != nil {
+		return nil, err
+	}
+	if s.next, err = resumeCounters(run.Dir()); err != nil {
+		return nil, err
+	}
+	shard := engine.Shard{I: 0, N: 1}.String()
+	if s.w, err = run.Writer(shard, 64, time.Second); err != nil {
+		return nil, err
+	}
+	if s.elog, err = run.ErrorLog(shard); err != nil {
+		s.w.Close()
+		return nil, err
+	}
+	go s.reap()
+	return s, nil
+}
+
+// NewReplica is a server that records nothing itself: every finished
+// record goes to rec (the queue's results stream, whose one writer holds
+// the run folder), and rollout indices come from ctr, shared by the
+// replicas of the run named run. Close it before closing rec.
+func NewReplica(cfg Config, run string, rec Recorder, ctr Counter) (*Server, error) {
+	if rec == nil || ctr == nil {
+		return nil, errors.New("envserver: a replica needs a recorder and a rollout counter")
+	}
+	s, err := newServer(cfg, run)
+	if err != nil {
+		return nil, err
+	}
+	s.recorder, s.counter, s.next = rec, ctr, map[string]int{}
+	go s.reap()
+	return s, nil
+}
+
+// newServer prepares every scenario; the caller sets where records go.
+func newServer(cfg Config, run string) (*Server, error) {
 	if cfg.Framework == "" {
 		cfg.Framework = engine.FrameworkNormal
 	}
@@ -85,7 +141,7 @@ func New(cfg Config, run *store.Run) (*Server, error) {
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = 10 * time.Minute
 	}
-	s := &Server{cfg: cfg, run: run, byID: map[string]*agent.Scenario{}, wire: map[string]map[string]json.RawMessage{}, sessions: map[string]*session{},
+	s := &Server{cfg: cfg, runName: run, byID: map[string]*agent.Scenario{}, wire: map[string]map[string]json.RawMessage{}, sessions: map[string]*session{},
 		stop: make(chan struct{}), reaped: make(chan struct{})}
 	for _, sc := range cfg.Scenarios {
 		if sc.Tool(FinalAnswerTool) != nil {
@@ -107,19 +163,6 @@ func New(cfg Config, run *store.Run) (*Server, error) {
 		s.wire[sc.ID] = w
 		s.ids = append(s.ids, sc.ID)
 	}
-	var err error
-	if s.next, err = resumeCounters(run.Dir()); err != nil {
-		return nil, err
-	}
-	shard := engine.Shard{I: 0, N: 1}.String()
-	if s.w, err = run.Writer(shard, 64, time.Second); err != nil {
-		return nil, err
-	}
-	if s.elog, err = run.ErrorLog(shard); err != nil {
-		s.w.Close()
-		return nil, err
-	}
-	go s.reap()
 	return s, nil
 }
 
@@ -170,6 +213,9 @@ func (s *Server) Close() error {
 	<-s.reaped
 	for _, ss := range open {
 		ss.leave("the server shut down")
+	}
+	if s.recorder != nil {
+		return nil
 	}
 	return errors.Join(s.w.Close(), s.elog.Close())
 }
@@ -280,12 +326,28 @@ func (s *Server) openSession(p ResetParams, protocol string, slot bool) (*sessio
 	}
 	rollout := s.next[id]
 	s.next[id]++
+	if s.counter != nil {
+		// The run's counter, shared by the replicas: a network round trip,
+		// so not under the server's lock.
+		s.mu.Unlock()
+		r, err := s.counter.Next(id)
+		s.mu.Lock()
+		switch {
+		case err != nil:
+			return fail(fmt.Errorf("envserver: rollout index of %s: %w", id, err))
+		case s.closed:
+			return fail(errors.New("envserver: the server is shutting down"))
+		case p.EpisodeID != "" && s.sessions[p.EpisodeID] != nil:
+			return fail(fmt.Errorf("%w: episode_id %q is already open", ErrBadReset, p.EpisodeID))
+		}
+		rollout = r
+	}
 	seed := engine.EpisodeSeed(s.cfg.Seed, id, rollout)
 	if p.Seed != nil {
 		seed = *p.Seed
 	}
 	sc := s.byID[id]
-	trajID := trajectory.TrajID(s.run.Manifest.Run, s.cfg.Checkpoint, s.cfg.Framework, id, rollout, seed)
+	trajID := trajectory.TrajID(s.runName, s.cfg.Checkpoint, s.cfg.Framework, id, rollout, seed)
 	epID := p.EpisodeID
 	if epID == "" {
 		epID = trajID
@@ -406,8 +468,12 @@ func (s *Server) engineConfig() engine.Config {
 }
 
 // write appends a finished record: trajectories, or errors/ for an
-// episode that ended as an infrastructure error (a client that left).
+// episode that ended as an infrastructure error (a client that left); a
+// replica hands it to its recorder, whose writer sorts it the same way.
 func (s *Server) write(rec *trajectory.Record) error {
+	if s.recorder != nil {
+		return s.recorder.Record(rec)
+	}
 	if rec.Status == trajectory.StatusInfraError {
 		return s.elog.Append(rec)
 	}

@@ -152,7 +152,7 @@ func (s *session) start() (*Observation, error) {
 	go func() {
 		// Not the server's context: a shutdown abandons sessions (gone), so
 		// that every started episode still ends in a record.
-		rec, _, err := engine.RunOne(context.Background(), cfg, s.srv.run.Manifest.Run, s.sc, s.planned)
+		rec, _, err := engine.RunOne(context.Background(), cfg, s.srv.runName, s.sc, s.planned)
 		s.finished <- outcome{rec, err}
 	}()
 	return s.wait(nil)

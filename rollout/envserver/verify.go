@@ -304,7 +304,14 @@ func (s *Server) Verify(tr Trace, dryRun bool) (*Verdict, error) {
 		s.next[sc.S.ID]++
 	}
 	s.mu.Unlock()
-	v, err := Replay(sc, tr, ReplayConfig{Engine: s.engineConfig(), Run: s.run.Manifest.Run, Rollout: rollout,
+	if s.counter != nil && !dryRun {
+		r, err := s.counter.Next(sc.S.ID)
+		if err != nil {
+			return nil, fmt.Errorf("envserver: rollout index of %s: %w", sc.S.ID, err)
+		}
+		rollout = r
+	}
+	v, err := Replay(sc, tr, ReplayConfig{Engine: s.engineConfig(), Run: s.runName, Rollout: rollout,
 		Seed: engine.EpisodeSeed(s.cfg.Seed, sc.S.ID, rollout), Protocol: "verify"})
 	if err != nil {
 		return nil, err

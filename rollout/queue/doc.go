@@ -12,6 +12,11 @@
 // record and only then ack. StartServer embeds a JetStream server with
 // file storage for single machines and tests.
 //
+// Served runs (env serve --queue) use the same results stream: EnvReplica
+// publishes each finished episode's record and hands out rollout indices
+// from a key-value counter (ANTIDRIFT_ENV_ROLLOUTS), and EnvCollector is
+// the run folder's only writer.
+//
 // It may import the engine, the store, the policies and the data types; it
 // must not import cmd/antidrift, pairs, rewards or export, and nothing in
 // rollout/ below it may import it.

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/antidrift/antidrift/rollout/store"
 )
 
 // TestMain lets the failure tests run this test binary as a worker or a
@@ -22,6 +24,8 @@ func TestMain(m *testing.M) {
 		os.Exit(roleWorker())
 	case "coordinator":
 		os.Exit(roleCoordinator())
+	case "envcollect":
+		os.Exit(roleEnvCollect())
 	default:
 		fmt.Fprintln(os.Stderr, "unknown QT_ROLE")
 		os.Exit(2)
@@ -84,6 +88,33 @@ func roleCoordinator() int {
 	}
 	if sum.InfraErrors > 0 {
 		return 2
+	}
+	return 0
+}
+
+// roleEnvCollect is an env collect writer on QT_DIR until killed.
+func roleEnvCollect() int {
+	t := mainTB{}
+	ss := envScenarios(t)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	nc, js, err := Connect(ctx, os.Getenv("QT_URL"), "test env collect")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer nc.Close()
+	run, err := store.Open(os.Getenv("QT_DIR"), envManifest(ss), false)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer run.Close()
+	aw, _ := time.ParseDuration(os.Getenv("QT_ACKWAIT"))
+	c := &EnvCollector{NC: nc, JS: js, Folder: run, Scenarios: ss, Log: os.Stderr, AckWait: aw}
+	if _, err := c.Run(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
 	return 0
 }
