@@ -23,6 +23,10 @@ import (
 
 func init() { register(newViewCmd) }
 
+// viewPollInterval is how often the viewer looks for records appended to
+// the runs it serves.
+const viewPollInterval = 500 * time.Millisecond
+
 type viewFlags struct {
 	addr      string
 	scenarios []string
@@ -107,6 +111,9 @@ func runView(ctx context.Context, stdout, stderr io.Writer, paths []string, f vi
 	defer stop()
 	indexed := make(chan error, 1)
 	go func() { indexed <- srv.Index() }()
+	// Runs still being written are followed: their new records are listed
+	// as they come.
+	go srv.Watch(ctx, viewPollInterval)
 	srv.AllowHosts([]string{host, ln.Addr().String()}, f.allowHost)
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)

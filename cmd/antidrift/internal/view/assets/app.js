@@ -68,13 +68,18 @@ function setNav(name) {
   for (const a of document.querySelectorAll("header nav a")) a.classList.toggle("active", a.dataset.nav === name);
 }
 
+// liveTimer re-checks a list while runs are being written; any render
+// cancels it.
+let liveTimer = null;
+
 async function render() {
   const { parts, params } = route();
   current = null;
+  clearTimeout(liveTimer);
   try {
     switch (parts[0]) {
       case "t": setNav("runs"); return await renderTrajectory(parts[1], params);
-      case "compare": setNav("runs"); return await renderCompare(parts[1]);
+      case "compare": setNav("runs"); return await renderCompare(parts[1], params);
       case "tables": setNav("tables"); return await renderTables();
       case "table": setNav("tables"); return await renderTable(parts[1], params);
       case "row": setNav("tables"); return await renderRow(parts[1], parts[2]);
@@ -94,8 +99,27 @@ const COLUMNS = [
 
 function listParams(params) {
   const p = new URLSearchParams();
-  for (const k of [...FILTERS, "success", "drift", "q", "sort"]) if (params.get(k)) p.set(k, params.get(k));
+  for (const k of ["run", ...FILTERS, "success", "drift", "q", "sort"]) if (params.get(k)) p.set(k, params.get(k));
   return p;
+}
+
+// runName is a run folder's short name in a table cell; its title holds
+// the full label (name, folder, start, distinguishing settings).
+function runCell(runs, i) {
+  const r = runs[i];
+  if (!r) return h("td", {}, "");
+  const folder = r.path.split("/").filter(Boolean).slice(-2).join("/");
+  return h("td", { class: "run", title: r.label },
+    (r.name ? r.name + " · " : "") + folder, h("div", { class: "muted small" }, [r.start, ...r.distinct].filter(Boolean).join(" · ")));
+}
+
+function stateBadge(state) {
+  return h("span", { class: "pill state-" + state, title: {
+    live: "being written: the list follows it",
+    finished: "every planned record is written",
+    stopped: "short of its plan, and no process is writing it",
+    indexing: "being indexed",
+  }[state] }, state === "live" ? "● live" : state);
 }
 
 async function renderRuns(params) {
@@ -120,18 +144,23 @@ async function renderRuns(params) {
   const search = h("input", { id: "search", type: "search", placeholder: "search messages  (/)", value: params.get("q") || "", size: 28 });
   search.addEventListener("keydown", (e) => { if (e.key === "Enter") update("q", search.value.trim()); });
 
+  const runSel = h("label", {}, "run",
+    h("select", { id: "filter-run", onchange: (e) => update("run", e.target.value) },
+      h("option", { value: "" }, "all"),
+      res.runs.map((r, i) => h("option", { value: String(i), selected: params.get("run") === String(i) }, r.label))));
   const filters = h("div", { class: "filters" },
-    FILTERS.map((f) => sel(f, res.facets[f] || [])), bool("success"), bool("drift"),
+    runSel, FILTERS.map((f) => sel(f, res.facets[f] || [])), bool("success"), bool("drift"),
     h("label", {}, "text", search),
     h("button", { type: "button", onclick: () => go("/runs") }, "clear"));
 
   const sort = params.get("sort") || "";
-  const head = h("tr", {}, COLUMNS.map(([key, label]) => {
+  const head = h("tr", {}, [["run", "run"], ...COLUMNS].map(([key, label]) => {
     const mark = sort === key ? " ▲" : sort === "-" + key ? " ▼" : "";
     return h("th", { "data-sort": key, onclick: () => update("sort", sort === key ? "-" + key : key) }, label + mark);
   }), h("th", {}, "drift types"), h("th", {}, "kinds"));
   const here = listParams(params);
   const rows = res.rows.map((r) => h("tr", { "data-id": r.traj_id, onclick: () => go("/t/" + encodeURIComponent(r.traj_id), here) },
+    runCell(res.runs, r.run_dir),
     h("td", {}, r.checkpoint, isSim(r.policy) ? h("span", { class: "muted", title: "a simulated policy, not a language model" }, " (simulated)") : null), h("td", {}, r.framework),
     h("td", {}, h("a", { href: "#/compare/" + encodeURIComponent(r.scenario_id), onclick: (e) => e.stopPropagation(), title: "compare checkpoints" }, r.scenario_id)),
     h("td", {}, r.domain), h("td", {}, r.rollout), h("td", {}, r.status),
@@ -149,8 +178,8 @@ async function renderRuns(params) {
     h("button", { type: "button", disabled: page >= pages, onclick: () => toPage(page + 1) }, "next ›"));
 
   const groups = h("table", { class: "grid", id: "groups" },
-    h("thead", {}, h("tr", {}, ["checkpoint", "framework", "N scored", "listed", "TSR", "DR", "CSR"].map((c) => h("th", {}, c)))),
-    h("tbody", {}, res.groups.map((g) => h("tr", {}, h("td", {}, g.checkpoint), h("td", {}, g.framework), h("td", {}, g.n), h("td", {}, g.listed),
+    h("thead", {}, h("tr", {}, ["run", "checkpoint", "framework", "N scored", "listed", "TSR", "DR", "CSR"].map((c) => h("th", {}, c)))),
+    h("tbody", {}, res.groups.map((g) => h("tr", {}, runCell(res.runs, g.run_dir), h("td", {}, g.checkpoint), h("td", {}, g.framework), h("td", {}, g.n), h("td", {}, g.listed),
       h("td", {}, pct(g.tsr)), h("td", {}, pct(g.dr)), h("td", {}, pct(g.csr))))));
 
   app.replaceChildren(filters,
@@ -162,15 +191,40 @@ async function renderRuns(params) {
   const second = app.lastChild.querySelectorAll("button");
   second[0].onclick = () => toPage(page - 1);
   second[1].onclick = () => toPage(page + 1);
-  if (!res.progress.done) setTimeout(() => { if (route().parts[0] !== "t") render(); }, 700);
+  if (!res.progress.done) liveTimer = setTimeout(() => { if (route().parts[0] !== "t") render(); }, 700);
+  else if (res.progress.live) follow(p, res);
+}
+
+// follow re-reads the list while a run is being written and redraws it
+// when it changed, unless the reader is typing or choosing a filter.
+function follow(p, shown) {
+  const where = location.hash;
+  liveTimer = setTimeout(async () => {
+    if (location.hash !== where) return;
+    let res;
+    try { res = await api("/api/trajectories?" + p.toString()); } catch { return follow(p, shown); }
+    if (location.hash !== where) return;
+    const busy = document.activeElement && document.activeElement.matches("input, select");
+    const changed = res.total !== shown.total || res.progress.records !== shown.progress.records ||
+      res.progress.live !== shown.progress.live || res.runs.some((r, i) => !shown.runs[i] || r.state !== shown.runs[i].state);
+    if (changed && !busy) return render();
+    showProgress(res.progress);
+    follow(p, busy ? shown : res);
+  }, 1000);
 }
 
 function showProgress(p) {
   const el = document.getElementById("progress");
+  const live = document.getElementById("live");
   if (!p) return;
+  live.classList.toggle("hidden", !p.live);
+  live.textContent = p.live ? `● live: ${p.live} run${p.live > 1 ? "s" : ""} being written` : "";
   if (p.error) el.textContent = "indexing failed: " + p.error;
   else if (!p.done) el.textContent = `indexing… ${p.records} records (${pct(p.total_bytes ? p.bytes / p.total_bytes : 1)})`;
-  else el.textContent = `${p.records} trajectories` + (p.duplicates ? ` (${p.duplicates} duplicates dropped)` : "");
+  else {
+    const runs = [p.finished ? `${p.finished} finished` : "", p.stopped ? `${p.stopped} stopped short of the plan` : ""].filter(Boolean).join(", ");
+    el.textContent = `${p.records} trajectories` + (p.duplicates ? ` (${p.duplicates} duplicates dropped)` : "") + (runs ? ` · runs: ${runs}` : "");
+  }
 }
 
 // ---- one trajectory ----
@@ -291,7 +345,7 @@ async function renderTrajectory(id, params) {
     h("button", { type: "button", id: "next", disabled: !d.next, onclick: current.next }, "next (j) ›"),
     h("label", {}, h("input", { type: "checkbox", id: "stripped-toggle", checked: stripped, onchange: current.toggle }), " what the judge saw (s)"),
     h("a", { href: "#/compare/" + encodeURIComponent(rec.scenario_id) }, "compare checkpoints on " + rec.scenario_id),
-    h("span", { class: "muted" }, rec.traj_id + " · " + d.source));
+    h("span", { class: "muted", id: "run-label", title: d.run.label }, rec.traj_id + " · " + d.run.label));
 
   app.replaceChildren(bar, h("div", { class: "layout" },
     h("div", { id: "conversation", "data-view": stripped ? "stripped" : "full" },
@@ -303,9 +357,20 @@ async function renderTrajectory(id, params) {
 
 // ---- compare ----
 
-async function renderCompare(id) {
-  const d = await api("/api/compare/" + encodeURIComponent(id));
-  const rows = d.groups.map((g) => h("tr", {}, h("td", {}, g.checkpoint), h("td", {}, g.framework), h("td", {}, g.n),
+async function renderCompare(id, params) {
+  const runsParam = params.get("runs") || "";
+  const d = await api("/api/compare/" + encodeURIComponent(id) + (runsParam ? "?runs=" + encodeURIComponent(runsParam) : ""));
+  const picked = runsParam ? runsParam.split(",") : ["", ""];
+  // Two runs side by side: any two run folders, typically two runs of one
+  // checkpoint (repeated rollouts, synth rounds).
+  const pick = (slot) => h("select", { id: "compare-run-" + slot, onchange: (e) => {
+      const next = [...picked]; next[slot] = e.target.value;
+      const keep = next.filter(Boolean);
+      go("/compare/" + encodeURIComponent(id), keep.length ? new URLSearchParams({ runs: keep.join(",") }) : null);
+    } },
+    h("option", { value: "" }, "every run"),
+    d.runs.map((r, i) => h("option", { value: String(i), selected: picked[slot] === String(i) }, `${r.checkpoint} — ${r.label}`)));
+  const rows = d.groups.map((g) => h("tr", {}, runCell(d.runs, g.run_dir), h("td", {}, g.checkpoint), h("td", {}, g.framework), h("td", {}, g.n),
     h("td", {}, pct(g.success / g.n)), h("td", {}, pct(g.drift / g.n)), h("td", {}, pct(g.clean / g.n)),
     h("td", { class: "chips" }, g.rollouts.map((r) => h("a", {
       href: "#/t/" + encodeURIComponent(r.traj_id) + "?scenario=" + encodeURIComponent(id),
@@ -313,8 +378,9 @@ async function renderCompare(id) {
       title: `rollout ${r.rollout}: ${r.status}, ${r.success ? "success" : "failure"}${r.drift ? ", drift: " + r.drift_types.join(", ") : ""}`,
     })))));
   app.replaceChildren(h("h2", {}, "Scenario " + id + " across checkpoints"),
+    h("div", { class: "filters" }, h("label", {}, "run A", pick(0)), h("label", {}, "run B", pick(1))),
     h("table", { class: "grid", id: "compare" },
-      h("thead", {}, h("tr", {}, ["checkpoint", "framework", "N", "TSR", "DR", "CSR", "rollouts (green clean, red drift, grey failure)"].map((c) => h("th", {}, c)))),
+      h("thead", {}, h("tr", {}, ["run", "checkpoint", "framework", "N", "TSR", "DR", "CSR", "rollouts (green clean, red drift, grey failure)"].map((c) => h("th", {}, c)))),
       h("tbody", {}, rows)),
     d.reports.length ? h("p", {}, "Pareto reports: ", d.reports.map((r) => h("a", { href: r.url, target: "_blank" }, r.name + " "))) : null);
 }
@@ -401,9 +467,11 @@ async function renderReports() {
       : h("p", { class: "muted" }, "No report folder was given (antidrift view REPORT_DIR, as written by antidrift pareto or rescore)."),
     h("h2", {}, "Run folders"),
     h("table", { class: "grid", id: "runs" },
-      h("thead", {}, h("tr", {}, ["folder", "checkpoint", "policy", "framework", "records", "planned"].map((c) => h("th", {}, c)))),
-      h("tbody", {}, s.runs.map((r) => h("tr", {}, h("td", {}, r.path), h("td", {}, r.manifest.plan.checkpoint), h("td", {}, r.manifest.plan.policy),
-        h("td", {}, r.manifest.plan.framework), h("td", {}, r.records), h("td", {}, r.planned))))));
+      h("thead", {}, h("tr", {}, ["run", "folder", "started", "checkpoint", "policy", "settings", "state", "records", "planned"].map((c) => h("th", {}, c)))),
+      h("tbody", {}, s.runs.map((r, i) => h("tr", { "data-state": r.state, onclick: () => go("/runs", new URLSearchParams({ run: String(i) })) },
+        h("td", {}, r.name), h("td", {}, r.path), h("td", {}, r.start), h("td", {}, r.manifest.plan.checkpoint), h("td", {}, r.manifest.plan.policy),
+        h("td", {}, r.distinct.join(" · ")), h("td", {}, stateBadge(r.state)), h("td", {}, r.records), h("td", {}, r.planned))))));
+  showProgress(s.progress);
 }
 
 // ---- theme and keys ----

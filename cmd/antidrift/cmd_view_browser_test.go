@@ -1,0 +1,115 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+)
+
+// browser starts headless Chromium for a test, or skips it when there is
+// none; the browser stops when the test ends.
+func browser(t *testing.T, timeout time.Duration) context.Context {
+	t.Helper()
+	bin := chromium()
+	if bin == "" {
+		t.Skip("no Chromium found: install Debian's chromium (apt-get install chromium), as .ci/run does, or set ANTIDRIFT_CHROME")
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(1440, 900))
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx)
+	ctx, cancelT := context.WithTimeout(ctx, timeout)
+	t.Cleanup(func() { cancelT(); cancel(); cancelA() })
+	return ctx
+}
+
+// browserDo runs actions, failing the test on an error.
+func browserDo(t *testing.T, ctx context.Context, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	require.NoError(t, chromedp.Do(ctx, steps...))
+}
+
+func browserEval[T any](t *testing.T, ctx context.Context, expr string) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	require.NoError(t, err)
+	return v
+}
+
+// recordLines are the record lines of a demo run folder, in file order.
+func recordLines(t *testing.T, run string) [][]byte {
+	t.Helper()
+	names, err := filepath.Glob(filepath.Join(run, "trajectories", "*.jsonl"))
+	require.NoError(t, err)
+	var out [][]byte
+	for _, n := range names {
+		b, err := os.ReadFile(n)
+		require.NoError(t, err)
+		for _, l := range bytes.SplitAfter(b, []byte("\n")) {
+			if len(l) > 0 {
+				out = append(out, l)
+			}
+		}
+	}
+	return out
+}
+
+// TestViewFollowsALiveRunInBrowser: a run whose records are being written
+// (a writer appending lines, the last one half written at first) shows in
+// the list as live and grows there without a reload; once its plan is
+// written it says finished.
+func TestViewFollowsALiveRunInBrowser(t *testing.T) {
+	if chromium() == "" {
+		browser(t, 0) // skips, saying how to install one
+	}
+	src := filepath.Join(viewDemo(t), "runs", "base")
+	lines := recordLines(t, src)
+	dir := filepath.Join(t.TempDir(), "live-run")
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "trajectories"), 0o755))
+	man, err := os.ReadFile(filepath.Join(src, "manifest.json"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "manifest.json"), man, 0o644))
+	f, err := os.Create(filepath.Join(dir, "trajectories", "part-0-of-1.jsonl"))
+	require.NoError(t, err)
+	defer f.Close()
+	write := func(b []byte) {
+		_, err := f.Write(b)
+		require.NoError(t, err)
+	}
+	for _, l := range lines[:5] {
+		write(l)
+	}
+	write(lines[5][:40])
+
+	u, _ := startView(t, "127.0.0.1:0", dir)
+	ctx := browser(t, time.Minute)
+	countShows := func(n int) chromedp.Action[chromedp.Void] {
+		return chromedp.WaitVisible(chromedp.Search(fmt.Sprintf(`//span[@id="count"][contains(., "%d trajectories")]`, n)))
+	}
+	browserDo(t, ctx, chromedp.Navigate(u+"#/runs"), countShows(5), chromedp.WaitVisible(chromedp.CSS(`#live`)))
+	// A marker a reload would wipe.
+	browserEval[chromedp.Void](t, ctx, `void (window.notReloaded = true)`)
+
+	write(lines[5][40:])
+	for _, l := range lines[6:20] {
+		write(l)
+	}
+	browserDo(t, ctx, countShows(20))
+	require.True(t, browserEval[bool](t, ctx, `window.notReloaded === true`), "the list updated itself, without a reload")
+
+	for _, l := range lines[20:] {
+		write(l)
+	}
+	browserDo(t, ctx, countShows(len(lines)),
+		chromedp.WaitVisible(chromedp.Search(`//span[@id="progress"][contains(., "1 finished")]`)),
+		chromedp.WaitNotVisible(chromedp.CSS(`#live`)))
+	require.True(t, browserEval[bool](t, ctx, `window.notReloaded === true`))
+}

@@ -1,0 +1,156 @@
+package view
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/antidrift/antidrift/rollout/store"
+)
+
+// fixtureLines are the record lines of the fixture's sim:base run.
+func fixtureLines(t *testing.T) (store.Manifest, [][]byte) {
+	t.Helper()
+	src := filepath.Join(fixture(t), "runs", "base")
+	m, err := store.ReadManifest(src)
+	require.NoError(t, err)
+	names, err := filepath.Glob(filepath.Join(src, "trajectories", "*.jsonl"))
+	require.NoError(t, err)
+	var lines [][]byte
+	for _, n := range names {
+		b, err := os.ReadFile(n)
+		require.NoError(t, err)
+		for _, l := range bytes.SplitAfter(b, []byte("\n")) {
+			if len(l) > 0 {
+				lines = append(lines, l)
+			}
+		}
+	}
+	return m, lines
+}
+
+// TestLiveRunIsFollowed: a run being written is indexed as it grows (only
+// complete lines; a partial last line waits for its end), a shard file it
+// starts later is picked up, and its state goes from live to finished, or
+// to stopped when it stops short of its plan.
+func TestLiveRunIsFollowed(t *testing.T) {
+	m, lines := fixtureLines(t)
+	dir := filepath.Join(t.TempDir(), "live")
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "trajectories"), 0o755))
+	b, err := json.Marshal(m)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "manifest.json"), b, 0o644))
+	part0 := filepath.Join(dir, "trajectories", "part-0-of-2.jsonl")
+	f, err := os.OpenFile(part0, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	require.NoError(t, err)
+	defer f.Close()
+	write := func(b []byte) {
+		_, err := f.Write(b)
+		require.NoError(t, err)
+	}
+	for _, l := range lines[:3] {
+		write(l)
+	}
+	half := len(lines[3]) / 2
+	write(lines[3][:half])
+
+	s, err := New([]string{dir}, nil)
+	require.NoError(t, err)
+	require.NoError(t, s.Index())
+	count := func() (int, string) {
+		q, _ := parseQuery(nil)
+		res, err := s.runs.list(q, s.search)
+		require.NoError(t, err)
+		require.Empty(t, res.Progress.Error)
+		return res.Total, res.Runs[0].State
+	}
+	n, state := count()
+	assert.Equal(t, 3, n, "the partial fourth line waits")
+	assert.Equal(t, stateLive, state, "it grew just now")
+
+	// A search cached now sees records indexed later.
+	q, _ := parseQuery(map[string][]string{"q": {"a"}})
+	first, err := s.runs.list(q, s.search)
+	require.NoError(t, err)
+
+	write(lines[3][half:])
+	write(lines[4])
+	s.runs.refresh(time.Now())
+	n, _ = count()
+	assert.Equal(t, 5, n)
+	again, err := s.runs.list(q, s.search)
+	require.NoError(t, err)
+	assert.Equal(t, first.Total+2, again.Total, "the cached search covers the new records")
+
+	// Another shard's file, started later.
+	part1 := filepath.Join(dir, "trajectories", "part-1-of-2.jsonl")
+	require.NoError(t, os.WriteFile(part1, bytes.Join(lines[5:8], nil), 0o644))
+	s.runs.refresh(time.Now())
+	n, _ = count()
+	assert.Equal(t, 8, n)
+
+	// Nobody writes it and it is short of its plan: stopped.
+	s.runs.refresh(time.Now().Add(2 * liveWindow))
+	_, state = count()
+	assert.Equal(t, stateStopped, state)
+
+	// A writer's lock held by this (live) process: live again.
+	lock, err := store.LockDir(dir, "test")
+	require.NoError(t, err)
+	s.runs.refresh(time.Now().Add(2 * liveWindow))
+	_, state = count()
+	assert.Equal(t, stateLive, state)
+	require.NoError(t, lock.Release())
+
+	// The whole plan written: finished.
+	for _, l := range lines[8:] {
+		write(l)
+	}
+	s.runs.refresh(time.Now())
+	n, state = count()
+	assert.Equal(t, len(lines), n)
+	assert.Equal(t, stateFinished, state)
+
+	// A bad line stops following that file and says where.
+	write([]byte("not json\n"))
+	s.runs.refresh(time.Now())
+	q0, _ := parseQuery(nil)
+	res, err := s.runs.list(q0, s.search)
+	require.NoError(t, err)
+	assert.Contains(t, res.Progress.Error, "part-0-of-2.jsonl:")
+}
+
+// TestWriterHoldsStaleLock: a lock file left by a process that is gone
+// (a crashed writer) does not make a run live.
+func TestWriterHoldsStaleLock(t *testing.T) {
+	dir := t.TempDir()
+	assert.False(t, writerHolds(dir))
+	host, _ := os.Hostname()
+	b, _ := json.Marshal(store.Holder{PID: 1 << 22, Host: host})
+	require.NoError(t, os.WriteFile(filepath.Join(dir, store.LockName), b, 0o644))
+	assert.False(t, writerHolds(dir), "no such process")
+	b, _ = json.Marshal(store.Holder{PID: os.Getpid(), Host: host})
+	require.NoError(t, os.WriteFile(filepath.Join(dir, store.LockName), b, 0o644))
+	assert.True(t, writerHolds(dir))
+}
+
+// TestRunLabels: runs of one checkpoint are told apart by the settings
+// that differ (and a synth round in the path).
+func TestRunLabels(t *testing.T) {
+	mk := func(path, ckpt string, seed int64) *runDir {
+		return &runDir{Path: path, Manifest: store.Manifest{Run: "r", Created: "2026-12-01T00:00:00Z",
+			Plan: store.Plan{Checkpoint: ckpt, Framework: "normal", Seed: seed, Rollouts: 2, Shard: "0/1"}}}
+	}
+	dirs := []*runDir{mk("out/seeds/x/round-1/qc", "a", 7), mk("out/seeds/x/round-2/qc", "a", 8), mk("runs/b", "b", 7)}
+	labelRuns(dirs)
+	assert.Equal(t, []string{"framework normal", "seed 7", "round 1"}, dirs[0].Distinct)
+	assert.Equal(t, 2, dirs[1].Round)
+	assert.Equal(t, []string{"framework normal", "seed 7"}, dirs[2].Distinct)
+	assert.Equal(t, "r · out/seeds/x/round-1/qc · 2026-12-01T00:00:00Z · framework normal · seed 7 · round 1", dirs[0].Label)
+}
