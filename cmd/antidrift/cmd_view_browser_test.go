@@ -113,3 +113,81 @@ func TestViewFollowsALiveRunInBrowser(t *testing.T) {
 		chromedp.WaitNotVisible(chromedp.CSS(`#live`)))
 	require.True(t, browserEval[bool](t, ctx, `window.notReloaded === true`))
 }
+
+// pairsTable is the index of the demo's DPO pairs table in the viewer.
+func pairsTable(t *testing.T, u string) (int, int) {
+	t.Helper()
+	var src struct {
+		Tables []struct {
+			Kind string `json:"kind"`
+			Rows int    `json:"rows"`
+		} `json:"tables"`
+	}
+	require.NoError(t, getViewJSON(u+"api/sources", &src))
+	for i, tb := range src.Tables {
+		if tb.Kind == "pairs" && tb.Rows > 0 {
+			return i, tb.Rows
+		}
+	}
+	t.Fatal("the demo wrote no pairs table")
+	return -1, 0
+}
+
+// TestViewPairDiffInBrowser: a trajectory pair's page shows the steps both
+// sides share once, marks where they diverge, and marks the words that
+// differ on each side: those the API's word diff names.
+func TestViewPairDiffInBrowser(t *testing.T) {
+	if chromium() == "" {
+		browser(t, 0)
+	}
+	u, _ := startView(t, "127.0.0.1:0", viewDemo(t))
+	ctx := browser(t, time.Minute)
+	n, rows := pairsTable(t, u)
+	type op struct{ Op, Text string }
+	var row struct {
+		Diff struct {
+			Shared  int `json:"shared"`
+			Message int `json:"message"`
+			Aligned []struct {
+				Same  bool `json:"same"`
+				Calls []struct {
+					Args []op `json:"arguments"`
+				} `json:"calls"`
+			} `json:"aligned"`
+		} `json:"diff"`
+	}
+	i := 0
+	for ; i < rows; i++ {
+		require.NoError(t, getViewJSON(fmt.Sprintf("%sapi/tables/%d/rows/%d", u, n, i), &row))
+		d := row.Diff
+		if d.Shared > 0 && len(d.Aligned) > 0 && !d.Aligned[0].Same && len(d.Aligned[0].Calls) > 0 {
+			break
+		}
+	}
+	require.Less(t, i, rows, "a pair whose sides share steps and then call differently")
+	var removed, added []string
+	for _, o := range row.Diff.Aligned[0].Calls[0].Args {
+		switch o.Op {
+		case "-":
+			removed = append(removed, o.Text)
+		case "+":
+			added = append(added, o.Text)
+		}
+	}
+	browserDo(t, ctx, chromedp.Navigate(fmt.Sprintf("%s#/row/%d/%d", u, n, i)),
+		chromedp.WaitVisible(chromedp.CSS(`#divergence`)), chromedp.WaitVisible(chromedp.CSS(`#shared`)))
+	require.Equal(t, row.Diff.Message, browserEval[int](t, ctx, `+document.getElementById("divergence").dataset.message`))
+	require.Contains(t, browserEval[string](t, ctx, `document.getElementById("shared").textContent`), fmt.Sprintf("%d message", row.Diff.Shared))
+	// The shared steps are not repeated on the sides: each side starts at
+	// the divergence, its first message marked.
+	require.True(t, browserEval[bool](t, ctx, `document.querySelector("#pair-chosen .msg").classList.contains("differs")`))
+	require.True(t, browserEval[bool](t, ctx, `!!document.querySelector("#pair-chosen .msg .diverge-here")`))
+	marked := func(side string) []string {
+		return browserEval[[]string](t, ctx, fmt.Sprintf(`[...document.querySelectorAll("#pair-%s .msg:first-of-type .diff-call mark.diff")].map((m) => m.textContent)`, side))
+	}
+	require.Equal(t, removed, marked("chosen"), "the chosen side marks the words only it has")
+	require.Equal(t, added, marked("rejected"), "the rejected side marks the words only it has")
+	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(artifacts(t), "pair-diff.png"), shot, 0o644))
+}

@@ -420,6 +420,9 @@ func (s *Server) handleRow(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	out["trajectories"] = links
+	if t.Kind == TablePairs {
+		out["diff"] = pairDiffOf(row)
+	}
 	writeJSON(w, out)
 }
 

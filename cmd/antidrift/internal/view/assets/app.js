@@ -271,23 +271,36 @@ function renderMessages(msgs, ctx) {
     }
     const reasoning = m.reasoning || m.reasoning_content;
     const body = [];
+    // dd: this message's word diff against the other side of a pair.
+    const dd = ctx.diff && ctx.diff.at[idx];
     if (reasoning) body.push(h("details", { class: "reasoning" }, h("summary", {}, "reasoning"), h("pre", {}, reasoning)));
-    if (m.content) body.push(h("pre", {}, m.role === "tool" ? highlight(pretty(m.content), ctx.luresAt[idx] || []) : m.content));
+    if (dd && dd.content.some((o) => o.op !== "=")) body.push(h("pre", {}, diffNodes(dd.content, ctx.diff.own)));
+    else if (m.content) body.push(h("pre", {}, m.role === "tool" ? highlight(pretty(m.content), ctx.luresAt[idx] || []) : m.content));
     let drifting = false;
-    for (const tc of m.tool_calls || []) {
+    (m.tool_calls || []).forEach((tc, j) => {
       const mk = ctx.markByID[tc.id];
       if (mk) drifting = true;
-      body.push(h("div", { class: "call" + (mk ? " drift-call" : ""), "data-call": tc.id },
-        h("div", {}, "→ ", h("b", {}, tc.function.name)),
-        h("pre", {}, pretty(tc.function.parsed_arguments || tc.function.arguments)),
+      const cd = dd && dd.calls[j];
+      body.push(h("div", { class: "call" + (mk ? " drift-call" : "") + (cd && cd.arguments.concat(cd.name).some((o) => o.op !== "=") ? " diff-call" : ""), "data-call": tc.id },
+        h("div", {}, "→ ", h("b", {}, cd ? diffNodes(cd.name, ctx.diff.own) : tc.function.name)),
+        h("pre", {}, cd ? diffNodes(cd.arguments, ctx.diff.own) : pretty(tc.function.parsed_arguments || tc.function.arguments)),
         mk ? mk.matches.map((x) => h("div", { class: "drift-mark" }, matchText(x))) : null));
-    }
+    });
     for (const mk of ctx.answerMarks.filter((x) => x.message === idx)) {
       drifting = true;
       body.push(mk.matches.map((x) => h("div", { class: "drift-mark" }, matchText(x))));
     }
-    return h("div", { class: `msg ${m.role}` + (drifting ? " drifting" : ""), "data-index": idx }, h("div", { class: "role" }, head), body);
+    const differs = dd && !dd.same;
+    if (differs && ctx.diff.first === idx) head.push(h("span", { class: "diverge-here" }, "⇄ the sides differ from here"));
+    return h("div", { class: `msg ${m.role}` + (drifting ? " drifting" : "") + (differs ? " differs" : ""), "data-index": idx }, h("div", { class: "role" }, head), body);
   });
+}
+
+// diffNodes shows one side of a word diff: the words only this side has
+// are marked.
+function diffNodes(ops, own) {
+  return ops.filter((o) => o.op === "=" || o.op === own).map((o) => o.op === "=" ? o.text
+    : h("mark", { class: "diff " + (own === "-" ? "diff-chosen" : "diff-rejected"), title: own === "-" ? "only the chosen side has this" : "only the rejected side has this" }, o.text));
 }
 
 async function renderTrajectory(id, params) {
@@ -435,7 +448,29 @@ async function renderRow(n, i) {
     h("button", { type: "button", disabled: d.row <= 0, onclick: () => go(`/row/${n}/${d.row - 1}`) }, "‹ prev"),
     h("button", { type: "button", disabled: d.row + 1 >= d.table.rows, onclick: () => go(`/row/${n}/${d.row + 1}`) }, "next ›"));
   let body;
-  if (kind === "pairs") {
+  if (kind === "pairs" && d.diff) {
+    // Aligned from the shared prefix: what both sides share is shown once,
+    // then each side from where they part, the differing words marked.
+    const df = d.diff;
+    const parse = (list) => (list || []).map((m) => (typeof m === "string" ? JSON.parse(m) : m));
+    const chosen = parse(r.chosen), rejected = parse(r.rejected);
+    const side = (msgs, own) => {
+      const at = {};
+      for (const a of df.aligned) at[a.index - df.shared] = a;
+      const first = df.aligned.findIndex((a) => !a.same);
+      return renderMessages(msgs.slice(df.shared), { steps: {}, markByID: {}, luresAt: {}, answerMarks: [], diff: { at, own, first: first < 0 ? -1 : df.aligned[first].index - df.shared } });
+    };
+    body = [
+      h("h3", {}, "Prompt"), messageList(r.prompt),
+      df.shared ? [h("h3", { id: "shared" }, `Shared by both sides (${df.shared} message${df.shared > 1 ? "s" : ""}, shown once)`), messageList(chosen.slice(0, df.shared))] : null,
+      h("div", { class: "divergence", id: "divergence", "data-message": df.message },
+        `⇄ the sides diverge at message ${df.message}` + (r.divergence_step !== undefined ? ` (the row's divergence_step: ${r.divergence_step}, a ${r.pair_type} pair)` : "") +
+        ` · reward gap ${r.reward_gap !== undefined ? Number(r.reward_gap).toFixed(3) : "?"}`),
+      h("div", { class: "pair" },
+        h("div", { id: "pair-chosen" }, h("h3", {}, `chosen (reward ${fmt(r.chosen_reward)})`), trajLink(r.chosen_traj_id, d.trajectories[r.chosen_traj_id]), side(chosen, "-")),
+        h("div", { id: "pair-rejected" }, h("h3", {}, `rejected (reward ${fmt(r.rejected_reward)})`), trajLink(r.rejected_traj_id, d.trajectories[r.rejected_traj_id]), side(rejected, "+"))),
+    ];
+  } else if (kind === "pairs") {
     body = [
       h("h3", {}, "Shared prefix (prompt)"), messageList(r.prompt),
       h("div", { class: "divergence", id: "divergence" }, `divergence${r.divergence_step !== undefined ? " at step " + r.divergence_step : ""} · reward gap ${r.reward_gap !== undefined ? Number(r.reward_gap).toFixed(3) : "?"}`),
