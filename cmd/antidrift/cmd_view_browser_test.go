@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -190,4 +192,95 @@ func TestViewPairDiffInBrowser(t *testing.T) {
 	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(artifacts(t), "pair-diff.png"), shot, 0o644))
+}
+
+// TestViewTableQueryInBrowser: on the demo's DPO pairs table, a filter
+// (pair type) and a search (a tool's name) show the rows the file holds,
+// counted from the file itself.
+func TestViewTableQueryInBrowser(t *testing.T) {
+	if chromium() == "" {
+		browser(t, 0)
+	}
+	u, _ := startView(t, "127.0.0.1:0", viewDemo(t))
+	ctx := browser(t, time.Minute)
+	n, _ := pairsTable(t, u)
+	var src struct {
+		Tables []struct {
+			Path string `json:"path"`
+		} `json:"tables"`
+	}
+	require.NoError(t, getViewJSON(u+"api/sources", &src))
+	b, err := os.ReadFile(src.Tables[n].Path)
+	require.NoError(t, err)
+	type msg struct {
+		Content   string `json:"content"`
+		ToolCalls []struct {
+			Function struct {
+				Name      string          `json:"name"`
+				Arguments json.RawMessage `json:"arguments"`
+			} `json:"function"`
+		} `json:"tool_calls"`
+	}
+	type row struct {
+		PairType string `json:"pair_type"`
+		Prompt   []msg  `json:"prompt"`
+		Chosen   []msg  `json:"chosen"`
+		Rejected []msg  `json:"rejected"`
+	}
+	var rows []row
+	for _, l := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		var r row
+		require.NoError(t, json.Unmarshal(l, &r))
+		rows = append(rows, r)
+	}
+	// The word: the first step pair's rejected call.
+	word := ""
+	for _, r := range rows {
+		if r.PairType == "step" && len(r.Rejected) > 0 && len(r.Rejected[0].ToolCalls) > 0 {
+			word = r.Rejected[0].ToolCalls[0].Function.Name
+			break
+		}
+	}
+	require.NotEmpty(t, word)
+	steps, found := 0, 0
+	for _, r := range rows {
+		if r.PairType != "step" {
+			continue
+		}
+		steps++
+		hit := false
+		for _, m := range append(append(append([]msg{}, r.Prompt...), r.Chosen...), r.Rejected...) {
+			text := m.Content
+			for _, c := range m.ToolCalls {
+				text += " " + c.Function.Name + " " + string(c.Function.Arguments)
+			}
+			hit = hit || strings.Contains(strings.ToLower(text), strings.ToLower(word))
+		}
+		if hit {
+			found++
+		}
+	}
+	require.Positive(t, found)
+	require.Less(t, found, len(rows), "the search narrows the list")
+
+	rowsShow := func(k int) chromedp.Action[chromedp.Void] {
+		return chromedp.WaitVisible(chromedp.Search(fmt.Sprintf(`//span[@class="table-count"][starts-with(., "%d rows")]`, k)))
+	}
+	browserDo(t, ctx, chromedp.Navigate(fmt.Sprintf("%s#/table/%d", u, n)), rowsShow(len(rows)),
+		chromedp.SetValue(chromedp.CSS(`#table-filter-pair_type`), "step"),
+		chromedp.Evaluate[chromedp.Void](`void document.getElementById("table-filter-pair_type").dispatchEvent(new Event("change"))`),
+		rowsShow(steps),
+		chromedp.SendKeys(chromedp.CSS(`#table-search`), word+"\r"),
+		rowsShow(found))
+	require.Equal(t, min(found, 50), browserEval[int](t, ctx, `document.querySelectorAll("#rows tbody tr").length`))
+	// Sorting by the reward gap, descending, orders the shown rows.
+	browserDo(t, ctx, chromedp.Click(chromedp.CSS(`#rows th[data-sort="reward_gap"]`)),
+		chromedp.WaitVisible(chromedp.Search(`//th[@data-sort="reward_gap"][contains(., "▲")]`)),
+		chromedp.Click(chromedp.CSS(`#rows th[data-sort="reward_gap"]`)),
+		chromedp.WaitVisible(chromedp.Search(`//th[@data-sort="reward_gap"][contains(., "▼")]`)), rowsShow(found))
+	gaps := browserEval[[]float64](t, ctx, `(() => { const i = [...document.querySelectorAll("#rows thead th")].findIndex((th) => th.dataset.sort === "reward_gap");
+		return [...document.querySelectorAll("#rows tbody tr")].map((tr) => +tr.children[i].textContent); })()`)
+	for i := 1; i < len(gaps); i++ {
+		require.GreaterOrEqual(t, gaps[i-1], gaps[i])
+	}
 }

@@ -372,24 +372,17 @@ func (s *Server) handleRows(w http.ResponseWriter, r *http.Request) {
 	if t == nil {
 		return
 	}
-	q, err := parseQuery(r.URL.Query())
+	q, err := t.parseQuery(r.URL.Query())
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	rows := []map[string]json.RawMessage{}
-	from := (q.Page - 1) * q.Size
-	for i := from; i < t.Rows && i < from+q.Size; i++ {
-		row, err := t.row(i)
-		if err != nil {
-			writeError(w, http.StatusInternalServerError, err)
-			return
-		}
-		sm := summarizeRow(row)
-		sm["row"] = json.RawMessage(strconv.Itoa(i))
-		rows = append(rows, sm)
+	res, err := t.list(q)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
 	}
-	writeJSON(w, map[string]any{"table": t, "total": t.Rows, "page": q.Page, "size": q.Size, "rows": rows})
+	writeJSON(w, res)
 }
 
 func (s *Server) handleRow(w http.ResponseWriter, r *http.Request) {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // TableKind is what a dataset table holds, told from its columns.
@@ -58,6 +59,14 @@ type table struct {
 
 	offs []int64
 	lens []int32
+	// cells are the summary columns of every row, for filters, sort and
+	// the list (tablequery.go); the message lists stay in the file.
+	cells tableCells
+
+	facetOnce sync.Once
+	facetVals map[string][]string
+	searchMu  sync.Mutex
+	searches  map[string]map[int]bool
 }
 
 // maxTableFiles bounds how many JSONL files one dataset folder may hold.
@@ -123,11 +132,14 @@ func indexTable(path string) (*table, error) {
 		if len(l) > 0 && l[len(l)-1] == '\n' {
 			line++
 			if len(bytes.TrimSpace(l)) > 0 {
-				if t.Kind == "" {
-					var keys map[string]json.RawMessage
-					if jerr := json.Unmarshal(l, &keys); jerr != nil {
+				var keys map[string]json.RawMessage
+				if jerr := json.Unmarshal(l, &keys); jerr != nil {
+					if t.Kind == "" {
 						return nil, fmt.Errorf("%s:%d: not a JSON object: %v", path, line, jerr)
 					}
+					return nil, fmt.Errorf("%s:%d: not a JSON object (a %s table row): %v", path, line, t.Kind, jerr)
+				}
+				if t.Kind == "" {
 					k, ok := kindOf(keys)
 					if !ok {
 						return nil, nil
@@ -136,6 +148,7 @@ func indexTable(path string) (*table, error) {
 				}
 				t.offs = append(t.offs, off)
 				t.lens = append(t.lens, int32(len(l)))
+				t.cells.add(keys)
 			}
 			off += int64(len(l))
 		}
@@ -174,20 +187,11 @@ func (t *table) row(i int) (map[string]json.RawMessage, error) {
 	return out, nil
 }
 
-// rowSummaryKeys are the columns shown in a table's list: the metadata,
-// never the message lists.
+// rowSummaryKeys are the columns shown in a table's list, filtered, sorted
+// and kept in memory: the metadata, never the message lists.
 var rowSummaryKeys = []string{
 	"pair_id", "traj_id", "scenario_id", "domain", "split", "pair_type", "label", "checkpoint",
 	"chosen_checkpoint", "rejected_checkpoint", "divergence_step", "chosen_reward", "rejected_reward",
-	"reward_gap", "reward", "advantage", "group_id", "drift_types", "success", "drift", "status",
-}
-
-func summarizeRow(r map[string]json.RawMessage) map[string]json.RawMessage {
-	out := map[string]json.RawMessage{}
-	for _, k := range rowSummaryKeys {
-		if v, ok := r[k]; ok {
-			out[k] = v
-		}
-	}
-	return out
+	"reward_gap", "reward", "advantage", "group_id", "framework", "turn", "drift_types", "violation_kinds",
+	"success", "drift", "status",
 }

@@ -409,22 +409,42 @@ async function renderTables() {
       : h("p", { class: "muted" }, "No dataset folder was given (antidrift view DIR with a pairs, kto, rewards or trajectories export)."));
 }
 
+// renderTable lists a dataset table with the trajectory list's tools:
+// filters on its columns, text search over its messages, sortable
+// columns and paging, all answered by the server.
 async function renderTable(n, params) {
-  const page = params.get("page") || "1";
-  const d = await api(`/api/tables/${n}/rows?page=${page}&size=50`);
-  const keys = [];
-  for (const r of d.rows) for (const k of Object.keys(r)) if (k !== "row" && !keys.includes(k)) keys.push(k);
+  const p = new URLSearchParams(params);
+  if (!p.get("page")) p.set("page", "1");
+  if (!p.get("size")) p.set("size", "50");
+  const d = await api(`/api/tables/${n}/rows?` + p.toString());
+  const keep = () => { const q = new URLSearchParams(params); q.delete("page"); return q; };
+  const update = (k, v) => { const q = keep(); if (v) q.set(k, v); else q.delete(k); go("/table/" + n, q); };
+  const facetNames = Object.keys(d.facets).filter((k) => d.columns.includes(k));
+  const search = h("input", { id: "table-search", type: "search", placeholder: "search messages  (/)", value: params.get("q") || "", size: 28 });
+  search.addEventListener("keydown", (e) => { if (e.key === "Enter") update("q", search.value.trim()); });
+  const filters = h("div", { class: "filters" },
+    facetNames.map((k) => h("label", {}, k,
+      h("select", { id: "table-filter-" + k, "data-column": k, onchange: (e) => update(k, e.target.value) },
+        h("option", { value: "" }, "all"),
+        d.facets[k].map((v) => h("option", { value: v, selected: params.get(k) === v }, v))))),
+    h("label", {}, "text", search),
+    h("button", { type: "button", onclick: () => go("/table/" + n) }, "clear"));
+  const sort = params.get("sort") || "";
   const pages = Math.max(1, Math.ceil(d.total / d.size));
-  const toPage = (p) => go("/table/" + n, new URLSearchParams({ page: p }));
-  app.replaceChildren(h("h2", {}, `${d.table.name} (${d.table.kind}, ${d.total} rows)`),
-    h("div", { class: "pager" },
-      h("button", { type: "button", disabled: d.page <= 1, onclick: () => toPage(d.page - 1) }, "‹ prev"),
-      h("span", {}, `page ${d.page} of ${pages}`),
-      h("button", { type: "button", disabled: d.page >= pages, onclick: () => toPage(d.page + 1) }, "next ›")),
+  const toPage = (pg) => { const q = new URLSearchParams(params); q.set("page", pg); go("/table/" + n, q); };
+  const pager = () => h("div", { class: "pager" },
+    h("button", { type: "button", disabled: d.page <= 1, onclick: () => toPage(d.page - 1) }, "‹ prev"),
+    h("span", { class: "table-count" }, `${d.total} rows · page ${d.page} of ${pages}`),
+    h("button", { type: "button", disabled: d.page >= pages, onclick: () => toPage(d.page + 1) }, "next ›"));
+  const cell = (v) => (v === undefined ? "" : String(v));
+  app.replaceChildren(h("h2", {}, `${d.table.name} (${d.table.kind}, ${d.table.rows} rows)`),
+    filters, pager(),
     h("table", { class: "grid", id: "rows" },
-      h("thead", {}, h("tr", {}, h("th", {}, "#"), keys.map((k) => h("th", {}, k)))),
+      h("thead", {}, h("tr", {}, h("th", {}, "#"), d.columns.map((k) => h("th", { "data-sort": k, onclick: () => update("sort", sort === k ? "-" + k : k) },
+        k + (sort === k ? " ▲" : sort === "-" + k ? " ▼" : ""))))),
       h("tbody", {}, d.rows.map((r) => h("tr", { "data-row": r.row, onclick: () => go(`/row/${n}/${r.row}`) },
-        h("td", {}, r.row), keys.map((k) => h("td", {}, r[k] === undefined ? "" : typeof r[k] === "object" ? JSON.stringify(r[k]) : String(r[k]))))))));
+        h("td", {}, r.row), d.columns.map((k) => h("td", {}, cell(r[k]))))))),
+    pager());
 }
 
 function messageList(list, ctx) {
@@ -529,7 +549,7 @@ document.addEventListener("keydown", (e) => {
   if (k === "t") setTheme(!document.documentElement.classList.contains("dark"));
   else if (k === "?") document.getElementById("keys").classList.toggle("hidden");
   else if (k === "Escape") document.getElementById("keys").classList.add("hidden");
-  else if (k === "/") { const s = document.getElementById("search"); if (s) { e.preventDefault(); s.focus(); } else go("/runs"); }
+  else if (k === "/") { const s = document.getElementById("search") || document.getElementById("table-search"); if (s) { e.preventDefault(); s.focus(); } else go("/runs"); }
   else if (current && k === "j") current.next();
   else if (current && k === "k") current.prev();
   else if (current && k === "s") current.toggle();
