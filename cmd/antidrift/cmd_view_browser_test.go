@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -283,4 +285,90 @@ func TestViewTableQueryInBrowser(t *testing.T) {
 	for i := 1; i < len(gaps); i++ {
 		require.GreaterOrEqual(t, gaps[i-1], gaps[i])
 	}
+}
+
+// TestViewExportInBrowser: `antidrift view --export DIR --filter drift=true`
+// writes a site that opens from file:// in Chromium: the list holds the
+// drifting trajectories only, a trajectory shows its marks and lure,
+// filters and search work in the page, and a pair shows its diff.
+func TestViewExportInBrowser(t *testing.T) {
+	if chromium() == "" {
+		browser(t, 0)
+	}
+	demo := viewDemo(t)
+	site := filepath.Join(t.TempDir(), "site")
+	var out strings.Builder
+	require.NoError(t, runViewExport(&out, []string{demo}, viewFlags{export: site, filter: []string{"drift=true"}, limit: 60, labeling: "record"}))
+	assert.Contains(t, out.String(), "wrote 60 trajectories (the first 60 of")
+	require.FileExists(t, filepath.Join(site, "index.html"))
+	require.ErrorContains(t, runViewExport(io.Discard, []string{demo}, viewFlags{export: site, limit: 60, labeling: "record"}), "not empty")
+	require.ErrorContains(t, runViewExport(io.Discard, []string{demo}, viewFlags{export: filepath.Join(t.TempDir(), "x"), filter: []string{"drift"}, limit: 60}), "--filter")
+
+	ctx := browser(t, time.Minute)
+	page := "file://" + filepath.ToSlash(filepath.Join(site, "index.html"))
+	browserDo(t, ctx, chromedp.Navigate(page+"#/runs"),
+		chromedp.WaitVisible(chromedp.Search(`//span[@id="count"][contains(., "60 trajectories")]`)))
+	require.Equal(t, 50, browserEval[int](t, ctx, `document.querySelectorAll("#traj-table tbody tr td:nth-child(9) .pill.drift").length`), "every row drifts")
+	require.Contains(t, browserEval[string](t, ctx, `document.getElementById("progress").textContent`), "static export")
+
+	// A drifting trajectory with a lure, as the export's data holds it.
+	var id string
+	entries, err := os.ReadDir(filepath.Join(site, "data", "t"))
+	require.NoError(t, err)
+	require.Len(t, entries, 60)
+	for k := range 60 {
+		b, err := os.ReadFile(filepath.Join(site, "data", "t", fmt.Sprintf("%d.js", k)))
+		require.NoError(t, err)
+		js := strings.TrimSuffix(strings.TrimPrefix(string(b), fmt.Sprintf(`window.ANTIDRIFT_DATA("t/%d", `, k)), ");\n")
+		var d struct {
+			Record struct {
+				TrajID string `json:"traj_id"`
+			} `json:"record"`
+			Marks []json.RawMessage `json:"marks"`
+			Lures []json.RawMessage `json:"lures"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(js), &d))
+		if len(d.Marks) > 0 && len(d.Lures) > 0 {
+			id = d.Record.TrajID
+			break
+		}
+	}
+	require.NotEmpty(t, id)
+	browserDo(t, ctx, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`void (location.hash = %q)`, "#/t/"+id)),
+		chromedp.WaitVisible(chromedp.CSS(`#conversation .drift-mark`)), chromedp.WaitVisible(chromedp.CSS(`#boundary`)))
+	require.Positive(t, browserEval[int](t, ctx, `document.querySelectorAll("#conversation .drift-call").length`))
+	require.Positive(t, browserEval[int](t, ctx, `document.querySelectorAll("#conversation mark.lure").length`))
+	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(artifacts(t), "export-trajectory.png"), shot, 0o644))
+
+	// The stripped view and the list's own filter work in the page.
+	browserDo(t, ctx, chromedp.KeyEvent("s"), chromedp.WaitVisible(chromedp.CSS(`#conversation[data-view="stripped"]`)))
+	require.Zero(t, browserEval[int](t, ctx, `document.querySelectorAll("#conversation .drift-call").length`))
+	browserDo(t, ctx, chromedp.Evaluate[chromedp.Void](`void (location.hash = "#/runs?checkpoint=sim:base")`),
+		chromedp.WaitVisible(chromedp.CSS(`#traj-table tbody tr`)))
+	require.True(t, browserEval[bool](t, ctx, `[...document.querySelectorAll("#traj-table tbody tr td:nth-child(2)")].every((td) => td.textContent.startsWith("sim:base"))`))
+
+	// A pair of the exported DPO table shows its diff.
+	var src struct {
+		Tables []struct {
+			Kind string `json:"kind"`
+		} `json:"tables"`
+	}
+	b, err := os.ReadFile(filepath.Join(site, "data", "index.js"))
+	require.NoError(t, err)
+	var idx struct {
+		Sources json.RawMessage `json:"sources"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(strings.TrimSuffix(strings.TrimPrefix(string(b), "window.ANTIDRIFT_STATIC = "), ";\n")), &idx))
+	require.NoError(t, json.Unmarshal(idx.Sources, &src))
+	pairs := -1
+	for i, tb := range src.Tables {
+		if tb.Kind == "pairs" {
+			pairs = i
+		}
+	}
+	require.GreaterOrEqual(t, pairs, 0)
+	browserDo(t, ctx, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`void (location.hash = "#/row/%d/0")`, pairs)),
+		chromedp.WaitVisible(chromedp.CSS(`#divergence`)), chromedp.WaitVisible(chromedp.CSS(`#pair-rejected .msg`)))
 }

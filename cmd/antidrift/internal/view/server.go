@@ -257,10 +257,25 @@ func (s *Server) handleTrajectory(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Errorf("no trajectory %q in the folders served", id))
 		return
 	}
-	rec, err := s.runs.load(&sum)
+	d, err := s.detailOf(&sum)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err)
 		return
+	}
+	// Neighbours within the list's current filter and order, for keyboard
+	// navigation.
+	if res, err := s.runs.neighbours(q, s.search, id); err == nil {
+		d.Prev, d.Next = res[0], res[1]
+	}
+	writeJSON(w, d)
+}
+
+// detailOf reads the record of sum and builds its page: marks, lures,
+// the stripped view, its scenario and run.
+func (s *Server) detailOf(sum *summary) (detail, error) {
+	rec, err := s.runs.load(sum)
+	if err != nil {
+		return detail{}, err
 	}
 	scs, scErr := s.scenariosOf(sum.dir)
 	sc := scs[rec.ScenarioID]
@@ -276,12 +291,7 @@ func (s *Server) handleTrajectory(w http.ResponseWriter, r *http.Request) {
 			d.ScenarioError = fmt.Sprintf("scenario %s is not in the run's scenario source", rec.ScenarioID)
 		}
 	}
-	// Neighbours within the list's current filter and order, for keyboard
-	// navigation.
-	if res, err := s.runs.neighbours(q, s.search, id); err == nil {
-		d.Prev, d.Next = res[0], res[1]
-	}
-	writeJSON(w, d)
+	return d, nil
 }
 
 // compareGroup is one checkpoint × framework's rollouts of a scenario.

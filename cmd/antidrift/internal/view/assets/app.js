@@ -3,6 +3,9 @@
 "use strict";
 
 const app = document.getElementById("app");
+// STATIC is the data of a static export (antidrift view --export): the
+// pages then read data/*.js instead of the API.
+const STATIC = window.ANTIDRIFT_STATIC || null;
 let current = null; // the trajectory page's state, for keyboard navigation
 
 // bidi matches the Unicode bidirectional controls (embeddings, overrides,
@@ -33,6 +36,7 @@ function h(tag, attrs, ...kids) {
 }
 
 async function api(path) {
+  if (STATIC) return staticApi(path);
   const r = await fetch(path);
   const body = await r.json().catch(() => ({ error: r.statusText }));
   if (!r.ok) throw new Error(body.error || r.statusText);
@@ -219,7 +223,10 @@ function showProgress(p) {
   if (!p) return;
   live.classList.toggle("hidden", !p.live);
   live.textContent = p.live ? `● live: ${p.live} run${p.live > 1 ? "s" : ""} being written` : "";
-  if (p.error) el.textContent = "indexing failed: " + p.error;
+  if (p.static) {
+    el.textContent = `static export: ${p.records} trajectories` + (STATIC.selected > p.records ? ` (the first ${p.records} of ${STATIC.selected} selected)` : "") +
+      (Object.keys(STATIC.filter).length ? " · exported with " + new URLSearchParams(STATIC.filter).toString() : "");
+  } else if (p.error) el.textContent = "indexing failed: " + p.error;
   else if (!p.done) el.textContent = `indexing… ${p.records} records (${pct(p.total_bytes ? p.bytes / p.total_bytes : 1)})`;
   else {
     const runs = [p.finished ? `${p.finished} finished` : "", p.stopped ? `${p.stopped} stopped short of the plan` : ""].filter(Boolean).join(", ");
@@ -527,6 +534,164 @@ async function renderReports() {
         h("td", {}, r.name), h("td", {}, r.path), h("td", {}, r.start), h("td", {}, r.manifest.plan.checkpoint), h("td", {}, r.manifest.plan.policy),
         h("td", {}, r.distinct.join(" · ")), h("td", {}, stateBadge(r.state)), h("td", {}, r.records), h("td", {}, r.planned))))));
   showProgress(s.progress);
+}
+
+// ---- a static export: the data files stand in for the API ----
+
+// loadData loads data/NAME.js once; the file hands its data to
+// ANTIDRIFT_DATA (a page opened from file:// may load scripts, not fetch).
+const dataWaiting = {}, dataLoaded = {};
+window.ANTIDRIFT_DATA = (name, v) => { if (dataWaiting[name]) dataWaiting[name](v); };
+function loadData(name) {
+  if (!dataLoaded[name]) {
+    dataLoaded[name] = new Promise((resolve, reject) => {
+      dataWaiting[name] = resolve;
+      const el = h("script", { src: "data/" + name + ".js" });
+      el.onerror = () => reject(new Error(`this export has no data/${name}.js`));
+      document.head.append(el);
+    });
+  }
+  return dataLoaded[name];
+}
+
+const fileOf = {};
+if (STATIC) STATIC.rows.forEach((r, k) => { fileOf[r.traj_id] = k; });
+const cmpv = (a, b) => (a < b ? -1 : a > b ? 1 : 0);
+const ROW_FIELD = { scenario: "scenario_id", run: "run_dir" };
+
+// staticSelect is the list's selection over the exported rows, with the
+// server's rules: equal values, members of the match lists, search over
+// message text (lower case), a stable sort.
+async function staticSelect(p) {
+  const eq = { checkpoint: "checkpoint", framework: "framework", scenario: "scenario_id", domain: "domain", status: "status" };
+  const has = { type: "drift_types", kind: "violation_kinds", provision: "provisions" };
+  let sel = STATIC.rows.filter((r) =>
+    (!p.get("run") || String(r.run_dir) === p.get("run")) &&
+    Object.entries(eq).every(([k, f]) => !p.get(k) || r[f] === p.get(k)) &&
+    Object.entries(has).every(([k, f]) => !p.get(k) || r[f].includes(p.get(k))) &&
+    ["success", "drift"].every((k) => !p.get(k) || String(r[k]) === p.get(k)));
+  const q = (p.get("q") || "").trim().toLowerCase();
+  if (q) {
+    const texts = await loadData("search");
+    sel = sel.filter((r) => texts[fileOf[r.traj_id]].includes(q));
+  }
+  const sort = p.get("sort");
+  if (sort) {
+    const key = sort.replace(/^-/, ""), f = ROW_FIELD[key] || key, sign = sort.startsWith("-") ? -1 : 1;
+    sel = sel.map((r, i) => [r, i]).sort((a, b) => sign * cmpv(a[0][f], b[0][f]) || a[1] - b[1]).map((x) => x[0]);
+  }
+  return sel;
+}
+
+function staticProgress() {
+  const n = (st) => STATIC.runs.filter((r) => r.state === st).length;
+  return { done: true, records: STATIC.rows.length, duplicates: 0, live: 0, finished: n("finished"), stopped: n("stopped"), static: true };
+}
+
+function staticGroups(sel, key) {
+  const groups = new Map();
+  for (const r of sel) {
+    const k = key(r);
+    if (!groups.has(k)) groups.set(k, { checkpoint: r.checkpoint, framework: r.framework, run_dir: r.run_dir, rows: [] });
+    groups.get(k).rows.push(r);
+  }
+  return [...groups.values()];
+}
+
+async function staticList(p) {
+  const sel = await staticSelect(p);
+  const page = +(p.get("page") || 1), size = +(p.get("size") || 50);
+  const facets = {};
+  const add = (k, v) => { (facets[k] = facets[k] || new Set()).add(v); };
+  for (const r of STATIC.rows) {
+    add("checkpoint", r.checkpoint); add("framework", r.framework); add("scenario", r.scenario_id); add("domain", r.domain); add("status", r.status);
+    r.drift_types.forEach((v) => add("type", v)); r.violation_kinds.forEach((v) => add("kind", v)); r.provisions.forEach((v) => add("provision", v));
+  }
+  for (const k of Object.keys(facets)) facets[k] = [...facets[k]].sort();
+  const groups = staticGroups(sel, (r) => `${r.checkpoint}\u0000${r.framework}\u0000${r.run_dir}`).map((g) => {
+    const scored = g.rows.filter((r) => STATIC.scored.includes(r.status));
+    const n = Math.max(scored.length, 1);
+    return { checkpoint: g.checkpoint, framework: g.framework, run_dir: g.run_dir, n: scored.length, listed: g.rows.length,
+      tsr: scored.filter((r) => r.success).length / n, dr: scored.filter((r) => r.drift).length / n, csr: scored.filter((r) => r.success && !r.drift).length / n };
+  }).sort((a, b) => cmpv(a.checkpoint, b.checkpoint) || cmpv(a.framework, b.framework) || a.run_dir - b.run_dir);
+  return { total: sel.length, page, size, rows: sel.slice((page - 1) * size, page * size), groups, progress: staticProgress(), facets, runs: STATIC.runs };
+}
+
+function staticTable(n) {
+  const t = STATIC.sources.tables[n];
+  if (!t) throw new Error(`no table ${n} in this export`);
+  return t;
+}
+
+async function staticTableRows(n, p) {
+  const t = staticTable(n);
+  let sel = [...Array(t.exported).keys()];
+  for (const [k, v] of p) {
+    if (["q", "sort", "page", "size"].includes(k) || !v) continue;
+    const col = t.cells[k];
+    if (!col) throw new Error(`${k}: table ${t.name} has no column "${k}" to filter on`);
+    sel = sel.filter((i) => col[i] === v || (col[i].startsWith("[") && JSON.parse(col[i]).map((x) => (typeof x === "string" ? x : JSON.stringify(x))).includes(v)));
+  }
+  const q = (p.get("q") || "").trim().toLowerCase();
+  if (q) {
+    const chunks = await Promise.all([...Array(Math.ceil(t.exported / 200)).keys()].map((c) => loadData(`tables/${n}/${c}`)));
+    const hit = new Set(chunks.flat().filter((e) => e.text.includes(q)).map((e) => e.row));
+    sel = sel.filter((i) => hit.has(i));
+  }
+  const sort = p.get("sort");
+  if (sort) {
+    const col = t.cells[sort.replace(/^-/, "")], desc = sort.startsWith("-");
+    const num = (x) => (x.trim() !== "" && !isNaN(Number(x)) ? Number(x) : null);
+    sel = sel.map((i, k) => [i, k]).sort((a, b) => {
+      const x = col[a[0]], y = col[b[0]];
+      if (x === "" || y === "") return (x === "") - (y === "") || a[1] - b[1];
+      const nx = num(x), ny = num(y);
+      const c = nx !== null && ny !== null ? cmpv(nx, ny) : cmpv(x, y);
+      return (desc ? -c : c) || a[1] - b[1];
+    }).map((x) => x[0]);
+  }
+  const page = +(p.get("page") || 1), size = +(p.get("size") || 50);
+  const rows = sel.slice((page - 1) * size, page * size).map((i) => {
+    const r = { row: i };
+    for (const c of t.columns) if (t.cells[c][i] !== "") r[c] = t.cells[c][i];
+    return r;
+  });
+  return { table: { ...t, rows: t.exported }, total: sel.length, page, size, rows, columns: t.columns, facets: t.facets };
+}
+
+async function staticApi(path) {
+  const u = new URL(path, "http://export.invalid");
+  const parts = u.pathname.split("/").filter(Boolean).map(decodeURIComponent);
+  const p = u.searchParams;
+  switch (parts[1]) {
+    case "sources": return { ...STATIC.sources, progress: staticProgress() };
+    case "trajectories": return staticList(p);
+    case "trajectory": {
+      const k = fileOf[parts[2]];
+      if (k === undefined) throw new Error(`trajectory ${parts[2]} is not in this export`);
+      const d = await loadData("t/" + k);
+      const sel = await staticSelect(p);
+      const at = sel.findIndex((r) => r.traj_id === parts[2]);
+      return { ...d, prev: at > 0 ? sel[at - 1].traj_id : "", next: at >= 0 && at + 1 < sel.length ? sel[at + 1].traj_id : "" };
+    }
+    case "compare": {
+      const only = p.get("runs") ? p.get("runs").split(",") : null;
+      const rows = STATIC.rows.filter((r) => r.scenario_id === parts[2] && (!only || only.includes(String(r.run_dir))));
+      if (!rows.length) throw new Error(`no trajectory of scenario "${parts[2]}" in this export`);
+      const groups = staticGroups(rows, (r) => `${r.checkpoint}\u0000${r.framework}\u0000${r.run_dir}`).map((g) => ({
+        checkpoint: g.checkpoint, framework: g.framework, run_dir: g.run_dir, n: g.rows.length, rollouts: g.rows,
+        success: g.rows.filter((r) => r.success).length, drift: g.rows.filter((r) => r.drift).length, clean: g.rows.filter((r) => r.success && !r.drift).length }));
+      return { scenario_id: parts[2], groups, reports: STATIC.sources.reports, runs: STATIC.runs };
+    }
+    case "tables": {
+      if (parts.length === 4) return staticTableRows(+parts[2], p);
+      const t = staticTable(+parts[2]), i = +parts[4];
+      if (!(i >= 0 && i < t.exported)) throw new Error(`${t.name}: row ${parts[4]} is not in this export (it holds rows 0–${t.exported - 1})`);
+      const e = (await loadData(`tables/${parts[2]}/${Math.floor(i / 200)}`))[i % 200];
+      return { table: { ...t, rows: t.exported }, row: i, data: e.data, trajectories: e.trajectories, diff: e.diff };
+    }
+  }
+  throw new Error("not in a static export: " + path);
 }
 
 // ---- theme and keys ----
