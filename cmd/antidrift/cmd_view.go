@@ -54,7 +54,9 @@ text, sorts and pages on the server, and shows TSR/DR/CSR of the current
 filter. A trajectory shows its conversation with each drifting call marked
 (type, kind, provisions, annotated or derived), the lure that preceded it,
 the scenario's boundary and success checks, the judge's verdict and what the
-judge saw; a pair shows both sides from the shared prefix.
+judge saw; a pair shows what both sides share once, then each side from
+where they diverge with the differing words marked. Dataset tables filter,
+search and sort like the list; a run still being written is followed live.
 
 The viewer only reads: nothing is written into the folders it serves. It
 binds to the loopback interface unless --addr says otherwise, and answers
