@@ -132,23 +132,24 @@ func indexTable(path string) (*table, error) {
 		if len(l) > 0 && l[len(l)-1] == '\n' {
 			line++
 			if len(bytes.TrimSpace(l)) > 0 {
-				var keys map[string]json.RawMessage
-				if jerr := json.Unmarshal(l, &keys); jerr != nil {
-					if t.Kind == "" {
+				if t.Kind == "" {
+					var keys map[string]json.RawMessage
+					if jerr := json.Unmarshal(l, &keys); jerr != nil {
 						return nil, fmt.Errorf("%s:%d: not a JSON object: %v", path, line, jerr)
 					}
-					return nil, fmt.Errorf("%s:%d: not a JSON object (a %s table row): %v", path, line, t.Kind, jerr)
-				}
-				if t.Kind == "" {
 					k, ok := kindOf(keys)
 					if !ok {
 						return nil, nil
 					}
 					t.Kind = k
 				}
+				var rc rowCellsLine
+				if jerr := json.Unmarshal(l, &rc); jerr != nil {
+					return nil, fmt.Errorf("%s:%d: not a JSON object (a %s table row): %v", path, line, t.Kind, jerr)
+				}
 				t.offs = append(t.offs, off)
 				t.lens = append(t.lens, int32(len(l)))
-				t.cells.add(keys)
+				t.cells.add(rc.cells())
 			}
 			off += int64(len(l))
 		}
@@ -194,4 +195,71 @@ var rowSummaryKeys = []string{
 	"chosen_checkpoint", "rejected_checkpoint", "divergence_step", "chosen_reward", "rejected_reward",
 	"reward_gap", "reward", "advantage", "group_id", "framework", "turn", "drift_types", "violation_kinds",
 	"success", "drift", "status",
+}
+
+// rowCellsLine decodes only a row's summary columns (rowSummaryKeys): the
+// message lists are skipped, not copied.
+type rowCellsLine struct {
+	PairId             json.RawMessage `json:"pair_id"`
+	TrajId             json.RawMessage `json:"traj_id"`
+	ScenarioId         json.RawMessage `json:"scenario_id"`
+	Domain             json.RawMessage `json:"domain"`
+	Split              json.RawMessage `json:"split"`
+	PairType           json.RawMessage `json:"pair_type"`
+	Label              json.RawMessage `json:"label"`
+	Checkpoint         json.RawMessage `json:"checkpoint"`
+	ChosenCheckpoint   json.RawMessage `json:"chosen_checkpoint"`
+	RejectedCheckpoint json.RawMessage `json:"rejected_checkpoint"`
+	DivergenceStep     json.RawMessage `json:"divergence_step"`
+	ChosenReward       json.RawMessage `json:"chosen_reward"`
+	RejectedReward     json.RawMessage `json:"rejected_reward"`
+	RewardGap          json.RawMessage `json:"reward_gap"`
+	Reward             json.RawMessage `json:"reward"`
+	Advantage          json.RawMessage `json:"advantage"`
+	GroupId            json.RawMessage `json:"group_id"`
+	Framework          json.RawMessage `json:"framework"`
+	Turn               json.RawMessage `json:"turn"`
+	DriftTypes         json.RawMessage `json:"drift_types"`
+	ViolationKinds     json.RawMessage `json:"violation_kinds"`
+	Success            json.RawMessage `json:"success"`
+	Drift              json.RawMessage `json:"drift"`
+	Status             json.RawMessage `json:"status"`
+}
+
+func (r *rowCellsLine) cells() map[string]json.RawMessage {
+	out := make(map[string]json.RawMessage, len(rowSummaryKeys))
+	for _, kv := range []struct {
+		k string
+		v json.RawMessage
+	}{
+		{"pair_id", r.PairId},
+		{"traj_id", r.TrajId},
+		{"scenario_id", r.ScenarioId},
+		{"domain", r.Domain},
+		{"split", r.Split},
+		{"pair_type", r.PairType},
+		{"label", r.Label},
+		{"checkpoint", r.Checkpoint},
+		{"chosen_checkpoint", r.ChosenCheckpoint},
+		{"rejected_checkpoint", r.RejectedCheckpoint},
+		{"divergence_step", r.DivergenceStep},
+		{"chosen_reward", r.ChosenReward},
+		{"rejected_reward", r.RejectedReward},
+		{"reward_gap", r.RewardGap},
+		{"reward", r.Reward},
+		{"advantage", r.Advantage},
+		{"group_id", r.GroupId},
+		{"framework", r.Framework},
+		{"turn", r.Turn},
+		{"drift_types", r.DriftTypes},
+		{"violation_kinds", r.ViolationKinds},
+		{"success", r.Success},
+		{"drift", r.Drift},
+		{"status", r.Status},
+	} {
+		if kv.v != nil {
+			out[kv.k] = kv.v
+		}
+	}
+	return out
 }
