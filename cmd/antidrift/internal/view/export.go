@@ -34,6 +34,10 @@ type ExportResult struct {
 	Reports      int
 }
 
+// exportCSP is the exported page's policy (a meta tag: a static site sets
+// no headers).
+const exportCSP = "default-src 'none'; script-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; base-uri 'none'; form-action 'none'; object-src 'none'"
+
 // tableChunk is how many rows of a dataset table one data file holds.
 const tableChunk = 200
 
@@ -86,6 +90,10 @@ func (s *Server) Export(dir string, opt ExportOptions) (ExportResult, error) {
 	}
 	page = bytes.Replace(page, []byte(`<script src="app.js"></script>`),
 		[]byte(`<script src="data/index.js"></script>`+"\n"+`<script src="app.js"></script>`), 1)
+	// The server's policy, as far as a page can set it itself: its own
+	// scripts and styles only, nothing fetched, no frames, no forms.
+	page = bytes.Replace(page, []byte(`<meta charset="utf-8">`),
+		[]byte(`<meta charset="utf-8">`+"\n"+`<meta http-equiv="Content-Security-Policy" content="`+exportCSP+`">`), 1)
 	w.write("index.html", page)
 
 	// One file per trajectory, its page as the API serves it; prev and

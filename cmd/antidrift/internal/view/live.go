@@ -73,11 +73,13 @@ func (ix *runIndex) refresh(now time.Time) {
 			rf.failed = true
 			errs = append(errs, fmt.Errorf("%s: shrank from %d to %d bytes since it was indexed; restart the viewer to read it again", rf.path, rf.off, st.Size()))
 		case st.Size() > rf.off:
-			before := rf.off
+			if st.Size() > rf.seen {
+				ix.total.Add(st.Size() - rf.seen)
+				rf.seen = st.Size()
+			}
 			if err := ix.indexFile(fi); err != nil {
 				errs = append(errs, err)
 			}
-			ix.total.Add(rf.off - before)
 		}
 	}
 	ix.growMu.Unlock()

@@ -3,8 +3,11 @@ package view
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -116,12 +119,15 @@ func TestLiveRunIsFollowed(t *testing.T) {
 	n, state = count()
 	assert.Equal(t, len(lines), n)
 	assert.Equal(t, stateFinished, state)
+	q0, _ := parseQuery(nil)
+	res, err := s.runs.list(q0, s.search)
+	require.NoError(t, err)
+	assert.Equal(t, res.Progress.TotalBytes, res.Progress.Bytes, "every byte written is indexed and counted once")
 
 	// A bad line stops following that file and says where.
 	write([]byte("not json\n"))
 	s.runs.refresh(time.Now())
-	q0, _ := parseQuery(nil)
-	res, err := s.runs.list(q0, s.search)
+	res, err = s.runs.list(q0, s.search)
 	require.NoError(t, err)
 	assert.Contains(t, res.Progress.Error, "part-0-of-2.jsonl:")
 }
@@ -153,4 +159,64 @@ func TestRunLabels(t *testing.T) {
 	assert.Equal(t, 2, dirs[1].Round)
 	assert.Equal(t, []string{"framework normal", "seed 7"}, dirs[2].Distinct)
 	assert.Equal(t, "r · out/seeds/x/round-1/qc · 2026-12-01T00:00:00Z · framework normal · seed 7 · round 1", dirs[0].Label)
+}
+
+// TestRunsToldApart: two runs of one checkpoint (another seed) stay two in
+// the list's run filter, its metrics groups and compare, which can keep
+// just the two of them.
+func TestRunsToldApart(t *testing.T) {
+	m, lines := fixtureLines(t)
+	root := t.TempDir()
+	for i, seed := range []int64{7, 8} {
+		dir := filepath.Join(root, fmt.Sprintf("run-%d", i))
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, "trajectories"), 0o755))
+		mm := m
+		mm.Plan.Seed = seed
+		b, err := json.Marshal(mm)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "manifest.json"), b, 0o644))
+		var out []byte
+		for _, l := range lines {
+			// Another seed draws other ids.
+			out = append(out, bytes.Replace(l, []byte(`"traj_id":"`), []byte(fmt.Sprintf(`"traj_id":"s%d`, seed)), 1)...)
+		}
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "trajectories", "part-0-of-1.jsonl"), out, 0o644))
+	}
+	s, err := New([]string{root}, nil)
+	require.NoError(t, err)
+	require.NoError(t, s.Index())
+	hs := httptest.NewServer(s.Handler())
+	defer hs.Close()
+
+	var all, second listResult
+	getJSON(t, hs, "/api/trajectories?size=500", 200, &all)
+	require.Len(t, all.Runs, 2)
+	assert.Contains(t, all.Runs[0].Distinct, "seed 7")
+	assert.Contains(t, all.Runs[1].Distinct, "seed 8")
+	assert.NotEqual(t, all.Runs[0].Label, all.Runs[1].Label)
+	assert.Equal(t, 2*len(lines), all.Total)
+	require.Len(t, all.Groups, 2, "one metrics group per run, though the checkpoint is the same")
+
+	getJSON(t, hs, "/api/trajectories?size=500&run=1", 200, &second)
+	assert.Equal(t, len(lines), second.Total)
+	for _, r := range second.Rows {
+		assert.Equal(t, 1, r.RunDir)
+		assert.True(t, strings.HasPrefix(r.TrajID, "s8"))
+	}
+
+	sc := second.Rows[0].Scenario
+	var c struct {
+		Groups []compareGroup `json:"groups"`
+	}
+	getJSON(t, hs, "/api/compare/"+sc+"?runs=0,1", 200, &c)
+	require.Len(t, c.Groups, 2)
+	assert.Equal(t, c.Groups[0].Checkpoint, c.Groups[1].Checkpoint)
+	getJSON(t, hs, "/api/compare/"+sc+"?runs=1", 200, &c)
+	require.Len(t, c.Groups, 1)
+	assert.Equal(t, 1, c.Groups[0].RunDir)
+	var e map[string]string
+	getJSON(t, hs, "/api/compare/"+sc+"?runs=9", 400, &e)
+	assert.Contains(t, e["error"], "runs=")
+	getJSON(t, hs, "/api/trajectories?run=x", 400, &e)
+	assert.Contains(t, e["error"], "run=")
 }

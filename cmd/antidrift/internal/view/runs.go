@@ -100,7 +100,8 @@ type recFile struct {
 	dir    int
 	off    int64
 	line   int
-	failed bool // a bad line or a shrunk file: no longer followed
+	seen   int64 // the file's size last counted in runIndex.total
+	failed bool  // a bad line or a shrunk file: no longer followed
 }
 
 // runIndex holds the summaries of every record of the run folders. It is
@@ -183,7 +184,7 @@ func (ix *runIndex) addFiles(d int) (int, error) {
 		ix.known[name] = true
 		ix.total.Add(st.Size())
 		ix.mu.Lock()
-		ix.files = append(ix.files, &recFile{path: name, dir: d})
+		ix.files = append(ix.files, &recFile{path: name, dir: d, seen: st.Size()})
 		ix.mu.Unlock()
 		n++
 	}
@@ -230,7 +231,7 @@ type lineBatch struct {
 }
 
 // indexFile indexes the complete lines of file fi past what is indexed
-// already, and returns how many records it read. The caller holds growMu.
+// already. The caller holds growMu.
 func (ix *runIndex) indexFile(fi int) error {
 	rf := ix.filesNow()[fi]
 	name := rf.path
