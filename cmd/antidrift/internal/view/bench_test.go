@@ -20,17 +20,17 @@ const benchTrajectories = 43000
 
 // benchRunDir makes the benchmark's run once (a simulated checkpoint,
 // sim:base, in process) and keeps it in the temporary folder for later
-// runs of the benchmark.
+// runs of the benchmark. A kept run is not checked against the suite: the
+// suite, once loaded, would stay in the heap the benchmark measures.
 func benchRunDir(b *testing.B) string {
-	benchRollouts := benchTrajectories / suiteSize(b)
-	dir := filepath.Join(os.TempDir(), "antidrift-bench-view-"+strconv.Itoa(benchRollouts))
-	if m, err := store.ReadManifest(dir); err == nil && m.Plan.Rollouts == benchRollouts {
+	dir := filepath.Join(os.TempDir(), "antidrift-bench-view-"+strconv.Itoa(benchTrajectories))
+	if _, err := store.ReadManifest(dir); err == nil {
 		if _, err := os.Stat(filepath.Join(dir, "complete")); err == nil {
 			return dir
 		}
 	}
 	os.RemoveAll(dir)
-	makeRun(b, dir, "sim:base", benchRollouts)
+	makeRun(b, dir, "sim:base", benchTrajectories/suiteSize(b))
 	if err := os.WriteFile(filepath.Join(dir, "complete"), nil, 0o644); err != nil {
 		b.Fatal(err)
 	}
