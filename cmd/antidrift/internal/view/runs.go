@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -485,43 +484,4 @@ func (ix *runIndex) progressLocked() progress {
 		}
 	}
 	return p
-}
-
-// lowerContains reports whether hay, lower-cased, contains needle (already
-// lower-cased), reusing buf.
-func lowerContains(hay []byte, needle []byte, buf *[]byte) bool {
-	b := (*buf)[:0]
-	for _, c := range hay {
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		b = append(b, c)
-	}
-	*buf = b
-	return bytes.Contains(b, needle)
-}
-
-// jsonSafe reports whether s is written unescaped inside a JSON string by
-// encoding/json, so that a raw-byte prefilter cannot miss it.
-func jsonSafe(s string) bool {
-	for _, r := range s {
-		if r < 0x20 || r == '"' || r == '\\' || r == '<' || r == '>' || r == '&' || r == 0x2028 || r == 0x2029 {
-			return false
-		}
-	}
-	return true
-}
-
-// messageText is the searchable text of a message: its content, reasoning
-// and tool calls' names and arguments.
-func messageText(m trajectory.Message) string {
-	var b strings.Builder
-	b.WriteString(m.Content)
-	for _, c := range m.ToolCalls {
-		b.WriteByte('\n')
-		b.WriteString(c.Function.Name)
-		b.WriteByte(' ')
-		b.WriteString(c.Function.Arguments)
-	}
-	return b.String()
 }
