@@ -107,14 +107,18 @@ function listParams(params) {
   return p;
 }
 
-// runName is a run folder's short name in a table cell; its title holds
+// runCell is a run folder's short name in a table cell; its title holds
 // the full label (name, folder, start, distinguishing settings).
 function runCell(runs, i) {
   const r = runs[i];
   if (!r) return h("td", {}, "");
-  const folder = r.path.split("/").filter(Boolean).slice(-2).join("/");
   return h("td", { class: "run", title: r.label },
-    (r.name ? r.name + " · " : "") + folder, h("div", { class: "muted small" }, [r.start, ...r.distinct].filter(Boolean).join(" · ")));
+    shortRun(r), h("div", { class: "muted small" }, [r.start, ...r.distinct].filter(Boolean).join(" · ")));
+}
+
+// shortRun is a run's name and the last two parts of its folder.
+function shortRun(r) {
+  return (r.name ? r.name + " · " : "") + r.path.split(/[\\/]/).filter(Boolean).slice(-2).join("/");
 }
 
 function stateBadge(state) {
@@ -365,7 +369,7 @@ async function renderTrajectory(id, params) {
     h("button", { type: "button", id: "next", disabled: !d.next, onclick: current.next }, "next (j) ›"),
     h("label", {}, h("input", { type: "checkbox", id: "stripped-toggle", checked: stripped, onchange: current.toggle }), " what the judge saw (s)"),
     h("a", { href: "#/compare/" + encodeURIComponent(rec.scenario_id) }, "compare checkpoints on " + rec.scenario_id),
-    h("span", { class: "muted", id: "run-label", title: d.run.label }, rec.traj_id + " · " + d.run.label));
+    h("span", { class: "muted", id: "run-label", title: d.run.label }, [rec.traj_id, shortRun(d.run), d.run.start, ...d.run.distinct].filter(Boolean).join(" · ")));
 
   app.replaceChildren(bar, h("div", { class: "layout" },
     h("div", { id: "conversation", "data-view": stripped ? "stripped" : "full" },
