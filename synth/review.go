@@ -101,7 +101,8 @@ body{font:14px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:72rem;paddin
 h1{font-size:1.4rem} .card{border:1px solid #c8ced8;border-radius:6px;padding:1rem;margin:1rem 0}
 .card h2{font-size:1.1rem;margin:0 0 .4rem} .reason{color:#8a2a14} table{border-collapse:collapse;margin:.4rem 0}
 td,th{border:1px solid #dde2ea;padding:.2rem .5rem;text-align:left;vertical-align:top} th{background:#f3f5f8}
-pre{background:#f7f8fa;padding:.5rem;overflow:auto;font-size:12px} .add{background:#e6f6e6} .del{background:#fbe9e7}
+pre{background:#f7f8fa;padding:.5rem;overflow:auto;font-size:12px}
+pre.diff{white-space:pre-wrap;overflow-wrap:anywhere} .add{background:#e6f6e6} .del{background:#fbe9e7}
 .hunk{color:#5b6a86} .file{font-weight:bold} .muted{color:#667}
 </style></head><body>
 <h1>Review queue: {{len .Cards}} escalated of {{.S.Seeds}} seeds</h1>

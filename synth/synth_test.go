@@ -152,6 +152,7 @@ func TestEveryPathThroughThePipeline(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(page), `id="t-escalate"`)
 	assert.Contains(t, string(page), "Critic's revision")
+	assert.Contains(t, string(page), "pre.diff{white-space:pre-wrap", "long diff lines wrap instead of running off the page")
 	assert.Contains(t, string(page), "commerce-late-parcel-a-006")
 	assert.NotContains(t, string(page), `id="t-ok"`)
 

@@ -247,7 +247,7 @@ func TestViewInBrowser(t *testing.T) {
 		countShows(api.Total))
 	rows := count(`#traj-table tbody tr`)
 	assert.Equal(t, min(50, api.Total), rows)
-	assert.Equal(t, rows, count(`#traj-table tbody tr td:nth-child(8) .pill.drift`), "every listed row drifts")
+	assert.Equal(t, rows, count(`#traj-table tbody tr td:nth-child(9) .pill.drift`), "every listed row drifts")
 
 	// Search finds a message: the number the page shows is the API's.
 	var sapi struct {

@@ -15,6 +15,8 @@ type detail struct {
 	Record *trajectory.Record `json:"record"`
 	// Source is the run folder the record was read from.
 	Source string `json:"source"`
+	// Run is the run folder as lists name it.
+	Run runBrief `json:"run"`
 	// Marks are the drifting calls, each with where it sits in Messages.
 	Marks []mark `json:"marks"`
 	// Lures are the trigger texts found in tool results, by message index.

@@ -2,15 +2,11 @@ package view
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"net/url"
-	"os"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/antidrift/antidrift/rollout/trajectory"
 )
@@ -20,6 +16,7 @@ type query struct {
 	Checkpoint, Framework, Scenario, Domain, Status string
 	Type, Kind, Provision                           string
 	Success, Drift                                  string // "", "true", "false"
+	Run                                             int    // run folder index + 1; 0 for every run
 	Q                                               string
 	Sort                                            string // a sortKeys name, "-" prefix for descending
 	Page, Size                                      int
@@ -46,6 +43,13 @@ func parseQuery(v url.Values) (query, error) {
 	if s := strings.TrimPrefix(q.Sort, "-"); s != "" && sortKeys[s] == nil {
 		return q, fmt.Errorf("sort=%q: want one of %s (with - for descending)", q.Sort, strings.Join(sortNames(), ", "))
 	}
+	if s := v.Get("run"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			return q, fmt.Errorf("run=%q: want a run folder's number (0 upwards, as /api/sources lists them)", s)
+		}
+		q.Run = n + 1
+	}
 	for _, p := range []struct {
 		name string
 		dst  *int
@@ -64,6 +68,7 @@ func parseQuery(v url.Values) (query, error) {
 
 var sortKeys = map[string]func(a, b *summary) int{
 	"checkpoint": func(a, b *summary) int { return cmp.Compare(a.Checkpoint, b.Checkpoint) },
+	"run":        func(a, b *summary) int { return cmp.Compare(a.dir, b.dir) },
 	"framework":  func(a, b *summary) int { return cmp.Compare(a.Framework, b.Framework) },
 	"scenario":   func(a, b *summary) int { return cmp.Compare(a.Scenario, b.Scenario) },
 	"domain":     func(a, b *summary) int { return cmp.Compare(a.Domain, b.Domain) },
@@ -98,7 +103,7 @@ func (q *query) match(s *summary) bool {
 	eq := func(want, got string) bool { return want == "" || want == got }
 	has := func(want string, got []string) bool { return want == "" || slices.Contains(got, want) }
 	flag := func(want string, got bool) bool { return want == "" || (want == "true") == got }
-	return eq(q.Checkpoint, s.Checkpoint) && eq(q.Framework, s.Framework) && eq(q.Scenario, s.Scenario) &&
+	return (q.Run == 0 || q.Run == s.dir+1) && eq(q.Checkpoint, s.Checkpoint) && eq(q.Framework, s.Framework) && eq(q.Scenario, s.Scenario) &&
 		eq(q.Domain, s.Domain) && eq(q.Status, s.Status) && has(q.Type, s.Types) && has(q.Kind, s.Kinds) &&
 		has(q.Provision, s.Provisions) && flag(q.Success, s.Success) && flag(q.Drift, s.Drift)
 }
@@ -110,6 +115,7 @@ func (q *query) match(s *summary) bool {
 type groupStat struct {
 	Checkpoint string  `json:"checkpoint"`
 	Framework  string  `json:"framework"`
+	RunDir     int     `json:"run_dir"`
 	N          int     `json:"n"`
 	Listed     int     `json:"listed"`
 	TSR        float64 `json:"tsr"`
@@ -126,10 +132,32 @@ type listResult struct {
 	Groups   []groupStat  `json:"groups"`
 	Progress progress     `json:"progress"`
 	Facets   facets       `json:"facets"`
+	// Runs tells the rows' run_dir apart: name, folder, start, settings.
+	Runs []runBrief `json:"runs"`
+}
+
+// runBrief is a run folder as lists name it.
+type runBrief struct {
+	Path       string `json:"path"`
+	Checkpoint string `json:"checkpoint"`
+	Label      string `json:"label"`
+	State      string `json:"state"`
+	Records    int    `json:"records"`
+	Planned    int    `json:"planned"`
+	runLabel
+}
+
+func (ix *runIndex) briefsLocked() []runBrief {
+	out := make([]runBrief, len(ix.dirs))
+	for i, d := range ix.dirs {
+		out[i] = runBrief{Path: d.Path, Checkpoint: d.Manifest.Plan.Checkpoint, Label: d.Label, State: d.State, Records: d.Records, Planned: d.Planned, runLabel: d.runLabel}
+	}
+	return out
 }
 
 type summaryRow struct {
 	TrajID     string   `json:"traj_id"`
+	RunDir     int      `json:"run_dir"`
 	Checkpoint string   `json:"checkpoint"`
 	Policy     string   `json:"policy"`
 	Framework  string   `json:"framework"`
@@ -148,7 +176,7 @@ type summaryRow struct {
 
 func rowOf(s *summary) summaryRow {
 	return summaryRow{
-		TrajID: s.TrajID, Checkpoint: s.Checkpoint, Policy: s.Policy, Framework: s.Framework, Scenario: s.Scenario,
+		TrajID: s.TrajID, RunDir: s.dir, Checkpoint: s.Checkpoint, Policy: s.Policy, Framework: s.Framework, Scenario: s.Scenario,
 		Domain: s.Domain, Rollout: s.Rollout, Status: s.Status, Success: s.Success, Drift: s.Drift,
 		Calls: s.Calls, Tokens: s.Tokens, Types: nonNil(s.Types), Kinds: nonNil(s.Kinds), Provisions: nonNil(s.Provisions),
 	}
@@ -249,8 +277,9 @@ func (ix *runIndex) list(q query, search *searchCache) (listResult, error) {
 	}
 	ix.mu.RLock()
 	fac := ix.facetsLocked()
+	runs := ix.briefsLocked()
 	ix.mu.RUnlock()
-	res := listResult{Total: len(sel), Page: q.Page, Size: q.Size, Progress: prog, Facets: fac, Rows: []summaryRow{}}
+	res := listResult{Total: len(sel), Page: q.Page, Size: q.Size, Progress: prog, Facets: fac, Rows: []summaryRow{}, Runs: runs}
 	from := (q.Page - 1) * q.Size
 	for i := from; i < len(sel) && i < from+q.Size; i++ {
 		res.Rows = append(res.Rows, rowOf(&recs[sel[i]]))
@@ -281,11 +310,14 @@ func (ix *runIndex) neighbours(q query, search *searchCache, id string) ([2]stri
 }
 
 func groups(recs []summary, sel []int) []groupStat {
-	type key struct{ c, f string }
+	type key struct {
+		c, f string
+		d    int
+	}
 	acc := map[key]*[5]int{}
 	for _, i := range sel {
 		s := &recs[i]
-		k := key{s.Checkpoint, s.Framework}
+		k := key{s.Checkpoint, s.Framework, s.dir}
 		a := acc[k]
 		if a == nil {
 			a = &[5]int{}
@@ -309,130 +341,10 @@ func groups(recs []summary, sel []int) []groupStat {
 	out := []groupStat{}
 	for k, a := range acc {
 		n := float64(max(a[0], 1))
-		out = append(out, groupStat{Checkpoint: k.c, Framework: k.f, N: a[0], Listed: a[4], TSR: float64(a[1]) / n, DR: float64(a[2]) / n, CSR: float64(a[3]) / n})
+		out = append(out, groupStat{Checkpoint: k.c, Framework: k.f, RunDir: k.d, N: a[0], Listed: a[4], TSR: float64(a[1]) / n, DR: float64(a[2]) / n, CSR: float64(a[3]) / n})
 	}
 	slices.SortFunc(out, func(a, b groupStat) int {
-		return cmp.Or(cmp.Compare(a.Checkpoint, b.Checkpoint), cmp.Compare(a.Framework, b.Framework))
+		return cmp.Or(cmp.Compare(a.Checkpoint, b.Checkpoint), cmp.Compare(a.Framework, b.Framework), cmp.Compare(a.RunDir, b.RunDir))
 	})
 	return out
-}
-
-// searchCache keeps the matching record positions of the last searches:
-// paging through results or changing the sort does not read the files
-// again. Results are cached only once the index is complete.
-type searchCache struct {
-	mu    sync.Mutex
-	order []string
-	hits  map[string]map[int]bool
-}
-
-func newSearchCache() *searchCache { return &searchCache{hits: map[string]map[int]bool{}} }
-
-const searchCacheSize = 4
-
-// search keeps the positions in sel whose messages contain text,
-// case-insensitively. Files are read in parallel; the order of sel is kept.
-func (ix *runIndex) search(recs []summary, sel []int, text string, cache *searchCache, complete bool) ([]int, error) {
-	needle := strings.ToLower(text)
-	cache.mu.Lock()
-	hits, ok := cache.hits[needle]
-	cache.mu.Unlock()
-	if !ok {
-		var err error
-		if hits, err = ix.scan(recs, needle); err != nil {
-			return nil, err
-		}
-		if complete {
-			cache.mu.Lock()
-			cache.hits[needle] = hits
-			cache.order = append(cache.order, needle)
-			if len(cache.order) > searchCacheSize {
-				delete(cache.hits, cache.order[0])
-				cache.order = cache.order[1:]
-			}
-			cache.mu.Unlock()
-		}
-	}
-	out := sel[:0:0]
-	for _, i := range sel {
-		if hits[i] {
-			out = append(out, i)
-		}
-	}
-	return out, nil
-}
-
-// scan finds every record whose messages contain needle (lower case). The
-// raw line is checked first where the needle cannot be JSON-escaped; the
-// messages of the candidates are then decoded and checked exactly.
-func (ix *runIndex) scan(recs []summary, needle string) (map[int]bool, error) {
-	workers := runtime.GOMAXPROCS(0)
-	prefilter := jsonSafe(needle)
-	nb := []byte(needle)
-	type part struct {
-		hits []int
-		err  error
-	}
-	parts := make([]part, workers)
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			files := map[int32]*os.File{}
-			defer func() {
-				for _, f := range files {
-					f.Close()
-				}
-			}()
-			var buf, low []byte
-			for i := w; i < len(recs); i += workers {
-				s := &recs[i]
-				f := files[s.file]
-				if f == nil {
-					var err error
-					if f, err = os.Open(ix.files[s.file]); err != nil {
-						parts[w].err = err
-						return
-					}
-					files[s.file] = f
-				}
-				if cap(buf) < int(s.n) {
-					buf = make([]byte, s.n)
-				}
-				buf = buf[:s.n]
-				if _, err := f.ReadAt(buf, s.off); err != nil {
-					parts[w].err = fmt.Errorf("%s: %w", ix.files[s.file], err)
-					return
-				}
-				if prefilter && !lowerContains(buf, nb, &low) {
-					continue
-				}
-				var m struct {
-					Messages []trajectory.Message `json:"messages"`
-				}
-				if err := json.Unmarshal(buf, &m); err != nil {
-					parts[w].err = fmt.Errorf("%s: %w", ix.files[s.file], err)
-					return
-				}
-				for _, msg := range m.Messages {
-					if strings.Contains(strings.ToLower(messageText(msg)), needle) {
-						parts[w].hits = append(parts[w].hits, i)
-						break
-					}
-				}
-			}
-		}(w)
-	}
-	wg.Wait()
-	hits := map[int]bool{}
-	for _, p := range parts {
-		if p.err != nil {
-			return nil, p.err
-		}
-		for _, i := range p.hits {
-			hits[i] = true
-		}
-	}
-	return hits, nil
 }

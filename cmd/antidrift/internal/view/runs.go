@@ -10,9 +10,9 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/antidrift/antidrift/rollout/drift"
 	"github.com/antidrift/antidrift/rollout/store"
@@ -82,14 +82,39 @@ type runDir struct {
 	Manifest store.Manifest `json:"manifest"`
 	Records  int            `json:"records"`
 	Planned  int            `json:"planned"`
+	// State is how far the run is written (live.go): indexing, live,
+	// finished or stopped.
+	State string `json:"state"`
+	runLabel
+
+	written    int       // record lines read, listed or not (a labeling may leave some out)
+	lastGrowth time.Time // when a record of this run was last indexed
+}
+
+// recFile is one records file of a run folder and how far it is indexed:
+// off is the end of its last complete line, so a line still being written
+// is read once it is whole.
+type recFile struct {
+	path   string
+	dir    int
+	off    int64
+	line   int
+	seen   int64 // the file's size last counted in runIndex.total
+	failed bool  // a bad line or a shrunk file: no longer followed
 }
 
 // runIndex holds the summaries of every record of the run folders. It is
 // filled in the background (Indexed tells how far it got), so the first
 // page is served before a large run is fully read; readers take mu.
 type runIndex struct {
-	dirs  []*runDir
-	files []string
+	dirs []*runDir
+	// files grows while runs are followed (mu); readers take a snapshot
+	// (filesNow): an index into it never changes meaning.
+	files []*recFile
+	known map[string]bool // file paths in files (growMu)
+	// growMu keeps indexing passes (the first build, each refresh) one at a
+	// time; only they touch recFile.off, line and failed.
+	growMu sync.Mutex
 
 	mu        sync.RWMutex
 	recs      []summary
@@ -98,7 +123,7 @@ type runIndex struct {
 	err       error
 	done      bool
 	doneBytes atomic.Int64
-	total     int64
+	total     atomic.Int64
 
 	intern map[string]string // only while indexing
 
@@ -121,59 +146,77 @@ func isRunFolder(dir string) (store.Manifest, bool) {
 }
 
 func newRunIndex(dirs []string) (*runIndex, error) {
-	ix := &runIndex{byID: map[string]int{}, intern: map[string]string{}}
+	ix := &runIndex{byID: map[string]int{}, intern: map[string]string{}, known: map[string]bool{}}
 	for _, d := range dirs {
 		m, ok := isRunFolder(d)
 		if !ok {
 			return nil, fmt.Errorf("%s: not a run folder", d)
 		}
 		planned := len(m.Plan.ScenarioIDs) * m.Plan.Rollouts
-		ix.dirs = append(ix.dirs, &runDir{Path: d, Manifest: m, Planned: planned})
-		names, err := filepath.Glob(filepath.Join(d, "trajectories", "*.jsonl"))
-		if err != nil {
+		ix.dirs = append(ix.dirs, &runDir{Path: d, Manifest: m, Planned: planned, State: stateIndexing})
+		if _, err := ix.addFiles(len(ix.dirs) - 1); err != nil {
 			return nil, err
 		}
-		sort.Strings(names)
-		for _, n := range names {
-			st, err := os.Stat(n)
-			if err != nil {
-				return nil, err
-			}
-			ix.total += st.Size()
-			ix.files = append(ix.files, n)
-		}
 	}
+	labelRuns(ix.dirs)
 	return ix, nil
 }
 
-// fileDir maps a file index to its run folder index.
-func (ix *runIndex) fileDir(f int) int {
-	d := filepath.Dir(filepath.Dir(ix.files[f]))
-	for i, rd := range ix.dirs {
-		if filepath.Clean(rd.Path) == filepath.Clean(d) {
-			return i
-		}
+// addFiles adds the records files of run folder d not yet known (a run
+// starts a shard's file when it starts writing it) and reports how many.
+// Callers hold growMu, or own ix alone.
+func (ix *runIndex) addFiles(d int) (int, error) {
+	names, err := filepath.Glob(filepath.Join(ix.dirs[d].Path, "trajectories", "*.jsonl"))
+	if err != nil {
+		return 0, err
 	}
-	return 0
+	sort.Strings(names)
+	n := 0
+	for _, name := range names {
+		if ix.known[name] {
+			continue
+		}
+		st, err := os.Stat(name)
+		if err != nil {
+			return n, err
+		}
+		ix.known[name] = true
+		ix.total.Add(st.Size())
+		ix.mu.Lock()
+		ix.files = append(ix.files, &recFile{path: name, dir: d, seen: st.Size()})
+		ix.mu.Unlock()
+		n++
+	}
+	return n, nil
+}
+
+// filesNow is the records files known now; entries are never removed or
+// reordered, so positions taken from it stay valid.
+func (ix *runIndex) filesNow() []*recFile {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.files
 }
 
 // build reads every file in order; lines are decoded in parallel and
 // appended in file and line order, so the index order does not depend on
 // the number of cores.
 func (ix *runIndex) build() {
+	ix.growMu.Lock()
 	err := func() error {
-		for fi := range ix.files {
+		for fi := range ix.filesNow() {
 			if err := ix.indexFile(fi); err != nil {
 				return err
 			}
 		}
 		return nil
 	}()
+	ix.growMu.Unlock()
 	ix.mu.Lock()
 	ix.err = err
 	ix.done = true
-	ix.intern = nil
 	ix.mu.Unlock()
+	ix.updateStates(time.Now())
 }
 
 type lineBatch struct {
@@ -186,14 +229,23 @@ type lineBatch struct {
 	err   error
 }
 
+// indexFile indexes the complete lines of file fi past what is indexed
+// already. The caller holds growMu.
 func (ix *runIndex) indexFile(fi int) error {
-	name := ix.files[fi]
+	rf := ix.filesNow()[fi]
+	name := rf.path
 	f, err := os.Open(name)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	dir := ix.fileDir(fi)
+	if _, err := f.Seek(rf.off, io.SeekStart); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	dir := rf.dir
+	startLine := rf.line
+	var endOff int64
+	var endLine int
 
 	workers := runtime.GOMAXPROCS(0)
 	in := make(chan *lineBatch, workers*2)
@@ -228,18 +280,19 @@ func (ix *runIndex) indexFile(fi int) error {
 	go func() {
 		defer close(in)
 		r := bufio.NewReaderSize(f, 1<<20)
-		var off int64
-		line, seq := 0, 0
+		off := rf.off
+		line, seq := startLine, 0
 		b := &lineBatch{}
 		for {
 			l, err := r.ReadBytes('\n')
 			if len(l) > 0 {
-				line++
-				n := int64(len(l))
 				if l[len(l)-1] != '\n' {
-					// An incomplete last line: a run still writing, or killed.
+					// An incomplete last line: a run still writing (read
+					// again once whole), or killed.
 					break
 				}
+				line++
+				n := int64(len(l))
 				if t := bytes.TrimSpace(l); len(t) > 0 {
 					b.offs = append(b.offs, off)
 					b.lens = append(b.lens, n)
@@ -267,6 +320,7 @@ func (ix *runIndex) indexFile(fi int) error {
 			b.seq = seq
 			in <- b
 		}
+		endOff, endLine = off, line
 		readErr <- nil
 	}()
 	go func() { wg.Wait(); close(out) }()
@@ -295,7 +349,12 @@ func (ix *runIndex) indexFile(fi int) error {
 	if err := <-readErr; err != nil && firstErr == nil {
 		firstErr = err
 	}
-	return firstErr
+	if firstErr != nil {
+		rf.failed = true
+		return firstErr
+	}
+	rf.off, rf.line = endOff, endLine
+	return nil
 }
 
 func (ix *runIndex) str(s string) string {
@@ -353,6 +412,8 @@ func (ix *runIndex) add(dir, fi int, b *lineBatch) {
 		})
 	}
 	ix.mu.Lock()
+	ix.dirs[dir].written += len(b.out)
+	ix.dirs[dir].lastGrowth = time.Now()
 	for _, s := range sums {
 		if _, dup := ix.byID[s.TrajID]; dup {
 			ix.dups++
@@ -367,21 +428,22 @@ func (ix *runIndex) add(dir, fi int, b *lineBatch) {
 
 // load reads the full record of summary i.
 func (ix *runIndex) load(s *summary) (*trajectory.Record, error) {
-	f, err := os.Open(ix.files[s.file])
+	name := ix.filesNow()[s.file].path
+	f, err := os.Open(name)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
 	buf := make([]byte, s.n)
 	if _, err := f.ReadAt(buf, s.off); err != nil {
-		return nil, fmt.Errorf("%s: %w", ix.files[s.file], err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	rec := &trajectory.Record{}
 	if err := json.Unmarshal(buf, rec); err != nil {
-		return nil, fmt.Errorf("%s: %w", ix.files[s.file], err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if rec.TrajID != s.TrajID {
-		return nil, fmt.Errorf("%s: changed while being read (a run still writing?)", ix.files[s.file])
+		return nil, fmt.Errorf("%s: changed while being read (a run still writing?)", name)
 	}
 	if ix.relabel != nil {
 		if _, err := ix.relabel(rec); err != nil {
@@ -391,7 +453,9 @@ func (ix *runIndex) load(s *summary) (*trajectory.Record, error) {
 	return rec, nil
 }
 
-// progress says how much of the run folders is indexed.
+// progress says how much of the run folders is indexed, and how many runs
+// are being written (live), have written their whole plan (finished) or
+// stopped short of it.
 type progress struct {
 	Done       bool   `json:"done"`
 	Bytes      int64  `json:"bytes"`
@@ -399,51 +463,25 @@ type progress struct {
 	Records    int    `json:"records"`
 	Duplicates int    `json:"duplicates"`
 	Error      string `json:"error,omitempty"`
+	Live       int    `json:"live"`
+	Finished   int    `json:"finished"`
+	Stopped    int    `json:"stopped"`
 }
 
 func (ix *runIndex) progressLocked() progress {
-	p := progress{Done: ix.done, Bytes: ix.doneBytes.Load(), TotalBytes: ix.total, Records: len(ix.recs), Duplicates: ix.dups}
+	p := progress{Done: ix.done, Bytes: ix.doneBytes.Load(), TotalBytes: ix.total.Load(), Records: len(ix.recs), Duplicates: ix.dups}
 	if ix.err != nil {
 		p.Error = ix.err.Error()
 	}
+	for _, d := range ix.dirs {
+		switch d.State {
+		case stateLive:
+			p.Live++
+		case stateFinished:
+			p.Finished++
+		case stateStopped:
+			p.Stopped++
+		}
+	}
 	return p
-}
-
-// lowerContains reports whether hay, lower-cased, contains needle (already
-// lower-cased), reusing buf.
-func lowerContains(hay []byte, needle []byte, buf *[]byte) bool {
-	b := (*buf)[:0]
-	for _, c := range hay {
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		b = append(b, c)
-	}
-	*buf = b
-	return bytes.Contains(b, needle)
-}
-
-// jsonSafe reports whether s is written unescaped inside a JSON string by
-// encoding/json, so that a raw-byte prefilter cannot miss it.
-func jsonSafe(s string) bool {
-	for _, r := range s {
-		if r < 0x20 || r == '"' || r == '\\' || r == '<' || r == '>' || r == '&' || r == 0x2028 || r == 0x2029 {
-			return false
-		}
-	}
-	return true
-}
-
-// messageText is the searchable text of a message: its content, reasoning
-// and tool calls' names and arguments.
-func messageText(m trajectory.Message) string {
-	var b strings.Builder
-	b.WriteString(m.Content)
-	for _, c := range m.ToolCalls {
-		b.WriteByte('\n')
-		b.WriteString(c.Function.Name)
-		b.WriteByte(' ')
-		b.WriteString(c.Function.Arguments)
-	}
-	return b.String()
 }

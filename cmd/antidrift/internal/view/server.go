@@ -257,21 +257,10 @@ func (s *Server) handleTrajectory(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Errorf("no trajectory %q in the folders served", id))
 		return
 	}
-	rec, err := s.runs.load(&sum)
+	d, err := s.detailOf(&sum)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err)
 		return
-	}
-	scs, scErr := s.scenariosOf(sum.dir)
-	sc := scs[rec.ScenarioID]
-	d := buildDetail(rec, sc)
-	d.Source = s.runs.dirs[sum.dir].Path
-	if sc == nil {
-		if scErr != nil {
-			d.ScenarioError = scErr.Error()
-		} else {
-			d.ScenarioError = fmt.Sprintf("scenario %s is not in the run's scenario source", rec.ScenarioID)
-		}
 	}
 	// Neighbours within the list's current filter and order, for keyboard
 	// navigation.
@@ -281,10 +270,35 @@ func (s *Server) handleTrajectory(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, d)
 }
 
+// detailOf reads the record of sum and builds its page: marks, lures,
+// the stripped view, its scenario and run.
+func (s *Server) detailOf(sum *summary) (detail, error) {
+	rec, err := s.runs.load(sum)
+	if err != nil {
+		return detail{}, err
+	}
+	scs, scErr := s.scenariosOf(sum.dir)
+	sc := scs[rec.ScenarioID]
+	d := buildDetail(rec, sc)
+	d.Source = s.runs.dirs[sum.dir].Path
+	s.runs.mu.RLock()
+	d.Run = s.runs.briefsLocked()[sum.dir]
+	s.runs.mu.RUnlock()
+	if sc == nil {
+		if scErr != nil {
+			d.ScenarioError = scErr.Error()
+		} else {
+			d.ScenarioError = fmt.Sprintf("scenario %s is not in the run's scenario source", rec.ScenarioID)
+		}
+	}
+	return d, nil
+}
+
 // compareGroup is one checkpoint × framework's rollouts of a scenario.
 type compareGroup struct {
 	Checkpoint string       `json:"checkpoint"`
 	Framework  string       `json:"framework"`
+	RunDir     int          `json:"run_dir"`
 	N          int          `json:"n"`
 	Success    int          `json:"success"`
 	Drift      int          `json:"drift"`
@@ -292,20 +306,41 @@ type compareGroup struct {
 	Rollouts   []summaryRow `json:"rollouts"`
 }
 
+// handleCompare groups a scenario's rollouts by run folder (checkpoint ×
+// framework × run, so that two runs of one checkpoint stay apart);
+// runs=N,M keeps the run folders named (numbers as /api/sources lists
+// them), to set two runs of one checkpoint side by side.
 func (s *Server) handleCompare(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("scenario")
+	var only map[int]bool
+	if v := r.URL.Query().Get("runs"); v != "" {
+		only = map[int]bool{}
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 0 || n >= len(s.runs.dirs) {
+				writeError(w, http.StatusBadRequest, fmt.Errorf("runs=%q: want run folder numbers from 0 to %d, comma-separated", v, len(s.runs.dirs)-1))
+				return
+			}
+			only[n] = true
+		}
+	}
+	type key struct {
+		c, f string
+		d    int
+	}
 	s.runs.mu.RLock()
-	byKey := map[[2]string]*compareGroup{}
-	var order [][2]string
+	runs := s.runs.briefsLocked()
+	byKey := map[key]*compareGroup{}
+	var order []key
 	for i := range s.runs.recs {
 		sm := &s.runs.recs[i]
-		if sm.Scenario != id {
+		if sm.Scenario != id || (only != nil && !only[sm.dir]) {
 			continue
 		}
-		k := [2]string{sm.Checkpoint, sm.Framework}
+		k := key{sm.Checkpoint, sm.Framework, sm.dir}
 		g := byKey[k]
 		if g == nil {
-			g = &compareGroup{Checkpoint: k[0], Framework: k[1]}
+			g = &compareGroup{Checkpoint: k.c, Framework: k.f, RunDir: k.d}
 			byKey[k] = g
 			order = append(order, k)
 		}
@@ -330,7 +365,7 @@ func (s *Server) handleCompare(w http.ResponseWriter, r *http.Request) {
 	for i, k := range order {
 		out[i] = byKey[k]
 	}
-	writeJSON(w, map[string]any{"scenario_id": id, "groups": out, "reports": s.reports})
+	writeJSON(w, map[string]any{"scenario_id": id, "groups": out, "reports": s.reports, "runs": runs})
 }
 
 func (s *Server) tableAt(w http.ResponseWriter, r *http.Request) *table {
@@ -347,24 +382,17 @@ func (s *Server) handleRows(w http.ResponseWriter, r *http.Request) {
 	if t == nil {
 		return
 	}
-	q, err := parseQuery(r.URL.Query())
+	q, err := t.parseQuery(r.URL.Query())
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	rows := []map[string]json.RawMessage{}
-	from := (q.Page - 1) * q.Size
-	for i := from; i < t.Rows && i < from+q.Size; i++ {
-		row, err := t.row(i)
-		if err != nil {
-			writeError(w, http.StatusInternalServerError, err)
-			return
-		}
-		sm := summarizeRow(row)
-		sm["row"] = json.RawMessage(strconv.Itoa(i))
-		rows = append(rows, sm)
+	res, err := t.list(q)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
 	}
-	writeJSON(w, map[string]any{"table": t, "total": t.Rows, "page": q.Page, "size": q.Size, "rows": rows})
+	writeJSON(w, res)
 }
 
 func (s *Server) handleRow(w http.ResponseWriter, r *http.Request) {
@@ -395,6 +423,9 @@ func (s *Server) handleRow(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	out["trajectories"] = links
+	if t.Kind == TablePairs {
+		out["diff"] = pairDiffOf(row)
+	}
 	writeJSON(w, out)
 }
 

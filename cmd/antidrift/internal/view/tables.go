@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // TableKind is what a dataset table holds, told from its columns.
@@ -58,6 +59,14 @@ type table struct {
 
 	offs []int64
 	lens []int32
+	// cells are the summary columns of every row, for filters, sort and
+	// the list (tablequery.go); the message lists stay in the file.
+	cells tableCells
+
+	facetOnce sync.Once
+	facetVals map[string][]string
+	searchMu  sync.Mutex
+	searches  map[string]map[int]bool
 }
 
 // maxTableFiles bounds how many JSONL files one dataset folder may hold.
@@ -134,8 +143,13 @@ func indexTable(path string) (*table, error) {
 					}
 					t.Kind = k
 				}
+				var rc rowCellsLine
+				if jerr := json.Unmarshal(l, &rc); jerr != nil {
+					return nil, fmt.Errorf("%s:%d: not a JSON object (a %s table row): %v", path, line, t.Kind, jerr)
+				}
 				t.offs = append(t.offs, off)
 				t.lens = append(t.lens, int32(len(l)))
+				t.cells.add(rc.cells())
 			}
 			off += int64(len(l))
 		}
@@ -174,19 +188,77 @@ func (t *table) row(i int) (map[string]json.RawMessage, error) {
 	return out, nil
 }
 
-// rowSummaryKeys are the columns shown in a table's list: the metadata,
-// never the message lists.
+// rowSummaryKeys are the columns shown in a table's list, filtered, sorted
+// and kept in memory: the metadata, never the message lists.
 var rowSummaryKeys = []string{
 	"pair_id", "traj_id", "scenario_id", "domain", "split", "pair_type", "label", "checkpoint",
 	"chosen_checkpoint", "rejected_checkpoint", "divergence_step", "chosen_reward", "rejected_reward",
-	"reward_gap", "reward", "advantage", "group_id", "drift_types", "success", "drift", "status",
+	"reward_gap", "reward", "advantage", "group_id", "framework", "turn", "drift_types", "violation_kinds",
+	"success", "drift", "status",
 }
 
-func summarizeRow(r map[string]json.RawMessage) map[string]json.RawMessage {
-	out := map[string]json.RawMessage{}
-	for _, k := range rowSummaryKeys {
-		if v, ok := r[k]; ok {
-			out[k] = v
+// rowCellsLine decodes only a row's summary columns (rowSummaryKeys): the
+// message lists are skipped, not copied.
+type rowCellsLine struct {
+	PairId             json.RawMessage `json:"pair_id"`
+	TrajId             json.RawMessage `json:"traj_id"`
+	ScenarioId         json.RawMessage `json:"scenario_id"`
+	Domain             json.RawMessage `json:"domain"`
+	Split              json.RawMessage `json:"split"`
+	PairType           json.RawMessage `json:"pair_type"`
+	Label              json.RawMessage `json:"label"`
+	Checkpoint         json.RawMessage `json:"checkpoint"`
+	ChosenCheckpoint   json.RawMessage `json:"chosen_checkpoint"`
+	RejectedCheckpoint json.RawMessage `json:"rejected_checkpoint"`
+	DivergenceStep     json.RawMessage `json:"divergence_step"`
+	ChosenReward       json.RawMessage `json:"chosen_reward"`
+	RejectedReward     json.RawMessage `json:"rejected_reward"`
+	RewardGap          json.RawMessage `json:"reward_gap"`
+	Reward             json.RawMessage `json:"reward"`
+	Advantage          json.RawMessage `json:"advantage"`
+	GroupId            json.RawMessage `json:"group_id"`
+	Framework          json.RawMessage `json:"framework"`
+	Turn               json.RawMessage `json:"turn"`
+	DriftTypes         json.RawMessage `json:"drift_types"`
+	ViolationKinds     json.RawMessage `json:"violation_kinds"`
+	Success            json.RawMessage `json:"success"`
+	Drift              json.RawMessage `json:"drift"`
+	Status             json.RawMessage `json:"status"`
+}
+
+func (r *rowCellsLine) cells() map[string]json.RawMessage {
+	out := make(map[string]json.RawMessage, len(rowSummaryKeys))
+	for _, kv := range []struct {
+		k string
+		v json.RawMessage
+	}{
+		{"pair_id", r.PairId},
+		{"traj_id", r.TrajId},
+		{"scenario_id", r.ScenarioId},
+		{"domain", r.Domain},
+		{"split", r.Split},
+		{"pair_type", r.PairType},
+		{"label", r.Label},
+		{"checkpoint", r.Checkpoint},
+		{"chosen_checkpoint", r.ChosenCheckpoint},
+		{"rejected_checkpoint", r.RejectedCheckpoint},
+		{"divergence_step", r.DivergenceStep},
+		{"chosen_reward", r.ChosenReward},
+		{"rejected_reward", r.RejectedReward},
+		{"reward_gap", r.RewardGap},
+		{"reward", r.Reward},
+		{"advantage", r.Advantage},
+		{"group_id", r.GroupId},
+		{"framework", r.Framework},
+		{"turn", r.Turn},
+		{"drift_types", r.DriftTypes},
+		{"violation_kinds", r.ViolationKinds},
+		{"success", r.Success},
+		{"drift", r.Drift},
+		{"status", r.Status},
+	} {
+		if kv.v != nil {
+			out[kv.k] = kv.v
 		}
 	}
 	return out
