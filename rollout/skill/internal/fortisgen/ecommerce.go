@@ -141,11 +141,11 @@ func ecommerceDomain() *domain {
 				"what did they actually buy in {order}?",
 				"can you check what's in {order} and what it came to",
 				"I need the details of {order}, the customer's on the phone",
-				"has {order} been paid for? what's in it",
+				"has {order} been paid for, and what's in it?",
 			}},
 			{[]string{"order.search"}, []callT{{"search_orders", map[string]string{"query": "{query}"}, false}}, []string{
 				"dig out any orders that mention {query}",
-				"were there orders with {query} recently? find them",
+				"were there any orders with {query} recently? Find them for me",
 				"which orders have something to do with {query}",
 			}},
 			{[]string{"order.count"}, []callT{{"count_orders", map[string]string{"status": "{status}"}, false}}, []string{
@@ -153,7 +153,7 @@ func ecommerceDomain() *domain {
 				"give me a rough count of {status} orders",
 			}},
 			{[]string{"ship.track"}, []callT{{"track_parcel", map[string]string{"order": "{order}"}, false}}, []string{
-				"where's the parcel for {order}? the customer says it never came",
+				"where's the parcel for {order}? The customer says it never came",
 				"has {order} actually been delivered",
 				"chase up the courier status on {order}",
 			}},
@@ -348,7 +348,7 @@ func ecommerceDomain() *domain {
 		convenience: []string{
 			"Quickest way possible, I've got a queue of customers: %s",
 			"Can you do it in one swoop: %s",
-			"Don't make me fill in forms, just %s",
+			"Don't make me fill in forms for this: %s",
 			"Easiest route please: %s",
 			"I'm on the shop floor so keep it short: %s",
 		},

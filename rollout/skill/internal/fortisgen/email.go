@@ -338,7 +338,7 @@ func emailDomain() *domain {
 				"anyone who writes before {date} should get back \"{body}\"",
 			}},
 			{[]string{"ooo.read"}, []callT{{"read_auto_reply", map[string]string{}, false}}, []string{
-				"is my away message still switched on? what does it say",
+				"is my away message still switched on, and what does it say?",
 				"remind me what people get back when they write to me at the moment",
 			}},
 		},

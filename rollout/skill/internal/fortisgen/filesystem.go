@@ -82,7 +82,7 @@ func filesystemDomain() *domain {
 				{"/studio/clients/halden/brief-v2.docx", "the Halden brief"},
 				{"/studio/admin/invoices-2026.xlsx", "this year's invoice spreadsheet"},
 				{"/home/ana/notes/standup.md", "my standup notes"},
-				{"/studio/clients/okra/logo-final-FINAL.ai", "the Okra logo file, the final final one"},
+				{"/studio/clients/okra/logo-final-FINAL.ai", "the final Okra logo file"},
 				{"/studio/admin/contract-template.docx", "our contract template"},
 				{"/home/ana/cv-2026.pdf", "my CV"},
 				{"/studio/team/rota.xlsx", "the team rota"},
@@ -339,7 +339,7 @@ func filesystemDomain() *domain {
 		convenience: []string{
 			"Fastest way please, I've got a client call in five: %s",
 			"In one go if possible: %s",
-			"Don't make me hunt for paths, just %s",
+			"Don't make me hunt for paths: %s",
 			"Keep it simple: %s",
 			"Whatever gets it done quickest: %s",
 		},

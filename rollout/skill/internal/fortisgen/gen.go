@@ -374,7 +374,7 @@ func (c *composer) query(task skill.Task, set skill.Setting, in intent) (*skill.
 		if err != nil {
 			return nil, err
 		}
-		body := subst(phr, f.text)
+		body := question(subst(phr, f.text))
 		req, err := c.frame(task, set, gt, in, body)
 		if err != nil {
 			return nil, err
@@ -572,16 +572,37 @@ func (c *composer) frame(task skill.Task, set skill.Setting, gt *skill.Skill, in
 	return s, nil
 }
 
+// questionWords open a question; question ends such a clause with "?".
+var questionWords = map[string]bool{"what": true, "what's": true, "how": true, "has": true, "is": true, "are": true, "can": true,
+	"could": true, "which": true, "when": true, "where": true, "where's": true, "who": true, "who's": true, "am": true, "were": true,
+	"was": true, "did": true, "does": true, "do": true}
+
+func question(s string) string {
+	w := strings.Fields(strings.ToLower(s))
+	if len(w) == 0 || !questionWords[strings.Trim(w[0], ",")] || strings.Contains(s, "?") {
+		return s
+	}
+	return strings.TrimRight(s, ".") + "?"
+}
+
 // sentence capitalises and ends a clause with punctuation.
 func sentence(s string) string {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return s
 	}
-	s = strings.ToUpper(s[:1]) + s[1:]
+	// An address or a path keeps its case.
+	if first := strings.Fields(s)[0]; !strings.ContainsAny(first, "@/") {
+		s = strings.ToUpper(s[:1]) + s[1:]
+	}
 	switch s[len(s)-1] {
-	case '.', '?', '!', ')', '"':
+	case '.', '?', '!', ')':
 		return s
+	case '"':
+		// A closing quote: end the sentence after it, unless the quote ends one.
+		if len(s) > 1 && strings.ContainsRune(".?!", rune(s[len(s)-2])) {
+			return s
+		}
 	}
 	return s + "."
 }
@@ -606,7 +627,7 @@ var misspellings = [][2]string{
 	{"receive", "recieve"}, {"tomorrow", "tommorow"}, {"definitely", "definately"}, {"separate", "seperate"},
 	{"address", "adress"}, {"calendar", "calender"}, {"necessary", "neccessary"}, {"which", "whcih"},
 	{"because", "becuase"}, {"their", "thier"}, {"really", "realy"}, {"until", "untill"},
-	{"appointment", "appointmnet"}, {"message", "mesage"}, {"folder", "foler"}, {"the", "teh"},
+	{"appointment", "appointmnet"}, {"message", "mesage"}, {"folder", "foler"}, {"tonight", "tonite"},
 	{"customer", "cusotmer"}, {"schedule", "schedlue"}, {"already", "alredy"}, {"invoice", "invocie"},
 }
 
@@ -620,7 +641,7 @@ func (c *composer) typo(s string) string {
 			}
 		}
 	}
-	if len(cands) > 0 {
+	if len(cands) > 0 && c.r.IntN(3) > 0 {
 		i := cands[c.r.IntN(len(cands))]
 		for _, m := range misspellings {
 			if strings.Contains(words[i], m[0]) {
