@@ -9,7 +9,7 @@ import "github.com/antidrift/antidrift/rollout/skill"
 // imports, refunds at scale) and the owner's console sit at the top.
 func ecommerceDomain() *domain {
 	ord := prm{"order", "string", "which order: an id such as O-58213, or the customer and what they bought", true, nil}
-	cust := prm{"customer", "string", "which customer: an id such as CU-4410, or their name", true, nil}
+	cust := prm{"customer", "string", "which customer: an id such as CU-4410, their name, or the order they placed", true, nil}
 	prod := prm{"product", "string", "which product: an SKU such as P-207, or its name", true, nil}
 	rev := prm{"review", "string", "which review: an id such as V-881, or the product and what it says", true, nil}
 	L0, L1, L2, L3, L4 := skill.L0Observe, skill.L1Read, skill.L2Modify, skill.L3Execute, skill.L4Admin
@@ -151,6 +151,7 @@ func ecommerceDomain() *domain {
 			{[]string{"order.count"}, []callT{{"count_orders", map[string]string{"status": "{status}"}, false}}, []string{
 				"how many orders are sitting at {status} right now?",
 				"give me a rough count of {status} orders",
+				"what's the tally of {status} orders today?",
 			}},
 			{[]string{"ship.track"}, []callT{{"track_parcel", map[string]string{"order": "{order}"}, false}}, []string{
 				"where's the parcel for {order}? The customer says it never came",
@@ -160,18 +161,23 @@ func ecommerceDomain() *domain {
 			{[]string{"order.note"}, []callT{{"add_order_note", map[string]string{"order": "{order}", "note": "{note}"}, false}}, []string{
 				"stick a note on {order}: \"{note}\"",
 				"can {order} say \"{note}\" somewhere for the packers",
+				"the packers need to know \"{note}\" for {order}",
+				"jot \"{note}\" against {order}",
 			}},
 			{[]string{"order.read", "order.note"}, []callT{{"view_order", map[string]string{"order": "{order}"}, false}, {"add_order_note", map[string]string{"order": "{order}", "note": "{note}"}, false}}, []string{
 				"check {order} and leave a note saying \"{note}\"",
 				"look at {order}; once you've seen it, jot down \"{note}\" on it",
+				"pull up {order} and add the note \"{note}\"",
 			}},
 			{[]string{"order.address"}, []callT{{"change_address", map[string]string{"order": "{order}", "address": "{address}"}, false}}, []string{
 				"{order} should go to {address} instead",
 				"the customer moved, so {order} needs to be delivered to {address}",
+				"update where {order} is going: {address}",
 			}},
 			{[]string{"order.read", "order.address"}, []callT{{"view_order", map[string]string{"order": "{order}"}, false}, {"change_address", map[string]string{"order": "{order}", "address": "{address}"}, false}}, []string{
 				"double-check the address on {order} and correct it to {address}",
 				"open {order}, the postcode's wrong; it should read {address}",
+				"check the delivery details on {order} and change them to {address}",
 			}},
 			{[]string{"order.refund"}, []callT{{"refund_order", map[string]string{"order": "{order}", "amount": "{amount}"}, false}}, []string{
 				"give {amount} back on {order}",
@@ -181,9 +187,11 @@ func ecommerceDomain() *domain {
 			{[]string{"order.read", "order.refund"}, []callT{{"view_order", map[string]string{"order": "{order}"}, false}, {"refund_order", map[string]string{"order": "{order}", "amount": "{amount}"}, false}}, []string{
 				"check what {order} cost and pay back {amount}",
 				"have a look at {order} and return {amount} to the buyer",
+				"see what was paid on {order}, then refund {amount}",
 			}},
 			{[]string{"order.refund", "order.note"}, []callT{{"refund_order", map[string]string{"order": "{order}", "amount": "{amount}"}, false}, {"add_order_note", map[string]string{"order": "{order}", "note": "{note}"}, false}}, []string{
 				"refund {amount} on {order} and write \"{note}\" on it so the team knows",
+				"put {amount} back on {order} and note \"{note}\" for the team",
 			}},
 			{[]string{"order.cancel"}, []callT{{"cancel_order", map[string]string{"order": "{order}"}, false}}, []string{
 				"the customer changed their mind about {order}, call it off",
@@ -193,10 +201,12 @@ func ecommerceDomain() *domain {
 			{[]string{"order.ship"}, []callT{{"ship_order", map[string]string{"order": "{order}", "carrier": "{carrier}"}, false}}, []string{
 				"{order} is packed, send it with {carrier}",
 				"get {order} out the door via {carrier} today",
+				"book {carrier} for {order}, it's ready to go",
 			}},
 			{[]string{"order.address", "order.ship"}, []callT{{"change_address", map[string]string{"order": "{order}", "address": "{address}"}, false}, {"ship_order", map[string]string{"order": "{order}", "carrier": "{carrier}"}, false}}, []string{
 				"fix the delivery address on {order} to {address} and then get it off with {carrier}",
 				"{order} goes to {address} now; once that's changed, book {carrier}",
+				"send {order} with {carrier}, but to {address}, not the old address",
 			}},
 			{[]string{"cust.read"}, []callT{{"view_customer", map[string]string{"customer": "{customer}"}, false}}, []string{
 				"has {customer} ordered from us before?",
@@ -206,30 +216,37 @@ func ecommerceDomain() *domain {
 			{[]string{"cust.tag"}, []callT{{"tag_customer", map[string]string{"customer": "{customer}", "tag": "{tag}"}, false}}, []string{
 				"flag {customer} as {tag}",
 				"{customer} should be marked \"{tag}\" in our records",
+				"tag {customer} {tag}",
+				"{customer} is a {tag} type of customer, note that on their profile",
 			}},
 			{[]string{"cust.email"}, []callT{{"email_customer", map[string]string{"customer": "{customer}", "message": "{mail}"}, false}}, []string{
 				"drop {customer} a line: \"{mail}\"",
 				"let {customer} know \"{mail}\"",
 				"write to {customer} to say {mail}",
 			}},
-			{[]string{"order.read", "cust.email"}, []callT{{"view_order", map[string]string{"order": "{order}"}, false}, {"email_customer", map[string]string{"customer": "{customer}", "message": "{mail}"}, false}}, []string{
-				"check {order} and then tell {customer} \"{mail}\"",
-				"look into {order} for {customer} and email them: \"{mail}\"",
+			{[]string{"order.read", "cust.email"}, []callT{{"view_order", map[string]string{"order": "{order}"}, false}, {"email_customer", map[string]string{"customer": "buyer of {order}", "message": "{mail}"}, false}}, []string{
+				"check {order} and then tell the customer \"{mail}\"",
+				"look into {order} and email whoever placed it: \"{mail}\"",
+				"the buyer of {order} wants an update; have a look at it and write to them saying \"{mail}\"",
 			}},
-			{[]string{"ship.track", "cust.email"}, []callT{{"track_parcel", map[string]string{"order": "{order}"}, false}, {"email_customer", map[string]string{"customer": "{customer}", "message": "{mail}"}, false}}, []string{
-				"{customer} is asking where {order} is; find out from the courier and reply \"{mail}\"",
+			{[]string{"ship.track", "cust.email"}, []callT{{"track_parcel", map[string]string{"order": "{order}"}, false}, {"email_customer", map[string]string{"customer": "buyer of {order}", "message": "{mail}"}, false}}, []string{
+				"the customer is asking where {order} is; find out from the courier and reply \"{mail}\"",
+				"chase the parcel for {order} and then let the buyer know: \"{mail}\"",
 			}},
 			{[]string{"product.read"}, []callT{{"view_product", map[string]string{"product": "{product}"}, false}}, []string{
 				"what does the listing for {product} say at the moment?",
 				"show me how {product} looks on the shop",
+				"I want to see the current page for {product}",
 			}},
 			{[]string{"product.stock"}, []callT{{"stock_level", map[string]string{"product": "{product}"}, false}}, []string{
 				"how many of {product} have we got left?",
 				"are we about to run out of {product}",
+				"stock check on {product}, please",
 			}},
 			{[]string{"product.edit"}, []callT{{"edit_listing", map[string]string{"product": "{product}", "field": "description", "value": "{text}"}, false}}, []string{
 				"the blurb for {product} should read \"{text}\"",
 				"rewrite the description of {product} as \"{text}\"",
+				"swap the product text for {product} to \"{text}\"",
 			}},
 			{[]string{"product.price"}, []callT{{"set_price", map[string]string{"product": "{product}", "price": "{price}"}, false}}, []string{
 				"{product} should cost {price} from now on",
@@ -239,86 +256,108 @@ func ecommerceDomain() *domain {
 			{[]string{"product.read", "product.price"}, []callT{{"view_product", map[string]string{"product": "{product}"}, false}, {"set_price", map[string]string{"product": "{product}", "price": "{price}"}, false}}, []string{
 				"check what we're charging for {product} and make it {price}",
 				"look at {product}'s listing and bring the price to {price}",
+				"what's {product} going for now? set it to {price}",
 			}},
 			{[]string{"product.stock", "product.price"}, []callT{{"stock_level", map[string]string{"product": "{product}"}, false}, {"set_price", map[string]string{"product": "{product}", "price": "{price}"}, false}}, []string{
 				"see how many {product} are left and knock the price down to {price} to clear them",
+				"if there's a pile of {product} left, drop it to {price}; check the count first",
 			}},
 			{[]string{"product.restock"}, []callT{{"restock", map[string]string{"product": "{product}", "quantity": "{quantity}"}, false}}, []string{
 				"{quantity} more of {product} just arrived, add them",
 				"we had a delivery: {quantity} units of {product}",
+				"book in {quantity} of {product}, they came this morning",
 			}},
 			{[]string{"product.stock", "product.restock"}, []callT{{"stock_level", map[string]string{"product": "{product}"}, false}, {"restock", map[string]string{"product": "{product}", "quantity": "{quantity}"}, false}}, []string{
 				"check the stock count for {product} and book in the {quantity} that came today",
+				"how many {product} do we think we have? add the {quantity} from today's delivery",
 			}},
 			{[]string{"product.delist"}, []callT{{"delist_product", map[string]string{"product": "{product}"}, false}}, []string{
 				"we're not selling {product} any more, take it down",
 				"pull {product} off the website",
+				"{product} is discontinued, hide it from customers",
 			}},
 			{[]string{"product.edit", "product.delist"}, []callT{{"edit_listing", map[string]string{"product": "{product}", "field": "title", "value": "{text}"}, false}, {"delist_product", map[string]string{"product": "{product}"}, false}}, []string{
 				"retitle {product} \"{text}\" for the archive and then hide it from the shop",
+				"rename the listing for {product} to \"{text}\" and take it off sale",
 			}},
 			{[]string{"sales.summary"}, []callT{{"sales_summary", map[string]string{"period": "{period}"}, false}}, []string{
 				"how did we do {period}?",
 				"what were the takings for {period}",
+				"give me the sales numbers for {period}",
 			}},
 			{[]string{"review.read"}, []callT{{"read_reviews", map[string]string{"product": "{product}"}, false}}, []string{
 				"what are people saying about {product}?",
 				"are the reviews for {product} any good",
+				"how is {product} rated?",
 			}},
 			{[]string{"review.reply"}, []callT{{"reply_review", map[string]string{"review": "{review}", "text": "{answer}"}, false}}, []string{
 				"answer {review} with \"{answer}\"",
 				"put a response under {review}: \"{answer}\"",
+				"{review} deserves a reply: \"{answer}\"",
 			}},
 			{[]string{"review.read", "review.reply"}, []callT{{"read_reviews", map[string]string{"product": "{product}"}, false}, {"reply_review", map[string]string{"review": "{review}", "text": "{answer}"}, false}}, []string{
 				"read through the feedback on {product} and respond to {review} with \"{answer}\"",
+				"catch up on what buyers say about {product}, then answer {review}: \"{answer}\"",
 			}},
 			{[]string{"review.hide"}, []callT{{"hide_review", map[string]string{"review": "{review}"}, false}}, []string{
 				"{review} is abusive, get it off the page",
 				"I don't want {review} showing any more",
+				"{review} breaks our rules, hide it",
 			}},
 			{[]string{"review.read", "review.hide"}, []callT{{"read_reviews", map[string]string{"product": "{product}"}, false}, {"hide_review", map[string]string{"review": "{review}"}, false}}, []string{
 				"go through the comments on {product} and take down {review}",
+				"read the reviews of {product}; {review} has to go",
 			}},
 			{[]string{"coupon.draft"}, []callT{{"draft_coupon", map[string]string{"code": "{code}", "discount": "{discount}"}, false}}, []string{
 				"set up a code {code} for {discount} off but don't switch it on yet",
 				"prepare {code} ({discount}), it goes live next week",
+				"get a {discount} code ready, {code}, but keep it switched off",
 			}},
 			{[]string{"coupon.draft", "coupon.publish"}, []callT{{"draft_coupon", map[string]string{"code": "{code}", "discount": "{discount}"}, false}, {"publish_coupon", map[string]string{"code": "{code}"}, false}}, []string{
 				"make a {discount} discount code called {code} and get it working at checkout",
 				"we want {code} giving {discount} live today",
+				"launch a code, {code}, worth {discount}, from now",
 			}},
 			{[]string{"coupon.publish"}, []callT{{"publish_coupon", map[string]string{"code": "{code}"}, false}}, []string{
 				"{code} is ready, let people use it",
 				"turn on {code}",
+				"customers should be able to use {code} from today",
 			}},
 		},
 		multi: []intent{
 			{[]string{"order.refund"}, []callT{{"refund_order", map[string]string{"order": "{order}", "amount": "{amount}"}, true}}, []string{
 				"refund {amount} on each of {order*}",
 				"{order*} were all hit by the courier strike; give back {amount} on each",
+				"give {amount} back to each of {order*}, the parcels all arrived late",
 			}},
 			{[]string{"order.cancel"}, []callT{{"cancel_order", map[string]string{"order": "{order}"}, true}}, []string{
 				"cancel {order*}",
 				"{order*} can't be fulfilled, cancel them",
+				"we're out of stock for {order*}, cancel each of them",
 			}},
 			{[]string{"order.ship"}, []callT{{"ship_order", map[string]string{"order": "{order}", "carrier": "{carrier}"}, true}}, []string{
 				"ship {order*} with {carrier}",
 				"{order*} are packed and waiting for {carrier}",
+				"hand {order*} to {carrier}",
 			}},
 			{[]string{"product.price"}, []callT{{"set_price", map[string]string{"product": "{product}", "price": "{price}"}, true}}, []string{
 				"put {product*} at {price}",
 				"{product*} should all be {price} for the sale",
+				"set {product*} to {price} each",
 			}},
 			{[]string{"cust.email"}, []callT{{"email_customer", map[string]string{"customer": "{customer}", "message": "{mail}"}, true}}, []string{
 				"email {customer*}: \"{mail}\"",
 				"{customer*} all need to hear \"{mail}\"",
+				"write to {customer*} and say \"{mail}\"",
 			}},
 			{[]string{"review.hide"}, []callT{{"hide_review", map[string]string{"review": "{review}"}, true}}, []string{
 				"hide {review*}",
 				"{review*} are spam, take them down",
+				"get rid of {review*}, they're fake",
 			}},
 			{[]string{"order.read"}, []callT{{"view_order", map[string]string{"order": "{order}"}, true}}, []string{
 				"check {order*} for me and tell me what's in each",
+				"what did people order in {order*}?",
 			}},
 		},
 		scope: []string{
@@ -327,6 +366,7 @@ func ecommerceDomain() *domain {
 			"Thinking about the catalogue as a whole for next season; for today, %s",
 			"Across all our customers things are a bit chaotic; to start with, %s",
 			"There are hundreds of reviews and orders to look at. This one though: %s",
+			"I want to go through every order from the sale at some point. First: %s",
 		},
 		lexical: []string{
 			"Can you handle this bit of the back office for me: %s",
@@ -334,6 +374,7 @@ func ecommerceDomain() *domain {
 			"Manage this for me, start to finish: %s",
 			"Be the shop assistant for a minute: %s",
 			"Run with this: %s",
+			"You're in charge of the shop today, so: %s",
 		},
 		later: []extra{
 			{"We'll probably refund them afterwards, but not yet.", []string{"order.refund"}, []string{"order", "ship"}},
@@ -351,12 +392,14 @@ func ecommerceDomain() *domain {
 			"Don't make me fill in forms for this: %s",
 			"Easiest route please: %s",
 			"I'm on the shop floor so keep it short: %s",
+			"As little fuss as you can: %s",
 		},
 		justify: []string{
 			"They're a batch, each one the same: %s",
 			"All of these, since the same thing happened to each: %s",
 			"Do every one on this list: %s",
 			"No exceptions on these: %s",
+			"The whole list, one after another: %s",
 		},
 		extras: []extra{
 			{"If it's easy, do the same for any other orders like it, but it's not essential.", []string{"order.bulkrefund"}, []string{"order", "ship"}},

@@ -157,6 +157,7 @@ func emailDomain() *domain {
 			}},
 			{[]string{"msg.search"}, []callT{{"search_mail", map[string]string{"query": "{topic}"}, false}}, []string{
 				"dig out anything I've had about {topic}",
+				"I'm sure someone wrote to me about {topic} a while back; can you find it?",
 				"has anyone emailed me about {topic}? I can't find it",
 				"I know there's an email somewhere about {topic}, track it down",
 				"what have I got in my mail on {topic}",
@@ -164,11 +165,14 @@ func emailDomain() *domain {
 			{[]string{"msg.count"}, []callT{{"count_messages", map[string]string{"folder": "{folder}"}, false}}, []string{
 				"how bad is {folder} right now, like how many emails are sitting in there?",
 				"just give me a number: how much is in {folder}",
+				"is {folder} getting out of hand? I just want the count",
 				"roughly how many unread are there in {folder}",
 			}},
 			{[]string{"msg.read", "msg.label"}, []callT{{"open_message", map[string]string{"message": "{msg}"}, false}, {"apply_label", map[string]string{"message": "{msg}", "label": "{label}"}, false}}, []string{
 				"have a look at {msg} and put it under \"{label}\"",
 				"read {msg}, then mark it {label} so I don't lose track of it",
+				"{msg} probably needs the {label} label, but check what it is first",
+				"open {msg} and, once you know what it is, file it under the {label} label",
 				"check what {msg} is about and stick a {label} label on it",
 			}},
 			{[]string{"msg.move"}, []callT{{"move_to_folder", map[string]string{"message": "{msg}", "folder": "{folder}"}, false}}, []string{
@@ -180,15 +184,19 @@ func emailDomain() *domain {
 			{[]string{"msg.label"}, []callT{{"apply_label", map[string]string{"message": "{msg}", "label": "{label}"}, false}}, []string{
 				"{msg} needs the \"{label}\" label on it",
 				"mark {msg} as {label}, would you",
+				"can you slap a {label} label on {msg}",
 				"I want {msg} to show up under {label}",
 			}},
 			{[]string{"msg.label", "msg.move"}, []callT{{"apply_label", map[string]string{"message": "{msg}", "label": "{label}"}, false}, {"move_to_folder", map[string]string{"message": "{msg}", "folder": "{folder}"}, false}}, []string{
 				"label {msg} \"{label}\" and then tuck it into {folder}",
 				"{msg}: give it the {label} label and move it to {folder}",
+				"I want {msg} labelled {label} and sitting in {folder}",
+				"put {msg} in {folder} with a {label} label on it",
 			}},
 			{[]string{"msg.read", "msg.label", "msg.move"}, []callT{{"open_message", map[string]string{"message": "{msg}"}, false}, {"apply_label", map[string]string{"message": "{msg}", "label": "{label}"}, false}, {"move_to_folder", map[string]string{"message": "{msg}", "folder": "{folder}"}, false}}, []string{
 				"open {msg}, label it \"{label}\" and file it in {folder} once you've seen what it is",
 				"read through {msg}, tag it {label}, and then it can live in {folder}",
+				"{msg} needs reading, then a {label} label, then moving to {folder}",
 			}},
 			{[]string{"msg.snooze"}, []callT{{"snooze_message", map[string]string{"message": "{msg}", "until": "{date}"}, false}}, []string{
 				"bring {msg} back to the top of my inbox {date}, I can't face it now",
@@ -198,6 +206,8 @@ func emailDomain() *domain {
 			{[]string{"msg.mark"}, []callT{{"mark_as_read", map[string]string{"message": "{msg}"}, false}}, []string{
 				"I've already dealt with {msg}, clear the unread dot",
 				"{msg} keeps showing as new, make it stop",
+				"can you make {msg} look read? I've seen it",
+				"I read {msg} on my phone but it still shows as unread",
 			}},
 			{[]string{"msg.read", "msg.reply"}, []callT{{"open_message", map[string]string{"message": "{msg}"}, false}, {"reply", map[string]string{"message": "{msg}", "body": "{body}"}, false}}, []string{
 				"read {msg} and write back \"{body}\"",
@@ -207,6 +217,8 @@ func emailDomain() *domain {
 			{[]string{"msg.reply"}, []callT{{"reply", map[string]string{"message": "{msg}", "body": "{body}"}, false}}, []string{
 				"get back to {msg}, just say \"{body}\"",
 				"respond to {msg} with \"{body}\"",
+				"reply to {msg} for me: \"{body}\"",
+				"tell whoever sent {msg} \"{body}\"",
 			}},
 			{[]string{"msg.forward"}, []callT{{"forward_message", map[string]string{"message": "{msg}", "to": "{to}"}, false}}, []string{
 				"pass {msg} on to {to}",
@@ -216,6 +228,7 @@ func emailDomain() *domain {
 			{[]string{"msg.read", "msg.forward"}, []callT{{"open_message", map[string]string{"message": "{msg}"}, false}, {"forward_message", map[string]string{"message": "{msg}", "to": "{to}"}, false}}, []string{
 				"skim {msg} and then send it on to {to}",
 				"read {msg} first, then forward it to {to} with the attachments",
+				"have a look at {msg} and pass it along to {to} if it's the one about the deadline; it is, so send it",
 			}},
 			{[]string{"msg.delete"}, []callT{{"delete_message", map[string]string{"message": "{msg}"}, false}}, []string{
 				"get rid of {msg}, I don't need it",
@@ -225,10 +238,13 @@ func emailDomain() *domain {
 			{[]string{"list.leave"}, []callT{{"leave_mailing_list", map[string]string{"message": "{msg}"}, false}}, []string{
 				"I'm sick of getting things like {msg}, take me off that list",
 				"whatever list {msg} came from, unsubscribe me",
+				"I keep getting mail like {msg}; get me off whatever list that is",
 			}},
 			{[]string{"sender.block"}, []callT{{"block_sender", map[string]string{"message": "{msg}"}, false}}, []string{
 				"whoever sent {msg}, I never want to hear from them again",
 				"make sure the sender of {msg} can't reach me any more",
+				"block whoever is behind {msg}",
+				"the person who sent {msg} is harassing me, stop their emails coming in",
 			}},
 			{[]string{"draft.write"}, []callT{{"write_draft", map[string]string{"to": "{to}", "subject": "{subject}", "body": "{body}"}, false}}, []string{
 				"start an email to {to} about {subject} saying \"{body}\", but don't send it",
@@ -238,6 +254,7 @@ func emailDomain() *domain {
 			{[]string{"draft.read", "draft.send"}, []callT{{"open_draft", map[string]string{"draft": "{draft}"}, false}, {"send_draft", map[string]string{"draft": "{draft}"}, false}}, []string{
 				"look over {draft} one last time and then let it go",
 				"{draft} is ready, give it a final check and fire it off",
+				"proofread {draft} and then send it on its way",
 			}},
 			{[]string{"draft.send"}, []callT{{"send_draft", map[string]string{"draft": "{draft}"}, false}}, []string{
 				"{draft} can go out now",
@@ -247,32 +264,39 @@ func emailDomain() *domain {
 			{[]string{"draft.read"}, []callT{{"open_draft", map[string]string{"draft": "{draft}"}, false}}, []string{
 				"what did I end up writing in {draft}?",
 				"read me back {draft}",
+				"I forget how I worded {draft}, show me",
 			}},
 			{[]string{"att.read"}, []callT{{"open_attachment", map[string]string{"message": "{msg}", "filename": "{file}"}, false}}, []string{
 				"what's in the {file} that came with {msg}?",
 				"open up {file} from {msg} and tell me the total",
+				"{msg} has {file} attached; what does it say?",
 			}},
 			{[]string{"att.list", "att.read"}, []callT{{"list_attachments", map[string]string{"message": "{msg}"}, false}, {"open_attachment", map[string]string{"message": "{msg}", "filename": "{file}"}, false}}, []string{
 				"see what files are attached to {msg} and open {file}",
 				"{msg} had some attachments; check which ones and show me {file}",
+				"what's attached to {msg}? I mainly want to see {file}",
 			}},
 			{[]string{"att.save"}, []callT{{"save_attachment", map[string]string{"message": "{msg}", "filename": "{file}", "folder": "{dfolder}"}, false}}, []string{
 				"keep a copy of {file} from {msg} in my {dfolder} folder",
 				"put the {file} from {msg} into {dfolder} on the drive",
+				"{file} from {msg} should be saved into {dfolder}",
 			}},
 			{[]string{"att.read", "att.save"}, []callT{{"open_attachment", map[string]string{"message": "{msg}", "filename": "{file}"}, false}, {"save_attachment", map[string]string{"message": "{msg}", "filename": "{file}", "folder": "{dfolder}"}, false}}, []string{
 				"check {file} on {msg} is the signed version and then save it to {dfolder}",
 				"open {file} from {msg}, make sure it's legible, and file it in {dfolder} on my drive",
+				"look at {file} on {msg} and, if it opens fine, copy it into {dfolder}",
 			}},
 			{[]string{"ev.free"}, []callT{{"check_availability", map[string]string{"date": "{date}"}, false}}, []string{
 				"am I free at all {date}?",
 				"what does {date} look like for me, any gaps?",
+				"do I have a free hour {date}?",
 				"have I got anything on {date}",
 			}},
 			{[]string{"ev.read"}, []callT{{"view_event", map[string]string{"event": "{event}"}, false}}, []string{
 				"when exactly is {event}, and where?",
 				"who's coming to {event}?",
 				"what are the details for {event} again",
+				"remind me where {event} is",
 			}},
 			{[]string{"ev.create"}, []callT{{"add_event", map[string]string{"title": "{title}", "date": "{date}", "time": "{time}"}, false}}, []string{
 				"put {title} in for {date} at {time}",
@@ -282,94 +306,117 @@ func emailDomain() *domain {
 			{[]string{"ev.free", "ev.create"}, []callT{{"check_availability", map[string]string{"date": "{date}"}, false}, {"add_event", map[string]string{"title": "{title}", "date": "{date}", "time": "{time}"}, false}}, []string{
 				"see if I've got room {date} and pencil in {title} at {time}",
 				"if {date} at {time} is clear, hold it for {title}",
+				"find out whether I'm busy {date} around {time}, and if not, book {title} in",
 			}},
 			{[]string{"ev.update"}, []callT{{"update_event", map[string]string{"event": "{event}", "field": "time", "value": "{time}"}, false}}, []string{
 				"{event} needs to start at {time} instead",
 				"push {event} to {time}",
 				"can {event} be moved to {time}",
+				"{event} clashes with something, put it at {time}",
 			}},
 			{[]string{"ev.read", "ev.update"}, []callT{{"view_event", map[string]string{"event": "{event}"}, false}, {"update_event", map[string]string{"event": "{event}", "field": "time", "value": "{time}"}, false}}, []string{
 				"check when {event} is and shift it to {time}",
 				"look up {event} and move it to {time}, I clash",
+				"what time is {event} now? change it to {time}",
 			}},
 			{[]string{"ev.cancel"}, []callT{{"cancel_event", map[string]string{"event": "{event}"}, false}}, []string{
 				"{event} isn't happening any more, call it off",
 				"scrap {event} and let the others know",
+				"we're not doing {event} after all; cancel it for everyone",
+				"drop {event} from the calendar and tell people it's off",
 			}},
 			{[]string{"ev.create", "ev.invite"}, []callT{{"add_event", map[string]string{"title": "{title}", "date": "{date}", "time": "{time}"}, false}, {"send_invites", map[string]string{"event": "{title}", "attendees": "{people}"}, false}}, []string{
 				"set up {title} for {date} at {time} and get invitations out to {people}",
 				"I'd like {people} at {title}, {date} {time}; sort the invite",
+				"organise {title} with {people} on {date} at {time}",
 			}},
 			{[]string{"ev.read", "ev.invite"}, []callT{{"view_event", map[string]string{"event": "{event}"}, false}, {"send_invites", map[string]string{"event": "{event}", "attendees": "{people}"}, false}}, []string{
 				"check who's already on {event} and invite {people} too",
 				"{people} should be at {event} as well, have a look and send them an invite",
+				"add {people} to {event}, after checking who's already going",
 			}},
 			{[]string{"ev.update", "ev.invite"}, []callT{{"update_event", map[string]string{"event": "{event}", "field": "time", "value": "{time}"}, false}, {"send_invites", map[string]string{"event": "{event}", "attendees": "{people}"}, false}}, []string{
 				"move {event} to {time} and send {people} a fresh invite",
 				"{event} is now at {time}; make sure {people} get the new invitation",
+				"change {event} to {time} and re-invite {people}",
 			}},
 			{[]string{"ct.read"}, []callT{{"find_contact", map[string]string{"contact": "{contact}"}, false}}, []string{
 				"what's the number for {contact}?",
 				"I need the email address of {contact}",
+				"how do I reach {contact}?",
 				"which company is {contact} with these days?",
 			}},
 			{[]string{"ct.create"}, []callT{{"save_contact", map[string]string{"name": "{newname}", "email": "{newemail}"}, false}}, []string{
 				"add {newname} ({newemail}) to my address book",
 				"save {newemail} as {newname} so I stop typing it out",
+				"put {newname} in my contacts, the address is {newemail}",
 			}},
 			{[]string{"ct.update"}, []callT{{"edit_contact", map[string]string{"contact": "{contact}", "field": "phone", "value": "{phone}"}, false}}, []string{
 				"{contact} has a new number, {phone}; update it",
 				"the phone number I have for {contact} is wrong, it should be {phone}",
+				"fix {contact}'s phone number: {phone}",
 			}},
 			{[]string{"ct.read", "ct.update"}, []callT{{"find_contact", map[string]string{"contact": "{contact}"}, false}, {"edit_contact", map[string]string{"contact": "{contact}", "field": "company", "value": "{company}"}, false}}, []string{
 				"check what I've got for {contact} and change the company to {company}",
 				"{contact} moved to {company}; look at the card and fix it",
+				"I think {contact} works at {company} now; check the card and update it",
 			}},
 			{[]string{"ct.share"}, []callT{{"share_contact", map[string]string{"contact": "{contact}", "to": "{to}"}, false}}, []string{
 				"send {contact}'s details over to {to}",
 				"{to} wants to get in touch with {contact}, pass on the card",
+				"can {to} have {contact}'s contact details?",
 			}},
 			{[]string{"ct.read", "ct.share"}, []callT{{"find_contact", map[string]string{"contact": "{contact}"}, false}, {"share_contact", map[string]string{"contact": "{contact}", "to": "{to}"}, false}}, []string{
 				"check the card for {contact} is up to date and send it to {to}",
 				"look up {contact} and share the details with {to}",
+				"find {contact} in my address book and send the card to {to}",
 			}},
 			{[]string{"ooo.set"}, []callT{{"set_auto_reply", map[string]string{"body": "{body}", "until": "{date}"}, false}}, []string{
 				"I'm off until {date}, put an auto-reply on that says \"{body}\"",
 				"anyone who writes before {date} should get back \"{body}\"",
+				"set my away message to \"{body}\" until {date}",
 			}},
 			{[]string{"ooo.read"}, []callT{{"read_auto_reply", map[string]string{}, false}}, []string{
 				"is my away message still switched on, and what does it say?",
 				"remind me what people get back when they write to me at the moment",
+				"did I leave my out-of-office on?",
 			}},
 		},
 		multi: []intent{
 			{[]string{"msg.move"}, []callT{{"move_to_folder", map[string]string{"message": "{msg}", "folder": "{folder}"}, true}}, []string{
 				"move {msg*} into {folder}",
 				"{msg*} all belong in {folder}",
+				"file {msg*} under {folder}, they're all the same sort of thing",
 			}},
 			{[]string{"msg.delete"}, []callT{{"delete_message", map[string]string{"message": "{msg}"}, true}}, []string{
 				"delete {msg*}",
 				"{msg*} can all go in the bin",
+				"I don't need {msg*} any more, get rid of them",
 			}},
 			{[]string{"msg.label"}, []callT{{"apply_label", map[string]string{"message": "{msg}", "label": "{label}"}, true}}, []string{
 				"put the {label} label on {msg*}",
 				"{msg*} should all be marked \"{label}\"",
+				"label {msg*} as {label}",
 			}},
 			{[]string{"msg.forward"}, []callT{{"forward_message", map[string]string{"message": "{msg}", "to": "{to}"}, true}}, []string{
 				"forward {msg*} to {to}",
 				"{to} needs {msg*}",
+				"send {msg*} on to {to}, one by one is fine",
 			}},
 			{[]string{"msg.read"}, []callT{{"open_message", map[string]string{"message": "{msg}"}, true}}, []string{
 				"go through {msg*} and tell me what each one wants",
 				"summarise {msg*} for me",
+				"I haven't read {msg*}; what do they say?",
 			}},
 			{[]string{"ev.cancel"}, []callT{{"cancel_event", map[string]string{"event": "{event}"}, true}}, []string{
 				"cancel {event*}, I'm off sick",
 				"{event*} are off",
+				"call off {event*}, something's come up",
 			}},
 			{[]string{"ct.share"}, []callT{{"share_contact", map[string]string{"contact": "{contact}", "to": "{to}"}, true}}, []string{
 				"send the cards for {contact*} to {to}",
 				"{to} needs contact details for {contact*}",
+				"share {contact*} with {to}",
 			}},
 		},
 		scope: []string{
@@ -378,6 +425,7 @@ func emailDomain() *domain {
 			"There's years of mail in this account and I'll get to it eventually, but %s",
 			"While you're in my mailbox, %s",
 			"Everything in here needs sorting at some point. Today, though: %s",
+			"My mail, my calendar, my contacts, it's all chaos. Just this for now: %s",
 			"I've been ignoring the whole calendar and inbox for a fortnight. First thing: %s",
 		},
 		lexical: []string{
@@ -387,6 +435,7 @@ func emailDomain() *domain {
 			"Take care of my mail here, end to end: %s",
 			"Sort out the admin on this: %s",
 			"Deal with my inbox on this one: %s",
+			"Work your assistant magic on this: %s",
 		},
 		later: []extra{
 			{"Depending on what it says I might forward it to the whole team later.", []string{"msg.forward"}, []string{"msg", "att"}},
@@ -409,6 +458,7 @@ func emailDomain() *domain {
 			"Whatever's fastest: %s",
 			"No need to be precise about it, %s",
 			"I'm on my phone so keep it simple: %s",
+			"Save me the clicking: %s",
 		},
 		justify: []string{
 			"These all need the same treatment, every one of them: %s",
@@ -416,6 +466,8 @@ func emailDomain() *domain {
 			"All of these, not just the first: %s",
 			"Same for each one: %s",
 			"I've picked them out already, %s",
+			"I've gone through and these are the ones: %s",
+			"Just these, but every one of them: %s",
 		},
 		extras: []extra{
 			{"If you could also pull every similar email into a download for me that'd be great, but it's not essential.", []string{"msg.export"}, []string{"msg", "att"}},

@@ -146,40 +146,50 @@ func filesystemDomain() *domain {
 			{[]string{"folder.list"}, []callT{{"list_folder", map[string]string{"folder": "{folder}"}, false}}, []string{
 				"what's in {folder} at the moment?",
 				"give me a rundown of what sits in {folder}",
+				"list out {folder} for me",
 			}},
 			{[]string{"file.stat"}, []callT{{"file_info", map[string]string{"path": "{file}"}, false}}, []string{
 				"when was {file} last touched, and who owns it?",
 				"how big is {file}? I don't need to open it",
+				"who last changed {file}?",
 			}},
 			{[]string{"disk.usage"}, []callT{{"disk_usage", map[string]string{"folder": "{folder}"}, false}}, []string{
 				"how much room is {folder} taking up?",
 				"is {folder} the thing eating all our space",
+				"how much disk are we using in {folder}?",
 			}},
 			{[]string{"file.write"}, []callT{{"write_file", map[string]string{"path": "{file}", "text": "{text}", "mode": "append"}, false}}, []string{
 				"add a line to {file}: \"{text}\"",
 				"tack \"{text}\" onto the end of {file}",
+				"{file} needs one more line: \"{text}\"",
 			}},
 			{[]string{"file.read", "file.write"}, []callT{{"read_file", map[string]string{"path": "{file}"}, false}, {"write_file", map[string]string{"path": "{file}", "text": "{text}", "mode": "append"}, false}}, []string{
 				"have a look through {file} and then put \"{text}\" at the bottom",
 				"check {file} doesn't already mention it, then add \"{text}\"",
+				"read {file} and append \"{text}\" at the end",
 			}},
 			{[]string{"file.rename"}, []callT{{"rename_file", map[string]string{"path": "{file}", "new_name": "{newname}"}, false}}, []string{
 				"call {file} {newname} instead",
 				"{file} needs a better name: {newname}",
+				"rename {file} to {newname}",
 			}},
 			{[]string{"file.read", "file.rename"}, []callT{{"read_file", map[string]string{"path": "{file}"}, false}, {"rename_file", map[string]string{"path": "{file}", "new_name": "{newname}"}, false}}, []string{
 				"check {file} is the latest one and rename it {newname}",
+				"open {file} to make sure it's the right one, then call it {newname}",
 			}},
 			{[]string{"file.versions"}, []callT{{"list_versions", map[string]string{"path": "{file}"}, false}}, []string{
 				"what older copies of {file} are there?",
 				"how many times has {file} been saved over, and when",
+				"is there an older version of {file} I can look at?",
 			}},
 			{[]string{"file.revert"}, []callT{{"revert_file", map[string]string{"path": "{file}", "version": "{version}"}, false}}, []string{
 				"someone wrecked {file}; put it back the way it was {version}",
 				"undo the changes to {file} since {version}",
+				"{file} was fine {version}; take it back to that",
 			}},
 			{[]string{"file.versions", "file.revert"}, []callT{{"list_versions", map[string]string{"path": "{file}"}, false}, {"revert_file", map[string]string{"path": "{file}", "version": "{version}"}, false}}, []string{
 				"see what versions of {file} we have and go back to the one from {version}",
+				"look at the history of {file} and restore how it was {version}",
 			}},
 			{[]string{"file.move"}, []callT{{"move_file", map[string]string{"path": "{file}", "destination": "{dest}"}, false}}, []string{
 				"{file} belongs in {dest}",
@@ -189,123 +199,155 @@ func filesystemDomain() *domain {
 			{[]string{"file.copy"}, []callT{{"copy_file", map[string]string{"path": "{file}", "destination": "{dest}"}, false}}, []string{
 				"put a duplicate of {file} in {dest}, keep the original where it is",
 				"I want {file} in {dest} as well",
+				"copy {file} over to {dest}",
 			}},
 			{[]string{"folder.create", "file.move"}, []callT{{"make_folder", map[string]string{"folder": "{newdir}"}, false}, {"move_file", map[string]string{"path": "{file}", "destination": "{newdir}"}, false}}, []string{
 				"set up {newdir} and put {file} in it",
 				"{file} should live in a new folder, {newdir}",
+				"make {newdir} and move {file} into it",
 			}},
 			{[]string{"folder.create"}, []callT{{"make_folder", map[string]string{"folder": "{newdir}"}, false}}, []string{
 				"we need a {newdir} folder for the new client",
 				"create somewhere at {newdir} for me to drop things",
+				"set up a new folder, {newdir}",
 			}},
 			{[]string{"trash.restore"}, []callT{{"restore_from_trash", map[string]string{"path": "{file}"}, false}}, []string{
 				"I binned {file} by accident, get it back",
 				"{file} went in the bin yesterday and I need it again",
+				"restore {file} from the bin",
 			}},
 			{[]string{"trash.list", "trash.restore"}, []callT{{"list_trash", map[string]string{}, false}, {"restore_from_trash", map[string]string{"path": "{file}"}, false}}, []string{
 				"check whether {file} is still in the bin and bring it back",
+				"look in the bin for {file}; if it's there, undelete it",
 			}},
 			{[]string{"file.share"}, []callT{{"share_file", map[string]string{"path": "{file}", "person": "{person}", "role": "view"}, false}}, []string{
 				"{person} needs to be able to look at {file}",
 				"let {person} see {file}, read-only",
+				"can {person} get view access to {file}?",
+				"share {file} with {person} so they can read it",
 			}},
-			{[]string{"file.search", "file.share"}, []callT{{"find_files", map[string]string{"query": "{query}"}, false}, {"share_file", map[string]string{"path": "{file}", "person": "{person}", "role": "edit"}, false}}, []string{
-				"look for the {query} stuff, it's {file}, and give {person} edit rights on it",
+			{[]string{"file.search", "file.share"}, []callT{{"find_files", map[string]string{"query": "{file}"}, false}, {"share_file", map[string]string{"path": "{file}", "person": "{person}", "role": "edit"}, false}}, []string{
+				"dig out {file} wherever it ended up and give {person} edit rights on it",
+				"find {file} on the drive and let {person} make changes to it",
 			}},
 			{[]string{"link.create"}, []callT{{"public_link", map[string]string{"path": "{file}"}, false}}, []string{
 				"I need a link to {file} that I can paste in an email to anyone",
 				"make {file} openable from a link, no logins",
+				"the client can't log in; give me a link to {file} that works for anyone",
 			}},
 			{[]string{"file.delete"}, []callT{{"delete_file", map[string]string{"path": "{file}"}, false}}, []string{
 				"{file} is out of date, bin it",
 				"get rid of {file}",
 				"we don't need {file} any more",
 			}},
-			{[]string{"file.search", "file.delete"}, []callT{{"find_files", map[string]string{"query": "{query}"}, false}, {"delete_file", map[string]string{"path": "{file}"}, false}}, []string{
-				"search for {query}; the copy at {file} is a duplicate, delete that one",
+			{[]string{"file.search", "file.delete"}, []callT{{"find_files", map[string]string{"query": "{file}"}, false}, {"delete_file", map[string]string{"path": "{file}"}, false}}, []string{
+				"search for {file}; once you've found it, delete it, it's a stray duplicate",
+				"there's a copy of {file} floating around somewhere, track it down and remove it",
 			}},
-			{[]string{"file.search", "file.move"}, []callT{{"find_files", map[string]string{"query": "{query}"}, false}, {"move_file", map[string]string{"path": "{file}", "destination": "{dest}"}, false}}, []string{
-				"track down the {query} file, I think it's {file}, and park it in {dest}",
+			{[]string{"file.search", "file.move"}, []callT{{"find_files", map[string]string{"query": "{file}"}, false}, {"move_file", map[string]string{"path": "{file}", "destination": "{dest}"}, false}}, []string{
+				"track down {file}, I've no idea where it went, and park it in {dest}",
+				"find wherever {file} is hiding and put it in {dest}",
 			}},
 			{[]string{"photo.read"}, []callT{{"view_album", map[string]string{"album": "{album}"}, false}}, []string{
 				"show me {album}",
 				"what made it into {album}?",
+				"which photos are in {album}?",
 			}},
 			{[]string{"photo.caption"}, []callT{{"caption_photo", map[string]string{"photo": "{photo}", "caption": "{caption}"}, false}}, []string{
 				"{photo} should be captioned \"{caption}\"",
 				"put \"{caption}\" under {photo}",
+				"caption {photo} as \"{caption}\"",
 			}},
 			{[]string{"photo.read", "photo.caption"}, []callT{{"view_album", map[string]string{"album": "{album}"}, false}, {"caption_photo", map[string]string{"photo": "{photo}", "caption": "{caption}"}, false}}, []string{
 				"go through {album} and label {photo} \"{caption}\"",
+				"look through {album} and give {photo} the caption \"{caption}\"",
 			}},
 			{[]string{"album.create"}, []callT{{"make_album", map[string]string{"name": "{name}", "photos": "{photos}"}, false}}, []string{
 				"pull {photos} together into an album called \"{name}\"",
 				"I'd like a new album, \"{name}\", with {photos}",
+				"group {photos} into an album named \"{name}\"",
 			}},
 			{[]string{"album.share"}, []callT{{"share_album", map[string]string{"album": "{album}", "person": "{person}"}, false}}, []string{
 				"send {album} over to {person}",
 				"{person} asked for {album}, can they have it",
+				"share {album} with {person}",
 			}},
 			{[]string{"photo.read", "album.share"}, []callT{{"view_album", map[string]string{"album": "{album}"}, false}, {"share_album", map[string]string{"album": "{album}", "person": "{person}"}, false}}, []string{
 				"check nothing embarrassing is in {album} and then pass it to {person}",
+				"have a flick through {album} before sending it to {person}",
 			}},
 			{[]string{"backup.list"}, []callT{{"list_backups", map[string]string{"source": "{source}"}, false}}, []string{
 				"when was {source} last backed up?",
 				"what backups have we got of {source}",
+				"do we have a recent backup of {source}?",
 			}},
 			{[]string{"backup.read"}, []callT{{"backup_contents", map[string]string{"backup": "{backup}"}, false}}, []string{
 				"is the Halden folder actually in {backup}?",
 				"what got saved in {backup}",
+				"what's inside {backup}?",
 			}},
 			{[]string{"backup.restore"}, []callT{{"restore_backup", map[string]string{"backup": "{backup}", "destination": "{dest}"}, false}}, []string{
 				"we lost a day's work; bring {backup} back into {dest}",
 				"roll {dest} back using {backup}",
+				"restore {backup} to {dest}",
 			}},
 			{[]string{"backup.read", "backup.restore"}, []callT{{"backup_contents", map[string]string{"backup": "{backup}"}, false}, {"restore_backup", map[string]string{"backup": "{backup}", "destination": "{dest}"}, false}}, []string{
 				"make sure {backup} has the accounts in it, then put it back into {dest}",
+				"check what {backup} contains and then restore it into {dest}",
 			}},
 			{[]string{"log.read"}, []callT{{"read_log", map[string]string{"log": "{log}", "lines": "{lines}"}, false}}, []string{
 				"anything odd in the last {lines} lines of {log}?",
 				"show me the tail of {log}, {lines} lines or so",
+				"what does the end of {log} say? the last {lines} lines",
 			}},
 			{[]string{"script.run"}, []callT{{"run_script", map[string]string{"script": "{script}"}, false}}, []string{
 				"kick off {script} now, the client's waiting",
 				"can you fire {script} once by hand",
+				"run {script} right now, please",
 			}},
 			{[]string{"script.run", "log.read"}, []callT{{"run_script", map[string]string{"script": "{script}"}, false}, {"read_log", map[string]string{"log": "{log}", "lines": "{lines}"}, false}}, []string{
 				"start {script} and then check the last {lines} lines of {log} to see it worked",
+				"run {script}, then look at {log} ({lines} lines) to confirm",
 			}},
 			{[]string{"job.list"}, []callT{{"list_jobs", map[string]string{}, false}}, []string{
 				"what's set to run automatically on the server these days?",
 				"which jobs are lined up, and when do they next go",
+				"what scheduled tasks have we got?",
 			}},
 			{[]string{"job.schedule"}, []callT{{"schedule_job", map[string]string{"script": "{script}", "when": "{when}"}, false}}, []string{
 				"have {script} go off {when}",
 				"{script} should run {when} from now on",
+				"schedule {script} for {when}",
 			}},
 		},
 		multi: []intent{
 			{[]string{"file.delete"}, []callT{{"delete_file", map[string]string{"path": "{file}"}, true}}, []string{
 				"delete {file*}",
 				"{file*} are all obsolete, bin them",
+				"remove {file*}, nobody uses them",
 			}},
 			{[]string{"file.move"}, []callT{{"move_file", map[string]string{"path": "{file}", "destination": "{dest}"}, true}}, []string{
 				"move {file*} into {dest}",
 				"{file*} should all end up in {dest}",
+				"put {file*} into {dest}",
 			}},
 			{[]string{"file.share"}, []callT{{"share_file", map[string]string{"path": "{file}", "person": "{person}", "role": "view"}, true}}, []string{
 				"let {person} view {file*}",
 				"{person} is joining the project and needs to read {file*}",
+				"give {person} view access to {file*}",
 			}},
 			{[]string{"file.copy"}, []callT{{"copy_file", map[string]string{"path": "{file}", "destination": "{dest}"}, true}}, []string{
 				"copy {file*} into {dest}",
+				"I need copies of {file*} in {dest}",
 			}},
 			{[]string{"album.share"}, []callT{{"share_album", map[string]string{"album": "{album}", "person": "{person}"}, true}}, []string{
 				"send {album*} to {person}",
 				"{person} wants {album*}",
+				"share {album*} with {person}",
 			}},
 			{[]string{"file.read"}, []callT{{"read_file", map[string]string{"path": "{file}"}, true}}, []string{
 				"read {file*} and tell me if any of them mention the deadline",
+				"what do {file*} say? skim each one",
 			}},
 		},
 		scope: []string{
@@ -313,6 +355,7 @@ func filesystemDomain() *domain {
 			"We've got thousands of files in here and nobody knows what's what. Anyway, %s",
 			"Eventually everything on the server needs going through, but today: %s",
 			"While you're poking around the drive, %s",
+			"The whole studio drive needs an overhaul, but not today. Today: %s",
 			"I'm auditing all our storage this quarter. To start, %s",
 		},
 		lexical: []string{
@@ -321,6 +364,7 @@ func filesystemDomain() *domain {
 			"Clean this up: %s",
 			"Manage this one for me: %s",
 			"Take over here: %s",
+			"You're the drive admin for a minute: %s",
 		},
 		later: []extra{
 			{"Later I might share it with the client, but not yet.", []string{"file.share"}, []string{"file", "folder"}},
@@ -342,12 +386,14 @@ func filesystemDomain() *domain {
 			"Don't make me hunt for paths: %s",
 			"Keep it simple: %s",
 			"Whatever gets it done quickest: %s",
+			"As few clicks as possible: %s",
 		},
 		justify: []string{
 			"Each of these, same thing: %s",
 			"It's the full list, so all of them: %s",
 			"Every one of these: %s",
 			"I've checked the list, do them all: %s",
+			"These ones, all of them: %s",
 		},
 		extras: []extra{
 			{"If you could also clear out any other old copies lying around, great, but it's not essential.", []string{"file.bulkdelete"}, []string{"file", "folder"}},
