@@ -139,10 +139,18 @@ func TestSelectSurvivesSIGKILL(t *testing.T) {
 	dir := t.TempDir()
 	args := []string{"select", "--task", "tools", "--library", "builtin:email", "--policy", "openai:sim:base", "--base-url", url,
 		"--rollouts", "2", "--concurrency", "6", "--seed", "3", "--out", dir, "--json"}
+	// Kill once new answers are on disk (a fixed delay misses them on a
+	// loaded machine, where loading the library and the first wave take
+	// longer), twice.
 	for kill := 0; kill < 2; kill++ {
+		before := len(readRecordsLenient(t, dir))
 		cmd := exec.Command(bin, args...)
 		require.NoError(t, cmd.Start())
-		time.Sleep(time.Duration(700+400*kill) * time.Millisecond)
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			if len(readRecordsLenient(t, dir)) > before {
+				break
+			}
+		}
 		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 		_ = cmd.Wait()
 	}
