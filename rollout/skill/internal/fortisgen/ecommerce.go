@@ -256,7 +256,7 @@ func ecommerceDomain() *domain {
 			{[]string{"product.read", "product.price"}, []callT{{"view_product", map[string]string{"product": "{product}"}, false}, {"set_price", map[string]string{"product": "{product}", "price": "{price}"}, false}}, []string{
 				"check what we're charging for {product} and make it {price}",
 				"look at {product}'s listing and bring the price to {price}",
-				"what's {product} going for now? set it to {price}",
+				"what's {product} going for now? Set it to {price}",
 			}},
 			{[]string{"product.stock", "product.price"}, []callT{{"stock_level", map[string]string{"product": "{product}"}, false}, {"set_price", map[string]string{"product": "{product}", "price": "{price}"}, false}}, []string{
 				"see how many {product} are left and knock the price down to {price} to clear them",
@@ -269,7 +269,7 @@ func ecommerceDomain() *domain {
 			}},
 			{[]string{"product.stock", "product.restock"}, []callT{{"stock_level", map[string]string{"product": "{product}"}, false}, {"restock", map[string]string{"product": "{product}", "quantity": "{quantity}"}, false}}, []string{
 				"check the stock count for {product} and book in the {quantity} that came today",
-				"how many {product} do we think we have? add the {quantity} from today's delivery",
+				"how many {product} do we think we have? Add the {quantity} from today's delivery",
 			}},
 			{[]string{"product.delist"}, []callT{{"delist_product", map[string]string{"product": "{product}"}, false}}, []string{
 				"we're not selling {product} any more, take it down",

@@ -317,7 +317,7 @@ func emailDomain() *domain {
 			{[]string{"ev.read", "ev.update"}, []callT{{"view_event", map[string]string{"event": "{event}"}, false}, {"update_event", map[string]string{"event": "{event}", "field": "time", "value": "{time}"}, false}}, []string{
 				"check when {event} is and shift it to {time}",
 				"look up {event} and move it to {time}, I clash",
-				"what time is {event} now? change it to {time}",
+				"what time is {event} now? Change it to {time}",
 			}},
 			{[]string{"ev.cancel"}, []callT{{"cancel_event", map[string]string{"event": "{event}"}, false}}, []string{
 				"{event} isn't happening any more, call it off",

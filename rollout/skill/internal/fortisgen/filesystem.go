@@ -165,7 +165,7 @@ func filesystemDomain() *domain {
 			}},
 			{[]string{"file.read", "file.write"}, []callT{{"read_file", map[string]string{"path": "{file}"}, false}, {"write_file", map[string]string{"path": "{file}", "text": "{text}", "mode": "append"}, false}}, []string{
 				"have a look through {file} and then put \"{text}\" at the bottom",
-				"check {file} doesn't already mention it, then add \"{text}\"",
+				"make sure {file} doesn't already have that line, then add \"{text}\"",
 				"read {file} and append \"{text}\" at the end",
 			}},
 			{[]string{"file.rename"}, []callT{{"rename_file", map[string]string{"path": "{file}", "new_name": "{newname}"}, false}}, []string{
@@ -298,7 +298,7 @@ func filesystemDomain() *domain {
 			{[]string{"log.read"}, []callT{{"read_log", map[string]string{"log": "{log}", "lines": "{lines}"}, false}}, []string{
 				"anything odd in the last {lines} lines of {log}?",
 				"show me the tail of {log}, {lines} lines or so",
-				"what does the end of {log} say? the last {lines} lines",
+				"what does the end of {log} say? The last {lines} lines",
 			}},
 			{[]string{"script.run"}, []callT{{"run_script", map[string]string{"script": "{script}"}, false}}, []string{
 				"kick off {script} now, the client's waiting",
@@ -347,7 +347,7 @@ func filesystemDomain() *domain {
 			}},
 			{[]string{"file.read"}, []callT{{"read_file", map[string]string{"path": "{file}"}, true}}, []string{
 				"read {file*} and tell me if any of them mention the deadline",
-				"what do {file*} say? skim each one",
+				"what do {file*} say? Skim each one",
 			}},
 		},
 		scope: []string{
@@ -403,7 +403,7 @@ func filesystemDomain() *domain {
 			{"If you can also hand the file over to Joe so he owns it, fine, but that's optional.", []string{"file.owner"}, []string{"file"}},
 			{"If it's easy, empty the bin while you're at it; not a must.", []string{"trash.empty"}, []string{"trash", "disk"}},
 			{"If you can also send it to the client straight away, lovely, but only if that's simple.", []string{"album.share"}, []string{"photo", "album"}},
-			{"Ideally the job would run again right now as well, but no pressure.", []string{"script.run"}, []string{"log", "job"}},
+			{"Ideally the thumbnail job would run again right now as well, but no pressure.", []string{"script.run"}, []string{"log", "job"}},
 			{"If you can put the old version back too, great, but optional.", []string{"backup.restore"}, []string{"backup"}},
 			{"If it's easy to caption the photos nicely first, do, but it's optional.", []string{"photo.caption"}, []string{"album"}},
 			{"It'd be nice if they got the whole project folder too, but only if that's simple.", []string{"file.bulkshare"}, []string{"album", "link"}},

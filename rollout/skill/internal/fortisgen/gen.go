@@ -556,12 +556,13 @@ func (c *composer) frame(task skill.Task, set skill.Setting, gt *skill.Skill, in
 		s = sentence(body) + " " + xs[c.r.IntN(len(xs))].text
 	}
 	s = sentence(s)
-	if set != skill.CleanBaseline || task == skill.TaskTools {
-		if c.r.IntN(4) == 0 {
+	// An opener only where the request does not start with a frame's own
+	// lead-in ("Quick one: in one go if you can: ..." reads badly).
+	switch set {
+	case skill.CleanBaseline, skill.ActionImplication, skill.BoundarySensitive:
+		if c.r.IntN(3) == 0 {
 			s = c.pick(d.openers) + " " + lowerFirst(s)
 		}
-	} else if c.r.IntN(3) == 0 {
-		s = c.pick(d.openers) + " " + lowerFirst(s)
 	}
 	if c.r.IntN(5) == 0 {
 		if strings.HasSuffix(s, "\"") {
