@@ -487,14 +487,6 @@ func containsWord(s, w string) bool {
 
 func isLetter(b byte) bool { return b >= 'a' && b <= 'z' || b >= '0' && b <= '9' }
 
-// ContainsName reports whether a request contains a skill or tool name as
-// written in the library, or with its separators as spaces.
-func ContainsName(request, name string) bool {
-	low := strings.ToLower(request)
-	n := strings.ToLower(name)
-	return containsWord(low, n) || containsWord(low, strings.NewReplacer("-", " ", "_", " ").Replace(n))
-}
-
 // covers reports whether the skill's tools provide every capability.
 func covers(l *skill.Library, s *skill.Skill, caps []string) bool {
 	return l.Covers(s.Tools, caps)
@@ -616,7 +608,8 @@ func lowerFirst(s string) string {
 		return s
 	}
 	first := w[0]
-	if len(first) > 1 && strings.ToLower(first[1:]) != first[1:] || first == "I" || strings.HasPrefix(first, "I'") {
+	if len(first) > 1 && strings.ToLower(first[1:]) != first[1:] || strings.ContainsAny(first, "0123456789@/") ||
+		first == "I" || strings.HasPrefix(first, "I'") {
 		return s
 	}
 	return strings.ToLower(s[:1]) + s[1:]
@@ -663,7 +656,17 @@ func (c *composer) typo(s string) string {
 	}
 	i := plain[c.r.IntN(len(plain))]
 	b := []byte(words[i])
-	j := 1 + c.r.IntN(len(b)-3)
+	// Two different inner letters, so that the swap shows.
+	var at []int
+	for j := 1; j+2 < len(b); j++ {
+		if b[j] != b[j+1] {
+			at = append(at, j)
+		}
+	}
+	if len(at) == 0 {
+		return s
+	}
+	j := at[c.r.IntN(len(at))]
 	b[j], b[j+1] = b[j+1], b[j]
 	words[i] = string(b)
 	return strings.Join(words, " ")
