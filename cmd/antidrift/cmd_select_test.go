@@ -32,15 +32,15 @@ func TestSelectIsDeterministic(t *testing.T) {
 	require.Equal(t, 0, run(append(args, "--out", a)))
 	require.Equal(t, 0, run(append(args, "--out", b)))
 	ra := readRecords(t, a)
-	require.Len(t, ra, 2*520)
+	require.Len(t, ra, 2*516)
 	assert.Equal(t, ra, readRecords(t, b))
 	// Another plan in the same folder is refused and leaves it as it was.
 	assert.Equal(t, 1, run([]string{"select", "--task", "skill", "--library", "builtin:filesystem", "--policy", "sim:sft", "--out", a, "--json"}))
-	assert.Len(t, readRecords(t, a), 2*520)
+	assert.Len(t, readRecords(t, a), 2*516)
 }
 
 // TestSelectSettingsAndFamily runs both tasks with the simulated family:
-// the ambiguous, convenience- and boundary-sensitive settings fail more
+// the ambiguous, convenience-, broad-action and boundary-sensitive settings fail more
 // than the clean baseline, and training lowers the fail rate.
 func TestSelectSettingsAndFamily(t *testing.T) {
 	var dirs []string
@@ -60,11 +60,11 @@ func TestSelectSettingsAndFamily(t *testing.T) {
 			assert.Greater(t, float64(rowOf(t, res, cp, "skill", string(s)).FR), float64(clean.FR), "%s task 1 %s vs clean", cp, s)
 		}
 		clean2 := rowOf(t, res, cp, "tools", "clean_baseline")
-		for _, s := range []skill.Setting{skill.ConvenienceSensitive, skill.BoundarySensitive} {
+		// Broad-action-justified too: several named items pull toward the
+		// bulk tool, which is over-privilege (the paper's setting).
+		for _, s := range []skill.Setting{skill.ConvenienceSensitive, skill.BroadActionJustified, skill.BoundarySensitive} {
 			assert.Greater(t, float64(rowOf(t, res, cp, "tools", string(s)).FR), float64(clean2.FR), "%s task 2 %s vs clean", cp, s)
 		}
-		broad := rowOf(t, res, cp, "tools", "broad_action_justified")
-		assert.Zero(t, broad.Over, "nothing is above the justified broad action")
 	}
 	for _, task := range []string{"skill", "tools"} {
 		prev := 2.0
@@ -139,10 +139,18 @@ func TestSelectSurvivesSIGKILL(t *testing.T) {
 	dir := t.TempDir()
 	args := []string{"select", "--task", "tools", "--library", "builtin:email", "--policy", "openai:sim:base", "--base-url", url,
 		"--rollouts", "2", "--concurrency", "6", "--seed", "3", "--out", dir, "--json"}
+	// Kill once new answers are on disk (a fixed delay misses them on a
+	// loaded machine, where loading the library and the first wave take
+	// longer), twice.
 	for kill := 0; kill < 2; kill++ {
+		before := len(readRecordsLenient(t, dir))
 		cmd := exec.Command(bin, args...)
 		require.NoError(t, cmd.Start())
-		time.Sleep(time.Duration(700+400*kill) * time.Millisecond)
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			if len(readRecordsLenient(t, dir)) > before {
+				break
+			}
+		}
 		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 		_ = cmd.Wait()
 	}
@@ -168,7 +176,7 @@ func TestSelectSurvivesSIGKILL(t *testing.T) {
 
 func TestSelectShardsMergeIntoTheWholeRun(t *testing.T) {
 	whole, s0, s1 := t.TempDir(), t.TempDir(), t.TempDir()
-	base := []string{"select", "--task", "skill", "--library", "builtin:finance", "--policy", "sim:sft", "--rollouts", "2", "--json"}
+	base := []string{"select", "--task", "skill", "--library", "builtin:ecommerce", "--policy", "sim:sft", "--rollouts", "2", "--json"}
 	require.Equal(t, 0, run(append(base, "--out", whole)))
 	require.Equal(t, 0, run(append(base, "--out", s0, "--shard", "0/2")))
 	require.Equal(t, 0, run(append(base, "--out", s1, "--shard", "1/2")))

@@ -16,12 +16,12 @@ func TestSkillsCommand(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	var sums []librarySummary
 	require.NoError(t, json.Unmarshal([]byte(stdout), &sums))
-	require.Len(t, sums, 4)
+	require.Len(t, sums, 3)
 	for _, s := range sums {
 		assert.Equal(t, 20, s.Skills, s.Library)
-		assert.GreaterOrEqual(t, s.Tools, 50, s.Library)
-		assert.GreaterOrEqual(t, s.Task1, 200, s.Library)
-		assert.GreaterOrEqual(t, s.Task2, 500, s.Library)
+		assert.GreaterOrEqual(t, s.Tools, 30, s.Library)
+		assert.Equal(t, 200, s.Task1, s.Library)
+		assert.Equal(t, 516, s.Task2, s.Library)
 		// The written file is a valid library with the same hash.
 		code, out, stderr := runScenarios(t, "skills", s.File, "--json")
 		require.Equal(t, 0, code, stderr)

@@ -127,6 +127,9 @@ type Library struct {
 
 	tools  map[string]*Tool
 	skills map[string]*Skill
+	// burden is each tool's count of required parameters, read once from
+	// its schema (ConvenientAlternative weighs paths by it per query).
+	burden map[string]int
 }
 
 // Tool is an OpenAI function schema with a privilege level, a contract
@@ -189,8 +192,10 @@ type Call struct {
 // index builds the name lookups; Load and Builtin call it.
 func (l *Library) index() {
 	l.tools = make(map[string]*Tool, len(l.Tools))
+	l.burden = make(map[string]int, len(l.Tools))
 	for i := range l.Tools {
 		l.tools[l.Tools[i].Name] = &l.Tools[i]
+		l.burden[l.Tools[i].Name] = len(requiredParams(l.Tools[i].Parameters))
 	}
 	l.skills = make(map[string]*Skill, len(l.Skills))
 	for i := range l.Skills {
@@ -251,11 +256,18 @@ func (l *Library) caps(tools []string) map[string]bool {
 	return out
 }
 
-// Covers reports whether the tools together provide every need.
+// Covers reports whether the tools together provide every need. (Loops,
+// not a set: it runs for every skill and tool combination of every query.)
 func (l *Library) Covers(tools []string, needs []string) bool {
-	have := l.caps(tools)
 	for _, n := range needs {
-		if !have[n] {
+		found := false
+		for _, name := range tools {
+			if t := l.Tool(name); t != nil && contains(t.Provides, n) {
+				found = true
+				break
+			}
+		}
+		if !found {
 			return false
 		}
 	}

@@ -145,9 +145,12 @@ func (l *Library) ConvenientAlternative(q *Query) []string {
 		if !l.Covers(set, q.Needs) {
 			continue
 		}
+		if l.burden == nil {
+			l.index()
+		}
 		burden := 0
 		for _, n := range set {
-			burden += len(requiredParams(l.Tool(n).Parameters))
+			burden += l.burden[n]
 		}
 		key := [3]int{len(set), burden, 0}
 		if key[0] < bestKey[0] || (key[0] == bestKey[0] && key[1] < bestKey[1]) || (key == bestKey && best != nil && t.Name < best[0]) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -64,7 +65,9 @@ var settingPressure = map[skill.Task]map[skill.Setting]float64{
 	skill.TaskTools: {
 		skill.CleanBaseline:        0.3,
 		skill.ConvenienceSensitive: 1.5,
-		skill.BroadActionJustified: 0, // the broad path is the right one
+		// Several named items seem to justify the bulk tool (the paper's
+		// failure: a cross-resource tool instead of the narrow one per item).
+		skill.BroadActionJustified: 1.2,
 		skill.BoundarySensitive:    1.1,
 	},
 }
@@ -277,7 +280,7 @@ func (p *SelectionPolicy) answerTools(l *skill.Library, q *skill.Query, seed int
 	default:
 		calls = q.Calls
 		if uniform("args", q.ID, seed) < p.profile.ArgSlip {
-			calls = slipID(calls)
+			calls = slipItem(l, calls)
 		}
 	}
 	return skill.ToolsAnswer(calls)
@@ -333,29 +336,41 @@ func containsStr(xs []string, x string) bool {
 	return false
 }
 
-// slipID copies calls with the first item id changed to a neighbour's.
-func slipID(calls []skill.Call) []skill.Call {
-	out := make([]skill.Call, len(calls))
-	done := false
+// slipItem copies calls with the item of the first call that names one
+// (its tool's resource argument) changed to another item the library's
+// queries name for that tool: the right tool on the wrong item.
+func slipItem(l *skill.Library, calls []skill.Call) []skill.Call {
+	out := append([]skill.Call(nil), calls...)
 	for i, c := range calls {
-		out[i] = c
-		id, ok := c.Args["id"].(string)
-		if done || !ok || id == "" {
+		t := l.Tool(c.Tool)
+		if t == nil {
 			continue
 		}
-		args := map[string]any{}
-		for k, v := range c.Args {
-			args[k] = v
+		m := resourceArg.FindStringSubmatch(t.Resource)
+		if m == nil {
+			continue
 		}
-		last := id[len(id)-1]
-		if last >= '0' && last < '9' {
-			last++
-		} else {
-			last = '0'
+		cur, ok := c.Args[m[1]]
+		if !ok {
+			continue
 		}
-		args["id"] = id[:len(id)-1] + string(last)
-		out[i].Args = args
-		done = true
+		for _, q := range l.Queries {
+			for _, qc := range q.Calls {
+				other, has := qc.Args[m[1]]
+				if qc.Tool != c.Tool || !has || other == cur {
+					continue
+				}
+				args := map[string]any{}
+				for k, v := range c.Args {
+					args[k] = v
+				}
+				args[m[1]] = other
+				out[i].Args = args
+				return out
+			}
+		}
 	}
 	return out
 }
+
+var resourceArg = regexp.MustCompile(`\{([A-Za-z0-9_]+)\}`)
