@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/antidrift/antidrift/internal/corpus"
 	"github.com/antidrift/antidrift/rollout/dataset"
 	"sync"
 	"testing"
@@ -17,7 +18,16 @@ import (
 	"github.com/antidrift/antidrift/rollout/suite"
 )
 
-var loadSuite = sync.OnceValues(suite.Load)
+// loadSuite is the built-in suite the fixture runs roll out; under the
+// race detector a stratified part of it (four scenarios a domain): the
+// writers race or not on any number of rows, and the plain pass runs all.
+var loadSuite = sync.OnceValues(func() ([]*scenario.Scenario, error) {
+	ss, err := suite.Load()
+	if corpus.RaceEnabled {
+		ss = suite.PerDomain(ss, 4)
+	}
+	return ss, err
+})
 
 // simRun rolls the built-in suite out in-process with a simulated profile
 // into a run folder and returns its path.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/antidrift/antidrift/internal/corpus"
 	"math"
 	"os"
 	"path/filepath"
@@ -172,7 +173,7 @@ func TestTableHandComputed(t *testing.T) {
 }
 
 func simRun(dir, profile string, seed int64, concurrency int) error {
-	ss, err := suite.Load()
+	ss, err := testSuite()
 	if err != nil {
 		return err
 	}
@@ -214,9 +215,21 @@ func noNull(t *testing.T, what string, v any) {
 
 // simFamily rolls the built-in suite out with simulated profiles (simRun,
 // one run folder each) and returns the suite, by id, and the folders.
+// testSuite is the built-in suite the simulated runs roll out; under the
+// race detector a stratified part of it (four scenarios a domain): the
+// table's workers race or not on any number of rows, and the plain pass
+// runs all.
+func testSuite() ([]*scenario.Scenario, error) {
+	ss, err := suite.Load()
+	if corpus.RaceEnabled {
+		ss = suite.PerDomain(ss, 4)
+	}
+	return ss, err
+}
+
 func simFamily(t *testing.T, seed int64, profiles ...string) ([]*scenario.Scenario, map[string]*scenario.Scenario, []string) {
 	t.Helper()
-	ss, err := suite.Load()
+	ss, err := testSuite()
 	require.NoError(t, err)
 	byID := map[string]*scenario.Scenario{}
 	for _, s := range ss {

@@ -113,13 +113,7 @@ func TestAPIKeyNeverReachesTheRunFolder(t *testing.T) {
 // TestRolloutSurvivesSIGKILL kills a real rollout process mid-run, reruns
 // the same command, and checks the folder holds exactly the plan.
 func TestRolloutSurvivesSIGKILL(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	bin := filepath.Join(t.TempDir(), "antidrift")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Stderr = os.Stderr
-	require.NoError(t, build.Run())
+	bin := antidriftBin(t) // built once per test binary
 	url := simServer(t, 15*time.Millisecond)
 	dir := t.TempDir()
 	args := []string{"rollout", "--policy", "openai:sim:dpo-1", "--base-url", url, "--rollouts", "3",

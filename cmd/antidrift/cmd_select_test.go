@@ -128,13 +128,7 @@ func TestSelectRejectsBadLibrary(t *testing.T) {
 // TestSelectSurvivesSIGKILL kills a real select process mid-run twice,
 // reruns the same command, and checks the folder holds exactly the plan.
 func TestSelectSurvivesSIGKILL(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	bin := filepath.Join(t.TempDir(), "antidrift")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Stderr = os.Stderr
-	require.NoError(t, build.Run())
+	bin := antidriftBin(t) // built once per test binary
 	url := simServer(t, 10*time.Millisecond)
 	dir := t.TempDir()
 	args := []string{"select", "--task", "tools", "--library", "builtin:email", "--policy", "openai:sim:base", "--base-url", url,
