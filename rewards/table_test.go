@@ -216,13 +216,14 @@ func noNull(t *testing.T, what string, v any) {
 // simFamily rolls the built-in suite out with simulated profiles (simRun,
 // one run folder each) and returns the suite, by id, and the folders.
 // testSuite is the built-in suite the simulated runs roll out; under the
-// race detector a stratified part of it (four scenarios a domain): the
-// table's workers race or not on any number of rows, and the plain pass
-// runs all.
+// race detector a stratified part of it (six scenarios a domain, 672 rows
+// for two checkpoints: past the failures TestTableSameForAnyCoreCount
+// injects at rows 333 and 500): the table's workers race or not on any
+// number of rows, and the plain pass runs all.
 func testSuite() ([]*scenario.Scenario, error) {
 	ss, err := suite.Load()
 	if corpus.RaceEnabled {
-		ss = suite.PerDomain(ss, 4)
+		ss = suite.PerDomain(ss, 6)
 	}
 	return ss, err
 }
