@@ -26,12 +26,17 @@ import (
 var DemoPolicies = []string{"sim:base", "sim:sft", "sim:dpo-1", "sim:dpo-2", "sim:overcautious"}
 
 // DemoRun rolls the built-in suite out with one simulated policy into a
-// new run folder dir (seed 3, concurrency 4).
+// new run folder dir (seed 3, concurrency 4). Under the race detector it
+// rolls out six scenarios a domain: the tests that run there check
+// concurrency, which any number of records shows.
 func DemoRun(t testing.TB, dir, policy string, rollouts int) {
 	t.Helper()
 	ss, err := suite.Load()
 	if err != nil {
 		t.Fatal(err)
+	}
+	if RaceEnabled {
+		ss = suite.PerDomain(ss, 6)
 	}
 	ids := make([]string, len(ss))
 	for i, s := range ss {
