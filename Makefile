@@ -2,10 +2,14 @@ GO ?= go
 # Packages whose code runs goroutines are tested with the race detector:
 # the rollout floor, less the built-in suites and the scenario format (data
 # checks over every scenario, and the slowest under -race) and the suite
-# audit (single-threaded classifiers), and the dataset builders that decode,
-# score and render on every core (pairs, rewards, export), less the
-# single-threaded coverage simulation.
-RACE_PKGS ?= $(shell $(GO) list ./rollout/... ./pairs/... ./rewards/... ./export/... | grep -v -e '/rollout/suite' -e '/rollout/scenario$$' -e '/rollout/audit$$' -e '/rewards/internal/coverage$$')
+# audit (single-threaded classifiers) and the skill libraries' composer (a
+# single-threaded golden test), and the dataset builders that decode, score
+# and render on every core (pairs, rewards, export), less the
+# single-threaded coverage simulation. Inside those packages, tests with no
+# goroutines skip under the race detector and whole-suite fixtures shrink to
+# a stratified part (internal/corpus: SingleThreaded, RaceEnabled); the plain
+# pass runs them in full.
+RACE_PKGS ?= $(shell $(GO) list ./rollout/... ./pairs/... ./rewards/... ./export/... | grep -v -e '/rollout/suite' -e '/rollout/scenario$$' -e '/rollout/audit$$' -e '/rollout/skill/internal/fortisgen$$' -e '/rewards/internal/coverage$$')
 
 .PHONY: test build install vet race fuzz bench bench-data demo coverage image
 
