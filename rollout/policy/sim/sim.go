@@ -131,9 +131,6 @@ type completedCalls struct {
 func New(p Profile, scenarios []*scenario.Scenario) *Policy {
 	pol := &Policy{profile: p, byPrompt: map[string]*scenario.Scenario{}, calls: map[string]*completedCalls{}}
 	for _, s := range scenarios {
-		for i := range s.Injections {
-			pol.injections = append(pol.injections, newInjectionRead(&s.Injections[i], s))
-		}
 		// Variants of one task (clean, injected) share the user turn: the
 		// first (in id order, the clean one) stands for them all, so that
 		// every variant's episode follows the same plan until an injection
@@ -159,11 +156,15 @@ func New(p Profile, scenarios []*scenario.Scenario) *Policy {
 				cc.path = append(cc.path, action{tool: c.Tool, args: fillText(args, s)})
 			}
 		}
+		fs := newFillSource(s, cc.path)
 		for j, v := range s.Violations {
 			args, err := s.CompleteArgs(v.Tool, v.Args, v.Patterns)
 			if err != nil && cc.err == nil {
 				cc.err = fmt.Errorf("sim: %s: violations[%d]: %w", s.ID, j, err)
 			}
+			t := s.Tool(v.Tool)
+			disclose := v.Drift == scenario.DriftData && t != nil && t.Writes
+			args = fs.plausibleArgs(v.Tool, args, v.Args, v.Patterns, v.TriggerIn, lures(s, v), disclose)
 			cc.violations = append(cc.violations, fillText(args, s))
 		}
 		for j := range cc.path {
@@ -188,6 +189,9 @@ func New(p Profile, scenarios []*scenario.Scenario) *Policy {
 				cc.vocab = append(cc.vocab, lureVocab(s, v, cc.violations[vi]))
 				cc.spots = append(cc.spots, lureSpots(s, v))
 			}
+		}
+		for i := range s.Injections {
+			pol.injections = append(pol.injections, newInjectionRead(&s.Injections[i], s, fs))
 		}
 		cc.seedHi = hash64(p.Name, s.ID)
 		cc.drift = pol.scenarioDrift(s.ID)
