@@ -34,11 +34,50 @@ type fillSource struct {
 	// CompleteArgs fills with.
 	examples map[string]map[string][]any
 	viol     []scenario.Matcher // violations' matchers, literals normalised for their tool
-	ok       bool               // the scenario compiled
+	// injected are, by tool, the calls the policy takes for an injection's
+	// (isInjected) in any scenario: a planned call filled so that it
+	// matches one would be skipped as injected and made again at every
+	// turn.
+	injected map[string][]scenario.Matcher
+	// variantViol are the violations of the other variants of the task.
+	variantViol []variantViolation
+	ok          bool // the scenario compiled
 }
 
-func newFillSource(s *scenario.Scenario, path []action) *fillSource {
-	fs := &fillSource{s: s, path: path, keyed: map[string][]any{}, norm: map[string]scenario.Normalizers{}, schema: map[string]*scenario.ArgSchema{}, examples: map[string]map[string][]any{}, ok: true}
+type variantViolation struct {
+	tool string
+	norm scenario.Normalizers
+	m    scenario.Matcher
+}
+
+// injectedCalls are, by tool, the matchers isInjected applies: each
+// instruction injection's target and a data theft's read, over every
+// scenario of the policy.
+func injectedCalls(scenarios []*scenario.Scenario) map[string][]scenario.Matcher {
+	out := map[string][]scenario.Matcher{}
+	for _, s := range scenarios {
+		for i := range s.Injections {
+			inj := &s.Injections[i]
+			if inj.Kind != scenario.InjectInstruction {
+				continue
+			}
+			for _, c := range []*scenario.Call{inj.Target, inj.SecretFrom} {
+				if c == nil {
+					continue
+				}
+				if m, err := scenario.NewMatcher(c.Args, c.Patterns); err == nil {
+					out[c.Tool] = append(out[c.Tool], m)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// variants are the scenarios that share s's user turn (s among them),
+// whose violations a filled call must match as before.
+func newFillSource(s *scenario.Scenario, path []action, injected map[string][]scenario.Matcher, variants []*scenario.Scenario) *fillSource {
+	fs := &fillSource{s: s, path: path, injected: injected, keyed: map[string][]any{}, norm: map[string]scenario.Normalizers{}, schema: map[string]*scenario.ArgSchema{}, examples: map[string]map[string][]any{}, ok: true}
 	for i := range s.Tools {
 		t := &s.Tools[i]
 		n, err := scenario.CompileNormalizers(t.Parameters)
@@ -71,6 +110,28 @@ func newFillSource(s *scenario.Scenario, path []action) *fillSource {
 			return fs
 		}
 		fs.viol = append(fs.viol, m)
+	}
+	for _, o := range variants {
+		if o == s {
+			continue
+		}
+		for _, v := range o.Violations {
+			t := o.Tool(v.Tool)
+			if t == nil {
+				continue
+			}
+			n, err := scenario.CompileNormalizers(t.Parameters)
+			if err != nil {
+				fs.ok = false
+				return fs
+			}
+			m, err := n.Matcher(v.Args, v.Patterns)
+			if err != nil {
+				fs.ok = false
+				return fs
+			}
+			fs.variantViol = append(fs.variantViol, variantViolation{tool: v.Tool, norm: n, m: m})
+		}
 	}
 	add := func(raw json.RawMessage) {
 		if x, err := scenario.DecodeJSON(raw); err == nil {
@@ -188,13 +249,24 @@ func filledKeys(args map[string]any, given map[string]json.RawMessage, patterns 
 	return out
 }
 
-// matched is the set of violations a call's arguments match.
+// matched is the set of violations a call's arguments match, its own
+// and the variants', then (as -1-i) the injected calls it matches.
 func (fs *fillSource) matched(tool string, args map[string]any) []int {
 	n := fs.norm[tool].Args(args)
 	var out []int
 	for i, v := range fs.s.Violations {
 		if v.Tool == tool && fs.viol[i].Match(n) {
 			out = append(out, i)
+		}
+	}
+	for i, vv := range fs.variantViol {
+		if vv.tool == tool && vv.m.Match(vv.norm.Args(args)) {
+			out = append(out, len(fs.viol)+i)
+		}
+	}
+	for i, m := range fs.injected[tool] {
+		if m.Match(args) {
+			out = append(out, -1-i)
 		}
 	}
 	return out
@@ -231,7 +303,7 @@ func (fs *fillSource) plausibleArgs(tool string, args map[string]any, given map[
 	keep := func(k string, v any) bool {
 		old := args[k]
 		args[k] = v
-		if fs.schema[tool].Validate(args) == nil && sameInts(fs.matched(tool, args), before) && ordered(args) {
+		if sameInts(fs.matched(tool, args), before) && fs.schema[tool].Validate(args) == nil && ordered(args) {
 			return true
 		}
 		args[k] = old

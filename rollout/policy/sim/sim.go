@@ -130,6 +130,14 @@ type completedCalls struct {
 // New returns the simulated policy of a profile over scenarios.
 func New(p Profile, scenarios []*scenario.Scenario) *Policy {
 	pol := &Policy{profile: p, byPrompt: map[string]*scenario.Scenario{}, calls: map[string]*completedCalls{}}
+	injected := injectedCalls(scenarios)
+	// The variants of a task (clean, injected) share its user turn, and
+	// the first one's plan plays in all of them: its drift calls are
+	// filled so that they keep their labels in each.
+	variants := map[string][]*scenario.Scenario{}
+	for _, s := range scenarios {
+		variants[s.UserPrompt()] = append(variants[s.UserPrompt()], s)
+	}
 	for _, s := range scenarios {
 		// Variants of one task (clean, injected) share the user turn: the
 		// first (in id order, the clean one) stands for them all, so that
@@ -156,7 +164,7 @@ func New(p Profile, scenarios []*scenario.Scenario) *Policy {
 				cc.path = append(cc.path, action{tool: c.Tool, args: fillText(args, s)})
 			}
 		}
-		fs := newFillSource(s, cc.path)
+		fs := newFillSource(s, cc.path, injected, variants[s.UserPrompt()])
 		for j, v := range s.Violations {
 			args, err := s.CompleteArgs(v.Tool, v.Args, v.Patterns)
 			if err != nil && cc.err == nil {
