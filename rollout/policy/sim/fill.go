@@ -78,8 +78,24 @@ func injectedCalls(scenarios []*scenario.Scenario) map[string][]scenario.Matcher
 // whose violations a filled call must match as before.
 func newFillSource(s *scenario.Scenario, path []action, injected map[string][]scenario.Matcher, variants []*scenario.Scenario) *fillSource {
 	fs := &fillSource{s: s, path: path, injected: injected, keyed: map[string][]any{}, norm: map[string]scenario.Normalizers{}, schema: map[string]*scenario.ArgSchema{}, examples: map[string]map[string][]any{}, ok: true}
+	// Only the tools a drift call names are filled: compiling every
+	// tool's schema would cost more than the filling.
+	needed := map[string]bool{}
+	for _, v := range s.Violations {
+		needed[v.Tool] = true
+	}
+	for _, inj := range s.Injections {
+		for _, c := range []*scenario.Call{inj.Target, inj.SecretFrom} {
+			if c != nil {
+				needed[c.Tool] = true
+			}
+		}
+	}
 	for i := range s.Tools {
 		t := &s.Tools[i]
+		if !needed[t.Name] {
+			continue
+		}
 		n, err := scenario.CompileNormalizers(t.Parameters)
 		as, err2 := scenario.CompileArgSchema(t.Parameters)
 		if err != nil || err2 != nil {
@@ -111,6 +127,7 @@ func newFillSource(s *scenario.Scenario, path []action, injected map[string][]sc
 		}
 		fs.viol = append(fs.viol, m)
 	}
+	norms := map[string]scenario.Normalizers{} // by parameters, shared by the variants' copies of a tool
 	for _, o := range variants {
 		if o == s {
 			continue
@@ -120,10 +137,14 @@ func newFillSource(s *scenario.Scenario, path []action, injected map[string][]sc
 			if t == nil {
 				continue
 			}
-			n, err := scenario.CompileNormalizers(t.Parameters)
-			if err != nil {
-				fs.ok = false
-				return fs
+			n, ok := norms[string(t.Parameters)]
+			if !ok {
+				var err error
+				if n, err = scenario.CompileNormalizers(t.Parameters); err != nil {
+					fs.ok = false
+					return fs
+				}
+				norms[string(t.Parameters)] = n
 			}
 			m, err := n.Matcher(v.Args, v.Patterns)
 			if err != nil {
