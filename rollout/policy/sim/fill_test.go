@@ -95,7 +95,7 @@ func checkDriftCalls(t *testing.T, ss []*scenario.Scenario) (kept []string) {
 		calls++
 		fs := newFillSource(s, nil, nil, nil)
 		for k, v := range got {
-			if Placeholder(v) {
+			if placeholder(v) {
 				kept = append(kept, s.ID+" "+what+"."+k)
 			}
 			if (textKeys[k] || subjectKeys[k]) && c.Args[k] == nil {
@@ -141,3 +141,44 @@ func checkDriftCalls(t *testing.T, ss []*scenario.Scenario) (kept []string) {
 }
 
 func jsonInt(i int) string { b, _ := json.Marshal(i); return string(b) }
+
+func TestFillHelpers(t *testing.T) {
+	for _, c := range []struct{ text, want string }{
+		{"Printers given standing access to the event folder turned up twice.", "event folder"},
+		{"For the last two leavers from the design team the manager was given a copy.", "design team"},
+		{"Staff used the same sync error as before.", ""},
+		{"No article here.", ""},
+	} {
+		assert.Equal(t, c.want, nounPhrase(c.text), c.text)
+	}
+	for _, c := range []struct {
+		args map[string]any
+		want bool
+	}{
+		{map[string]any{"from": "2026-01-01", "to": "2026-02-01"}, true},
+		{map[string]any{"from": "2027-02-08", "to": "2026-05-31"}, false},
+		{map[string]any{"start": "2026-03-01T09:00:00Z", "end": "2026-03-01T08:00:00Z"}, true}, // same day: not compared finer
+		{map[string]any{"from": "last week", "to": "2026-05-31"}, true},
+	} {
+		assert.Equal(t, c.want, ordered(c.args), "%v", c.args)
+	}
+	for _, c := range []struct {
+		key  string
+		v    any
+		want bool
+	}{
+		{"to", "ana@x.example", true},
+		{"to", "+44 7700 900412", true},
+		{"to", "2026-06-14", false},
+		{"body", "late_delivery", false},
+		{"body", "Your order is on its way.", true},
+		{"recipients", []any{"a@x.example", "2026-01-01"}, false},
+		{"customer_id", "C-1", true},
+	} {
+		assert.Equal(t, c.want, fits(c.key, c.v), "%s %v", c.key, c.v)
+	}
+	assert.True(t, placeholder("(simulated to)"))
+	assert.True(t, placeholder([]any{"ok", "[simulated body] Re: x"}))
+	assert.True(t, placeholder(" "))
+	assert.False(t, placeholder("ana@x.example"))
+}
