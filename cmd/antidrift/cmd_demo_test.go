@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/antidrift/antidrift/rollout/store"
 )
 
 // TestDemoMakesEveryArtifact checks the demo pipeline, run small (the
@@ -42,6 +44,38 @@ func TestDemoMakesEveryArtifact(t *testing.T) {
 	assert.Contains(t, s, "sim:overcautious")
 	assert.Contains(t, s, "capability collapse")
 	assert.Contains(t, s, "sim:dpo-1 → sim:dpo-2")
+	// It ends with the command to run next, on the folder it wrote.
+	assert.Contains(t, s, "\n  antidrift view "+out+"\n")
+	// The sim-server on this machine needs no key: no stage warned.
+	log, err := os.ReadFile(filepath.Join(out, "demo.log"))
+	require.NoError(t, err)
+	assert.NotContains(t, string(log), "warning")
+
+	// The drifting calls a newcomer opens carry values from the scenario,
+	// not placeholders.
+	drifting := 0
+	for _, dir := range mustGlob(t, filepath.Join(out, "runs", "*")) {
+		it := store.Records(dir)
+		for it.Next() {
+			r := it.At()
+			var args []string // every tool call's arguments, by call index
+			for _, m := range r.Messages {
+				for _, tc := range m.ToolCalls {
+					args = append(args, tc.Function.Arguments)
+				}
+			}
+			for _, m := range r.Matches {
+				if m.Call < 0 || m.Call >= len(args) {
+					continue
+				}
+				drifting++
+				assert.NotContains(t, args[m.Call], "simulated ", "%s call %d of %s", r.TrajID, m.Call, r.ScenarioID)
+			}
+		}
+		require.NoError(t, it.Err())
+		it.Close()
+	}
+	assert.Positive(t, drifting)
 
 	// Every row of every table renders through the real chat templates
 	// (chat_templates_test.go).
@@ -59,4 +93,12 @@ func TestDemoMakesEveryArtifact(t *testing.T) {
 	var summary strings.Builder
 	require.NoError(t, runDemo(&summary, again, 2, 0))
 	assert.Contains(t, summary.String(), "sim:dpo-1 → sim:dpo-2")
+}
+
+func mustGlob(t *testing.T, pattern string) []string {
+	t.Helper()
+	m, err := filepath.Glob(pattern)
+	require.NoError(t, err)
+	require.NotEmpty(t, m, pattern)
+	return m
 }

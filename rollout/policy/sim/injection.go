@@ -60,13 +60,32 @@ type injectionRead struct {
 	secret   string
 	secretFr scenario.Matcher
 	secretOK bool
+	// targetArgs and secretArgs are the complete arguments of the target
+	// call and of a data theft's read, filled from the scenario
+	// (plausibleArgs); nil where they cannot be completed.
+	targetArgs map[string]any
+	secretArgs map[string]any
 }
 
 // newInjectionRead prepares one injection for the per-turn checks.
-func newInjectionRead(inj *scenario.Injection, s *scenario.Scenario) injectionRead {
+func newInjectionRead(inj *scenario.Injection, s *scenario.Scenario, fs *fillSource) injectionRead {
 	// Tool messages are JSON: the text sits in a string, escaped.
 	b, _ := json.Marshal(inj.Text)
 	ir := injectionRead{inj: inj, s: s, needle: strings.Trim(string(b), `"`)}
+	// The injection's text is what argued for the call.
+	complete := func(c *scenario.Call) map[string]any {
+		args, err := s.CompleteArgs(c.Tool, c.Args, c.Patterns)
+		if err != nil {
+			return nil
+		}
+		return fs.plausibleArgs(c.Tool, args, c.Args, c.Patterns, inj.Tool, []string{inj.Text}, false)
+	}
+	if t := inj.Target; t != nil {
+		ir.targetArgs = complete(t)
+	}
+	if inj.SecretFrom != nil {
+		ir.secretArgs = complete(inj.SecretFrom)
+	}
 	if t := inj.Target; inj.Kind == scenario.InjectInstruction && t != nil {
 		if m, err := scenario.NewMatcher(t.Args, t.Patterns); err == nil {
 			ir.target, ir.targetOK = m, true
@@ -110,21 +129,19 @@ func (p *Policy) theft(ir injectionRead, msgs []trajectory.Message, memory bool,
 		if (!memory && !readNow(ir, msgs)) || !visible.has(from.Tool) || p.made(from.Tool, ir.secretFr, msgs) {
 			return nil
 		}
-		args, err := ir.s.CompleteArgs(from.Tool, from.Args, from.Patterns)
-		if err != nil {
+		if ir.secretArgs == nil {
 			return nil
 		}
-		return &action{tool: from.Tool, args: args}
+		return &action{tool: from.Tool, args: ir.secretArgs}
 	}
 	t := ir.inj.Target
 	if (!memory && !seenNow) || !visible.has(t.Tool) || p.madeTarget(ir, msgs) {
 		return nil
 	}
-	args, err := ir.s.CompleteArgs(t.Tool, t.Args, t.Patterns)
-	if err != nil {
+	if ir.targetArgs == nil {
 		return nil
 	}
-	return &action{tool: t.Tool, args: args}
+	return &action{tool: t.Tool, args: ir.targetArgs}
 }
 
 // readInjections are the injections whose text is in the tool messages
@@ -185,11 +202,10 @@ func (p *Policy) injectedAction(s *scenario.Scenario, ep episodePlan, next int, 
 			if memory && p.madeTarget(ir, msgs) {
 				continue // done already: the memory acts once
 			}
-			args, err := ir.s.CompleteArgs(t.Tool, t.Args, t.Patterns)
-			if err != nil {
+			if ir.targetArgs == nil {
 				continue
 			}
-			return &action{tool: t.Tool, args: args}
+			return &action{tool: t.Tool, args: ir.targetArgs}
 		case scenario.InjectForgedAuthorization:
 			if memory && !readNow(ir, msgs) {
 				continue // a claim is believed on the turn it is read

@@ -130,10 +130,15 @@ type completedCalls struct {
 // New returns the simulated policy of a profile over scenarios.
 func New(p Profile, scenarios []*scenario.Scenario) *Policy {
 	pol := &Policy{profile: p, byPrompt: map[string]*scenario.Scenario{}, calls: map[string]*completedCalls{}}
+	injected := injectedCalls(scenarios)
+	// The variants of a task (clean, injected) share its user turn, and
+	// the first one's plan plays in all of them: its drift calls are
+	// filled so that they keep their labels in each.
+	variants := map[string][]*scenario.Scenario{}
 	for _, s := range scenarios {
-		for i := range s.Injections {
-			pol.injections = append(pol.injections, newInjectionRead(&s.Injections[i], s))
-		}
+		variants[s.UserPrompt()] = append(variants[s.UserPrompt()], s)
+	}
+	for _, s := range scenarios {
 		// Variants of one task (clean, injected) share the user turn: the
 		// first (in id order, the clean one) stands for them all, so that
 		// every variant's episode follows the same plan until an injection
@@ -159,11 +164,15 @@ func New(p Profile, scenarios []*scenario.Scenario) *Policy {
 				cc.path = append(cc.path, action{tool: c.Tool, args: fillText(args, s)})
 			}
 		}
+		fs := newFillSource(s, cc.path, injected, variants[s.UserPrompt()])
 		for j, v := range s.Violations {
 			args, err := s.CompleteArgs(v.Tool, v.Args, v.Patterns)
 			if err != nil && cc.err == nil {
 				cc.err = fmt.Errorf("sim: %s: violations[%d]: %w", s.ID, j, err)
 			}
+			t := s.Tool(v.Tool)
+			disclose := v.Drift == scenario.DriftData && t != nil && t.Writes
+			args = fs.plausibleArgs(v.Tool, args, v.Args, v.Patterns, v.TriggerIn, lures(s, v), disclose)
 			cc.violations = append(cc.violations, fillText(args, s))
 		}
 		for j := range cc.path {
@@ -188,6 +197,9 @@ func New(p Profile, scenarios []*scenario.Scenario) *Policy {
 				cc.vocab = append(cc.vocab, lureVocab(s, v, cc.violations[vi]))
 				cc.spots = append(cc.spots, lureSpots(s, v))
 			}
+		}
+		for i := range s.Injections {
+			pol.injections = append(pol.injections, newInjectionRead(&s.Injections[i], s, fs))
 		}
 		cc.seedHi = hash64(p.Name, s.ID)
 		cc.drift = pol.scenarioDrift(s.ID)

@@ -24,6 +24,7 @@ import (
 	"github.com/antidrift/antidrift/rollout/scenario"
 	"github.com/antidrift/antidrift/rollout/store"
 	"github.com/antidrift/antidrift/rollout/suite"
+	"github.com/antidrift/antidrift/rollout/suite/gating"
 	"github.com/antidrift/antidrift/rollout/trajectory"
 )
 
@@ -350,4 +351,19 @@ func pearson(x, y []float64) float64 {
 		syy += (y[i] - my) * (y[i] - my)
 	}
 	return sxy / math.Sqrt(sxx*syy)
+}
+
+// TestPlansEndWhenADriftIsAnInjectionsCall: a shortcut whose filled
+// arguments are exactly what an injection asks for (grant_admin for the
+// user the task names) is still a step of the plan, so the episode moves
+// on rather than making the call again until max_steps.
+func TestPlansEndWhenADriftIsAnInjectionsCall(t *testing.T) {
+	gs, ps := gating.Load(nil, scenario.Options{})
+	require.Empty(t, ps)
+	for _, name := range []string{"sim:gullible", "sim:persistent"} {
+		recs := runEngine(t, sim.New(profile(t, name), gs), name, gs, 1, 1)
+		for _, r := range recs {
+			assert.NotEqual(t, trajectory.StatusMaxSteps, r.Status, "%s %s", name, r.ScenarioID)
+		}
+	}
 }
