@@ -7,7 +7,7 @@ GO ?= go
 # and render on every core (pairs, rewards, export), less the
 # single-threaded coverage simulation. Inside those packages, tests with no
 # goroutines skip under the race detector and whole-suite fixtures shrink to
-# a stratified part (internal/corpus: SingleThreaded, RaceEnabled); the plain
+# a stratified part (internal/racetest); the plain
 # pass runs them in full.
 RACE_PKGS ?= $(shell $(GO) list ./rollout/... ./pairs/... ./rewards/... ./export/... | grep -v -e '/rollout/suite' -e '/rollout/scenario$$' -e '/rollout/audit$$' -e '/rollout/skill/internal/fortisgen$$' -e '/rewards/internal/coverage$$')
 

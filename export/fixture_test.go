@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/antidrift/antidrift/internal/corpus"
+	"github.com/antidrift/antidrift/internal/racetest"
 	"github.com/antidrift/antidrift/rollout/dataset"
 	"sync"
 	"testing"
@@ -23,7 +23,7 @@ import (
 // writers race or not on any number of rows, and the plain pass runs all.
 var loadSuite = sync.OnceValues(func() ([]*scenario.Scenario, error) {
 	ss, err := suite.Load()
-	if corpus.RaceEnabled {
+	if racetest.Enabled {
 		ss = suite.PerDomain(ss, 4)
 	}
 	return ss, err

@@ -5,7 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/antidrift/antidrift/internal/corpus"
+	"github.com/antidrift/antidrift/internal/racetest"
 	"math"
 	"os"
 	"path/filepath"
@@ -222,7 +222,7 @@ func noNull(t *testing.T, what string, v any) {
 // number of rows, and the plain pass runs all.
 func testSuite() ([]*scenario.Scenario, error) {
 	ss, err := suite.Load()
-	if corpus.RaceEnabled {
+	if racetest.Enabled {
 		ss = suite.PerDomain(ss, 6)
 	}
 	return ss, err

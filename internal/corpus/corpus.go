@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"github.com/antidrift/antidrift/internal/racetest"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -35,7 +36,7 @@ func DemoRun(t testing.TB, dir, policy string, rollouts int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if RaceEnabled {
+	if racetest.Enabled {
 		ss = suite.PerDomain(ss, 6)
 	}
 	ids := make([]string, len(ss))

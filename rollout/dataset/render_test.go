@@ -3,6 +3,7 @@ package dataset_test
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/antidrift/antidrift/internal/racetest"
 	"testing"
 
 	"github.com/antidrift/antidrift/internal/corpus"
@@ -54,7 +55,7 @@ func hostileMessages() []trajectory.Message {
 // types, with and without reasoning, and falls back to it (panicking as it
 // does) where json.Marshal fails.
 func TestRenderMatchesEncodingJSON(t *testing.T) {
-	corpus.SingleThreaded(t)
+	racetest.SingleThreaded(t)
 	demo := messages(corpus.DemoLines(t))
 	require.Greater(t, len(demo), 1000)
 	sets := map[string][]trajectory.Message{"demo": demo, "fixtures": messages(corpus.FixtureLines(t)), "hostile": hostileMessages()}

@@ -78,7 +78,6 @@ func testSuite(t testing.TB) []*scenario.Scenario {
 	return suite.PerDomain(ss, perDomainInTests)
 }
 
-
 // config is the engine configuration of sp; Policy is set for local runs.
 func (sp spec) config(t testing.TB, ss []*scenario.Scenario) engine.Config {
 	t.Helper()

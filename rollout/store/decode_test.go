@@ -3,6 +3,7 @@ package store_test
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/antidrift/antidrift/internal/racetest"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -48,7 +49,7 @@ func mutations(line []byte, rng *rand.Rand, n int) [][]byte {
 // decoder (no message text) must decide the same and give the same record
 // less the text.
 func TestRecordDecoderMatchesEncodingJSON(t *testing.T) {
-	corpus.SingleThreaded(t)
+	racetest.SingleThreaded(t)
 	lines := append(corpus.DemoLines(t), corpus.FixtureLines(t)...)
 	for _, v := range []string{ // the skipped fields with the wrong type, and the right one
 		`"messages":[{"role":"user","content":5}]`, `"messages":[{"role":"user","content":null}]`,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/antidrift/antidrift/internal/racetest"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -53,7 +54,7 @@ func simRun(t *testing.T, rollouts int) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if corpus.RaceEnabled {
+	if racetest.Enabled {
 		ss = suite.PerDomain(ss, 2)
 	}
 	p, err := sim.Lookup("sim:base")
@@ -116,7 +117,7 @@ func TestRecordsSameForAnyCoreCount(t *testing.T) {
 			want.pos = append(want.pos, fmt.Sprintf("%s:%d", f, i+1))
 		}
 	}
-	if least := 2000 - 1400*btoi(corpus.RaceEnabled); len(want.recs) < least {
+	if least := 2000 - 1400*btoi(racetest.Enabled); len(want.recs) < least {
 		t.Fatalf("only %d records: want several decoding batches (%d)", len(want.recs), least)
 	}
 

@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"github.com/antidrift/antidrift/internal/racetest"
 	"os"
 	"testing"
 
@@ -111,6 +112,7 @@ func TestBaselineSelections(t *testing.T) {
 // always-highest is almost never exact. Each domain stays under the bar
 // on its own as well.
 func TestBaselinesOnBuiltinLibraries(t *testing.T) {
+	racetest.SingleThreaded(t)
 	bar := map[skill.Task]float64{skill.TaskSkill: 0.60, skill.TaskTools: 0.40}
 	for _, task := range []skill.Task{skill.TaskSkill, skill.TaskTools} {
 		type sum struct{ em, upr, opr, n float64 }

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"encoding/json"
+	"github.com/antidrift/antidrift/internal/racetest"
 	"strings"
 	"testing"
 
@@ -46,6 +47,7 @@ func before(t *testing.T, s *scenario.Scenario, c scenario.Call) map[string]any 
 // what an injection variant's own violation names
 // (TestPlansEndWhenADriftIsAnInjectionsCall runs them).
 func TestDriftCallsLookReal(t *testing.T) {
+	racetest.SingleThreaded(t)
 	ss, err := suite.Load()
 	require.NoError(t, err)
 	t.Run("builtin", func(t *testing.T) {

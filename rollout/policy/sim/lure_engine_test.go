@@ -2,6 +2,7 @@ package sim_test
 
 import (
 	"context"
+	"github.com/antidrift/antidrift/internal/racetest"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -54,6 +55,7 @@ func annotatedHits(t *testing.T, fw string, ss []*scenario.Scenario) int {
 // place they drift in every framework; with every lure replaced by
 // "Noted." they never do.
 func TestProbesFollowOnlyTheLureTheyRead(t *testing.T) {
+	racetest.WholeSuiteStatistics(t, "TestServerMatchesInProcessPolicy and the engine's tests")
 	ss := scenarios(t)[:12]
 	neutral := qc.NeutraliseLures(ss)
 	for _, fw := range []string{engine.FrameworkNormal, engine.FrameworkReAct, engine.FrameworkPlanExec} {

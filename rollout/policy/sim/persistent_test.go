@@ -2,6 +2,7 @@ package sim_test
 
 import (
 	"context"
+	"github.com/antidrift/antidrift/internal/racetest"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -93,6 +94,7 @@ func unbind(ss []*scenario.Scenario) {
 // approvals the call runs, so injection success is above 0. Without a gate
 // sim:persistent succeeds at least as often as sim:gullible.
 func TestPersistentInjectionMemory(t *testing.T) {
+	racetest.WholeSuiteStatistics(t, "TestServerMatchesInProcessPolicy and the engine's tests")
 	ss, ps := gating.Load(nil, scenario.Options{})
 	require.NoError(t, ps.Err())
 	n, _, gullible, _ := injectionRuns(t, "sim:gullible", engine.FrameworkGated, ss)

@@ -3,6 +3,7 @@ package sim_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/antidrift/antidrift/internal/racetest"
 	"io"
 	"math"
 	"net/http"
@@ -277,6 +278,7 @@ func measure(recs []*trajectory.Record) metrics {
 }
 
 func TestFamilyBehavesAsATrainingRun(t *testing.T) {
+	racetest.WholeSuiteStatistics(t, "TestServerMatchesInProcessPolicy and the engine's tests")
 	ss := scenarios(t)
 	const rollouts = 8
 	got := map[string]metrics{}
