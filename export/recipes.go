@@ -18,7 +18,7 @@ func recipes(t CardTable, head string) string {
 	L := int64(4096) // no lengths: a generous bound, named as such
 	lnote := "no length percentiles were recorded: set it from your rows"
 	if l := t.Lengths; l != nil {
-		L, lnote = l.MaxLength, fmt.Sprintf("p99 of the whole sequence (%d), rounded up: 99%% of rows neither dropped nor cut", l.Total[2])
+		L, lnote = l.MaxLength, fmt.Sprintf("p99 of the whole sequence (%d), rounded up: 99%% of rows neither dropped nor cut by the message-level count (per template family: the card's lengths per chat template)", l.Total[2])
 	}
 	toolsCol, toolsNote := `, "tools"`, "keep tools: the trainer renders the schemas the model was sent into the prompt"
 	if t.ToolsInSystem {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/antidrift/antidrift/export/chattemplate"
 	"github.com/antidrift/antidrift/rollout/dataset"
 	"os"
 	"path/filepath"
@@ -76,6 +77,12 @@ type Options struct {
 	// is written as data/NAME-SPLIT-00000-of-0000N.parquet, a smaller one
 	// as data/NAME-SPLIT.parquet.
 	ShardBytes int64
+	// Templates are the chat templates the rows' layout is checked
+	// against (chattemplate.For): the card gives the length figure per
+	// template, measured on a sample of rows rendered through each
+	// (TemplateSample), by the estimator over the rendered text or by
+	// Tokens when it counts text. None: only the message-level figure.
+	Templates []*chattemplate.Template
 }
 
 // Splits are the dataset splits every split-file layout writes, in order.
@@ -148,6 +155,7 @@ type Writer[R Row] struct {
 	splits                 map[string]int64
 	promptL                []int64 // token-length estimates per row, for the card
 	totalL                 []int64
+	meter                  *templateMeter // per-template lengths (nil without Options.Templates)
 	err                    error
 	closed                 bool
 	scratch                bytes.Buffer
@@ -199,6 +207,7 @@ func Create[R Row](dir, name string, formats []string, opts Options) (*Writer[R]
 	}
 	table, cols := tableOf[R](opts.Margin)
 	w := &Writer[R]{table: table, dir: dir, name: name, cols: cols, opts: opts, splits: map[string]int64{}}
+	w.meter = newTemplateMeter(opts.Templates, opts.Tokens)
 	seen := map[string]bool{}
 	type target struct{ format, split, final string }
 	var targets []target
@@ -301,6 +310,12 @@ func (w *Writer[R]) Write(r *R) error {
 		}
 		if err := s.write(r); err != nil {
 			w.err = fmt.Errorf("export: %s: row %d: %w", s.path(), w.rows+1, err)
+			return w.err
+		}
+	}
+	if p, comps, tools, ok := convOf(r); ok && w.meter != nil {
+		if err := w.meter.add(w.rows, p, comps, tools); err != nil {
+			w.err = fmt.Errorf("export: %s row %d: chat template lengths: %w", w.table, w.rows+1, err)
 			return w.err
 		}
 	}
@@ -444,6 +459,13 @@ func (w *Writer[R]) CardTable(name string) CardTable {
 		MaxTokens: w.opts.MaxTokens, DroppedOverMax: w.dropped}
 	if w.opts.Tokens != nil {
 		ct.Tokenizer = w.opts.Tokens.Name()
+	}
+	if ct.Lengths != nil {
+		limit := ct.Lengths.MaxLength
+		if w.table == TableRewards {
+			limit = 0 // the GRPO recipe bounds the completion only
+		}
+		ct.TemplateLengths = w.meter.results(limit)
 	}
 	ct.LlamaFactorySkipped = w.lfSkipped
 	ct.Desirable, ct.Undesirable = w.desirable, w.undesirable
