@@ -361,6 +361,8 @@ func renderCard(c Card, mf manifestFile) string {
 	if l := firstLengths(mf.Tables); l != nil {
 		b.WriteString(lengthLimits(mf.Tables[0].CardTable, l))
 		switch {
+		case kindOf(mf.Tables[0].CardTable) == TableRewards:
+			// the GRPO recipe has no max_length to speak of
 		case l.Total[0] > 1024:
 			b.WriteString(" TRL's default `max_length=1024` would cut or drop most rows of this table.")
 		case l.Total[2] > 1024:
@@ -624,7 +626,7 @@ func lengthLimits(t CardTable, l *Lengths) string {
 	var what string
 	switch kindOf(t) {
 	case TableRewards:
-		return fmt.Sprintf("\nThe GRPO recipe below sets `max_completion_length` from the recorded completions' p99 (%d tokens of whole sequence at p99, %d of prompt).", l.Total[2], l.Prompt[2])
+		return fmt.Sprintf("\nThe GRPO recipe below sets `max_completion_length=%d`: the p99 of the whole sequence less the p99 of the prompt (%d − %d), rounded up to 64, at least 256. It sets no other length: GRPOTrainer samples its own completions after these prompts.", grpoCompletionLimit(l), l.Total[2], l.Prompt[2])
 	case TableDPO:
 		what = fmt.Sprintf("`max_length=%d` (TRL DPO and reward model) and `--data.max_len %d` (OpenRLHF)", l.MaxLength, l.MaxLength)
 		if hasLlamaFactory(t) {

@@ -107,10 +107,7 @@ kto.train()
 `+"```\n\n", toolsCol, toolsNote, L, weights, lnote)
 		return b.String()
 	case TableRewards:
-		c := int64(512)
-		if l := t.Lengths; l != nil {
-			c = max(256, roundUp(l.Total[2]-l.Prompt[2], 64))
-		}
+		c := grpoCompletionLimit(t.Lengths)
 		render := `tokenizer.apply_chat_template(r["prompt"], tools=r["tools"] or None, add_generation_prompt=True, tokenize=False)`
 		if t.ToolsInSystem {
 			render = `tokenizer.apply_chat_template(r["prompt"], add_generation_prompt=True, tokenize=False)  # schemas in the system message`
@@ -217,4 +214,14 @@ func splitOfFile(base string) string {
 		}
 	}
 	return ""
+}
+
+// grpoCompletionLimit is the GRPO recipe's max_completion_length: the p99
+// of the whole sequence less the p99 of the prompt, rounded up to 64, at
+// least 256 (512 with no lengths recorded).
+func grpoCompletionLimit(l *Lengths) int64 {
+	if l == nil {
+		return 512
+	}
+	return max(256, roundUp(l.Total[2]-l.Prompt[2], 64))
 }

@@ -177,3 +177,31 @@ func TestEstimateTextTokens(t *testing.T) {
 		assert.Equal(t, textEstimate(s), dataset.EstimateTextTokens(s), "%q", s)
 	}
 }
+
+// TestRewardsCardDescribesItsRecipe: the rewards card's length paragraph
+// names the GRPO recipe's one limit with the figure the recipe sets, and
+// no max_length, which that recipe does not have.
+func TestRewardsCardDescribesItsRecipe(t *testing.T) {
+	dir := t.TempDir()
+	w, err := Create[dataset.RewardRow](dir, TableRewards, []string{FormatParquet, FormatJSONL}, Options{Templates: chattemplate.For(dataset.CompatNone)})
+	require.NoError(t, err)
+	for _, r := range rewardRows(30) {
+		require.NoError(t, w.Write(&r))
+	}
+	require.NoError(t, w.Close())
+	ct := w.CardTable("rewards")
+	require.NotNil(t, ct.Lengths)
+	require.NoError(t, WriteCard(dir, Card{Tables: []CardTable{ct}}))
+	b, err := os.ReadFile(filepath.Join(dir, "README.md"))
+	require.NoError(t, err)
+	card := string(b)
+	limit := max(256, (ct.Lengths.Total[2]-ct.Lengths.Prompt[2]+63)/64*64)
+	assert.Contains(t, card, fmt.Sprintf("The GRPO recipe below sets `max_completion_length=%d`: the p99 of the whole sequence less the p99 of the prompt (%d − %d)", limit, ct.Lengths.Total[2], ct.Lengths.Prompt[2]))
+	assert.Contains(t, card, fmt.Sprintf("GRPOConfig(output_dir=\"grpo-out\", max_completion_length=%d)", limit))
+	assert.NotContains(t, card, "max_length")
+	assert.NotContains(t, card, "DPOTrainer")
+	assert.NotContains(t, card, "RewardTrainer(")
+	for _, tl := range ct.TemplateLengths {
+		assert.Zero(t, tl.Whole, "no whole figure without a max_length")
+	}
+}
