@@ -205,3 +205,43 @@ func TestRewardsCardDescribesItsRecipe(t *testing.T) {
 		assert.Zero(t, tl.Whole, "no whole figure without a max_length")
 	}
 }
+
+// TestGRPORecipeStripsEveryTemplatesBOS: GRPOTrainer tokenizes the
+// recipe's prompt text again with special tokens, so the recipe drops a
+// leading bos_token. Every template that writes one writes it first
+// (where `text.startswith(bos)` finds it), exactly once, for the rows of
+// its own layout; the recipe holds the strip.
+func TestGRPORecipeStripsEveryTemplatesBOS(t *testing.T) {
+	prompt := []json.RawMessage{msg(`{"role":"system","content":"Be careful."}`), msg(`{"role":"user","content":"Draft a note."}`)}
+	withBOS := 0
+	for _, tm := range chattemplate.All {
+		bos, ok := tm.Vars["bos_token"]
+		if !ok {
+			continue
+		}
+		withBOS++
+		msgs := prompt
+		if tm.Family == dataset.CompatMistral || tm.Family == dataset.CompatGemma {
+			// these layouts have no system message: it is merged into the first user turn
+			msgs = []json.RawMessage{msg(`{"role":"user","content":"Be careful.\n\nDraft a note."}`)}
+		}
+		text, err := tm.Render(messagesOf(t, msgs), jinja.None(), true)
+		require.NoError(t, err, tm.Name)
+		b := bos.AsString()
+		assert.True(t, strings.HasPrefix(text, b), "%s: the rendered prompt starts with its BOS %q", tm.Name, b)
+		assert.Equal(t, 1, strings.Count(text, b), "%s: one BOS in the template's text", tm.Name)
+	}
+	assert.GreaterOrEqual(t, withBOS, 6, "Llama-3.x, Mistral, Gemma and DeepSeek write a BOS")
+
+	dir := t.TempDir()
+	w, err := Create[dataset.RewardRow](dir, TableRewards, []string{FormatParquet}, Options{})
+	require.NoError(t, err)
+	for _, r := range rewardRows(3) {
+		require.NoError(t, w.Write(&r))
+	}
+	require.NoError(t, w.Close())
+	require.NoError(t, WriteCard(dir, Card{Tables: []CardTable{w.CardTable("rewards")}}))
+	card, err := os.ReadFile(filepath.Join(dir, "README.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(card), `return {"prompt": text[len(bos):] if bos and text.startswith(bos) else text}`)
+}
