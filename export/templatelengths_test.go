@@ -245,3 +245,50 @@ func TestGRPORecipeStripsEveryTemplatesBOS(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(card), `return {"prompt": text[len(bos):] if bos and text.startswith(bos) else text}`)
 }
+
+// byteCounter counts one token per byte, messages and text alike.
+type byteCounter struct{}
+
+func (byteCounter) Name() string { return "bytes.json" }
+func (byteCounter) Messages(msgs []json.RawMessage) (int64, error) {
+	n := 0
+	for _, m := range msgs {
+		n += len(m)
+	}
+	return int64(n), nil
+}
+func (c byteCounter) Prompt(msgs, tools []json.RawMessage) (int64, error) {
+	a, _ := c.Messages(msgs)
+	b, _ := c.Messages(tools)
+	return a + b, nil
+}
+func (byteCounter) Text(s string) (int64, error) { return int64(len(s)), nil }
+
+// TestTemplateLengthsWithATokenizer: with --tokenizer the rendered text is
+// counted by it, and the card says so.
+func TestTemplateLengthsWithATokenizer(t *testing.T) {
+	dir := t.TempDir()
+	tm := chattemplate.All[0]
+	w, err := Create[dataset.KTORow](dir, TableKTO, []string{FormatJSONL}, Options{Templates: []*chattemplate.Template{tm}, Tokens: byteCounter{}})
+	require.NoError(t, err)
+	var want []int64
+	for i, d := range dpoRows(9) {
+		r := dataset.KTORow{Prompt: d.Prompt, Completion: d.Chosen, Tools: d.Tools, Label: i%2 == 0, Split: d.Split, SchemaVersion: dataset.SchemaVersion}
+		require.NoError(t, w.Write(&r))
+		tools := jinja.None()
+		if len(r.Tools) > 0 {
+			tools = jinja.NewList(messagesOf(t, r.Tools))
+		}
+		full, err := tm.Render(messagesOf(t, append(append([]json.RawMessage{}, r.Prompt...), r.Completion...)), tools, false)
+		require.NoError(t, err)
+		want = append(want, int64(len(full)))
+	}
+	require.NoError(t, w.Close())
+	ct := w.CardTable("kto")
+	require.Len(t, ct.TemplateLengths, 1)
+	assert.Equal(t, slices.Max(want), ct.TemplateLengths[0].Total[3], "the longest rendering, counted in bytes")
+	require.NoError(t, WriteCard(dir, Card{Tables: []CardTable{ct}}))
+	card, err := os.ReadFile(filepath.Join(dir, "README.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(card), "measured by the tokenizer `bytes.json` over the rendered text")
+}
