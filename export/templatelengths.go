@@ -2,6 +2,7 @@ package export
 
 import (
 	"encoding/json"
+	"sync"
 
 	"github.com/ardanlabs/jinja"
 
@@ -16,7 +17,7 @@ import (
 // spread evenly over the file (the rows whose index is a multiple of the
 // stride). Rendering every row through every template would slow export by
 // as much as writing the files.
-const TemplateSample = 512
+const TemplateSample = 256
 
 // TemplateLength is a table's length figure under one chat template: the
 // sampled rows' prompt (rendered with the generation prompt) and prompt +
@@ -48,25 +49,40 @@ type textCounter interface {
 	Text(s string) (int64, error)
 }
 
-// templateMeter measures sampled rows through each template.
+// templateMeter measures sampled rows through each template. Rendering
+// runs on one goroutine beside the writer (rows are handed over copied),
+// so that export does not wait for it; the sample is decided in add, in
+// file order, so the figures do not depend on timing.
 type templateMeter struct {
-	tc     textCounter // nil: the estimate
+	tc    textCounter // nil: the estimate
+	tmpls []*chattemplate.Template
+	jobs  chan meterJob
+	done  chan struct{}
+	once  sync.Once
+
+	mu     sync.Mutex
 	stride int64
 	per    []*TemplateLength
-	tmpls  []*chattemplate.Template
+}
+
+type meterJob struct {
+	i             int64
+	prompt, tools []json.RawMessage
+	comps         [][]json.RawMessage
 }
 
 func newTemplateMeter(ts []*chattemplate.Template, tc TokenCounter) *templateMeter {
 	if len(ts) == 0 {
 		return nil
 	}
-	m := &templateMeter{stride: 1, tmpls: ts}
+	m := &templateMeter{stride: 1, tmpls: ts, jobs: make(chan meterJob, 64), done: make(chan struct{})}
 	if c, ok := tc.(textCounter); ok {
 		m.tc = c
 	}
 	for _, t := range ts {
 		m.per = append(m.per, &TemplateLength{Template: t.Name})
 	}
+	go m.run()
 	return m
 }
 
@@ -105,61 +121,118 @@ func decodeAll(raws []json.RawMessage) ([]jinja.Value, error) {
 	return out, nil
 }
 
-// add measures row index i (0-based, file order) when it is in the sample.
-func (m *templateMeter) add(i int64, prompt []json.RawMessage, comps [][]json.RawMessage, tools []json.RawMessage) error {
-	if i%m.stride != 0 {
-		return nil
+func copyRaws(raws []json.RawMessage) []json.RawMessage {
+	out := make([]json.RawMessage, len(raws))
+	for i, r := range raws {
+		out[i] = append(json.RawMessage(nil), r...)
 	}
-	p, err := decodeAll(prompt)
-	if err != nil {
-		return err
+	return out
+}
+
+// add hands row index i (0-based, file order) to the renderer when it is
+// in the sample. The rows sampled so far are the multiples of stride up
+// to i; at twice TemplateSample the stride doubles, and the rows kept are
+// those at a multiple of it.
+func (m *templateMeter) add(i int64, prompt []json.RawMessage, comps [][]json.RawMessage, tools []json.RawMessage) {
+	m.mu.Lock()
+	stride := m.stride
+	m.mu.Unlock()
+	if i%stride != 0 {
+		return
 	}
-	cs := make([][]jinja.Value, len(comps))
-	for k, c := range comps {
-		if cs[k], err = decodeAll(c); err != nil {
-			return err
-		}
+	j := meterJob{i: i, prompt: copyRaws(prompt), tools: copyRaws(tools)}
+	for _, c := range comps {
+		j.comps = append(j.comps, copyRaws(c))
 	}
-	tv := jinja.None()
-	if len(tools) > 0 {
-		t, err := decodeAll(tools)
-		if err != nil {
-			return err
-		}
-		tv = jinja.NewList(t)
-	}
-	for j, t := range m.tmpls {
-		tl := m.per[j]
-		pn, total, raised := m.measure(t, p, cs, tv)
-		if raised {
-			tl.raised = append(tl.raised, i)
-			continue
-		}
-		tl.prompt, tl.total, tl.idx = append(tl.prompt, pn), append(tl.total, total), append(tl.idx, i)
-	}
-	// the rows sampled so far are the multiples of stride up to i; at
-	// twice TemplateSample keep those at a multiple of the doubled stride
-	if i/m.stride+1 >= 2*TemplateSample {
+	m.jobs <- j
+	if i/stride+1 >= 2*TemplateSample {
+		m.mu.Lock()
 		m.stride *= 2
-		for _, tl := range m.per {
-			k := 0
-			for x := range tl.idx {
-				if tl.idx[x]%m.stride == 0 {
-					tl.prompt[k], tl.total[k], tl.idx[k] = tl.prompt[x], tl.total[x], tl.idx[x]
-					k++
-				}
-			}
-			tl.prompt, tl.total, tl.idx = tl.prompt[:k], tl.total[:k], tl.idx[:k]
-			r := tl.raised[:0]
-			for _, x := range tl.raised {
-				if x%m.stride == 0 {
-					r = append(r, x)
-				}
-			}
-			tl.raised = r
-		}
+		m.prune()
+		m.mu.Unlock()
 	}
-	return nil
+}
+
+// prune drops the measured rows off the stride (m.mu held).
+func (m *templateMeter) prune() {
+	for _, tl := range m.per {
+		k := 0
+		for x := range tl.idx {
+			if tl.idx[x]%m.stride == 0 {
+				tl.prompt[k], tl.total[k], tl.idx[k] = tl.prompt[x], tl.total[x], tl.idx[x]
+				k++
+			}
+		}
+		tl.prompt, tl.total, tl.idx = tl.prompt[:k], tl.total[:k], tl.idx[:k]
+		r := tl.raised[:0]
+		for _, x := range tl.raised {
+			if x%m.stride == 0 {
+				r = append(r, x)
+			}
+		}
+		tl.raised = r
+	}
+}
+
+// run renders the rows handed over. A row that does not decode counts as
+// raised (Write has checked the message columns already).
+func (m *templateMeter) run() {
+	defer close(m.done)
+	for j := range m.jobs {
+		p, err := decodeAll(j.prompt)
+		cs := make([][]jinja.Value, len(j.comps))
+		for k, c := range j.comps {
+			if err == nil {
+				cs[k], err = decodeAll(c)
+			}
+		}
+		tv := jinja.None()
+		if err == nil && len(j.tools) > 0 {
+			var t []jinja.Value
+			if t, err = decodeAll(j.tools); err == nil {
+				tv = jinja.NewList(t)
+			}
+		}
+		type res struct {
+			pn, total int64
+			raised    bool
+		}
+		out := make([]res, len(m.tmpls))
+		var wg sync.WaitGroup // the templates on their own cores
+		for k, t := range m.tmpls {
+			if err != nil {
+				out[k].raised = true
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				out[k].pn, out[k].total, out[k].raised = m.measure(t, p, cs, tv)
+			}()
+		}
+		wg.Wait()
+		m.mu.Lock()
+		if j.i%m.stride == 0 { // still in the sample
+			for k, tl := range m.per {
+				if out[k].raised {
+					tl.raised = append(tl.raised, j.i)
+					continue
+				}
+				tl.prompt, tl.total, tl.idx = append(tl.prompt, out[k].pn), append(tl.total, out[k].total), append(tl.idx, j.i)
+			}
+		}
+		m.mu.Unlock()
+	}
+}
+
+// finish waits for the rows handed over; safe to call more than once and
+// on a nil meter.
+func (m *templateMeter) finish() {
+	if m == nil {
+		return
+	}
+	m.once.Do(func() { close(m.jobs) })
+	<-m.done
 }
 
 // measure renders one row through t: the prompt with the generation
@@ -197,6 +270,10 @@ func (m *templateMeter) results(maxLength int64) []TemplateLength {
 	if m == nil {
 		return nil
 	}
+	m.finish()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.prune()
 	out := make([]TemplateLength, 0, len(m.per))
 	for _, tl := range m.per {
 		r := TemplateLength{Template: tl.Template, Stride: m.stride, Rows: int64(len(tl.idx) + len(tl.raised)), Raised: int64(len(tl.raised))}

@@ -314,10 +314,7 @@ func (w *Writer[R]) Write(r *R) error {
 		}
 	}
 	if p, comps, tools, ok := convOf(r); ok && w.meter != nil {
-		if err := w.meter.add(w.rows, p, comps, tools); err != nil {
-			w.err = fmt.Errorf("export: %s row %d: chat template lengths: %w", w.table, w.rows+1, err)
-			return w.err
-		}
+		w.meter.add(w.rows, p, comps, tools)
 	}
 	w.rows++
 	w.splits[split]++
@@ -476,6 +473,7 @@ func (w *Writer[R]) CardTable(name string) CardTable {
 // Close completes every file and renames it to its final name. After an
 // earlier error it removes the temporary files and returns that error.
 func (w *Writer[R]) Close() error {
+	defer w.meter.finish() // after the files, so that rendering overlaps writing them
 	if w.closed {
 		return w.err
 	}
@@ -546,6 +544,7 @@ func (w *Writer[R]) Close() error {
 // Abort stops writing and removes the temporary files; final files written
 // by earlier exports are left as they were.
 func (w *Writer[R]) Abort() {
+	w.meter.finish()
 	if !w.closed {
 		w.closed = true
 		if w.err == nil {
