@@ -32,7 +32,10 @@ type CardTable struct {
 	// Lengths are the token-length estimates' percentiles (nil for
 	// trajectories).
 	Lengths *Lengths `json:"lengths,omitempty"`
-	Columns []string `json:"columns,omitempty"` // in file order
+	// TemplateLengths are the length figures per chat template checked
+	// (Options.Templates), on a sample of rows.
+	TemplateLengths []TemplateLength `json:"template_lengths,omitempty"`
+	Columns         []string         `json:"columns,omitempty"` // in file order
 	// MaxTokens is the --max-tokens bound (0: none) and DroppedOverMax the
 	// rows it left out.
 	MaxTokens      int64 `json:"max_tokens,omitempty"`
@@ -358,6 +361,8 @@ func renderCard(c Card, mf manifestFile) string {
 	if l := firstLengths(mf.Tables); l != nil {
 		b.WriteString(lengthLimits(mf.Tables[0].CardTable, l))
 		switch {
+		case kindOf(mf.Tables[0].CardTable) == TableRewards:
+			// the GRPO recipe has no max_length to speak of
 		case l.Total[0] > 1024:
 			b.WriteString(" TRL's default `max_length=1024` would cut or drop most rows of this table.")
 		case l.Total[2] > 1024:
@@ -365,6 +370,7 @@ func renderCard(c Card, mf manifestFile) string {
 		}
 		b.WriteString("\n\n")
 	}
+	b.WriteString(templateLengthsSection(mf.Tables))
 	for _, t := range mf.Tables {
 		if t.MaxTokens > 0 {
 			how := "estimated"
@@ -620,7 +626,7 @@ func lengthLimits(t CardTable, l *Lengths) string {
 	var what string
 	switch kindOf(t) {
 	case TableRewards:
-		return fmt.Sprintf("\nThe GRPO recipe below sets `max_completion_length` from the recorded completions' p99 (%d tokens of whole sequence at p99, %d of prompt).", l.Total[2], l.Prompt[2])
+		return fmt.Sprintf("\nThe GRPO recipe below sets `max_completion_length=%d`: the p99 of the whole sequence less the p99 of the prompt (%d − %d), rounded up to 64, at least 256. It sets no other length: GRPOTrainer samples its own completions after these prompts.", grpoCompletionLimit(l), l.Total[2], l.Prompt[2])
 	case TableDPO:
 		what = fmt.Sprintf("`max_length=%d` (TRL DPO and reward model) and `--data.max_len %d` (OpenRLHF)", l.MaxLength, l.MaxLength)
 		if hasLlamaFactory(t) {
@@ -629,9 +635,62 @@ func lengthLimits(t CardTable, l *Lengths) string {
 	default:
 		what = fmt.Sprintf("`max_length=%d` (TRL)", l.MaxLength)
 	}
-	how := "by the tokenizer-free estimate, which is not any one template family's count: a tokenizer that spends more tokens on this text (the Llama-3 family's counts run higher than Qwen's) fits fewer rows, so give `--tokenizer` your model's tokenizer.json for exact counts"
+	how := "by the tokenizer-free estimate over the messages, which is not any one template family's count"
 	if t.Tokenizer != "" {
-		how = "counted by `" + t.Tokenizer + "` for the texts, with a fixed allowance for the template's markers: a template family that writes longer markers fits a few rows fewer"
+		how = "counted by `" + t.Tokenizer + "` for the message texts, with a fixed allowance for the template's markers"
 	}
-	return fmt.Sprintf("\nThe recipes below set %s: the p99 of the whole sequence rounded up to 64, so at least 99%% of rows are neither dropped nor cut %s.", what, how)
+	per := "; give `--tokenizer` your model's tokenizer.json for exact counts"
+	if len(t.TemplateLengths) > 0 {
+		per = ": how many rows each template family keeps whole is in the per-template table below (a family that renders more text, such as Llama-3.x's indented tool schemas, fits fewer)"
+	}
+	return fmt.Sprintf("\nThe recipes below set %s: the p99 of the whole sequence rounded up to 64, so at least 99%% of rows are neither dropped nor cut %s%s.", what, how, per)
+}
+
+// templateLengthsSection is the length figure per chat template checked:
+// the sampled rows rendered through each template, measured as the card
+// says, and how many stay within the recipes' max_length.
+func templateLengthsSection(ts []manifestTable) string {
+	var b strings.Builder
+	for _, t := range ts {
+		if len(t.TemplateLengths) == 0 || t.Lengths == nil {
+			continue
+		}
+		if b.Len() == 0 {
+			b.WriteString("### Lengths per chat template\n\n")
+		}
+		tl0 := t.TemplateLengths[0]
+		how := "the tokenizer-free estimate over the rendered text (one token per 3.5 bytes, a run of whitespace counted as one byte, the template's markers counted as their text)"
+		if t.Tokenizer != "" {
+			how = "the tokenizer `" + t.Tokenizer + "` over the rendered text"
+		}
+		sample := fmt.Sprintf("every row (%d)", t.Rows)
+		if tl0.Stride > 1 {
+			sample = fmt.Sprintf("a deterministic sample of %d of the %d rows: those whose 0-based index in file order (as in the JSONL file) is a multiple of %d", tl0.Rows, t.Rows, tl0.Stride)
+		}
+		what := "each row's prompt rendered with `add_generation_prompt` and prompt + its longest completion rendered whole"
+		if t.Kind == TableTrajectories {
+			what = "each row's whole conversation rendered with its tools"
+		}
+		whole := fmt.Sprintf("\"whole\" = rows within the recipes' `max_length=%d`: neither dropped nor cut under that template", t.Lengths.MaxLength)
+		if t.Kind == TableRewards {
+			whole = "The GRPO recipe sets `max_completion_length` only, so no \"whole\" figure: GRPOTrainer samples its own completions after these prompts"
+		}
+		fmt.Fprintf(&b, "`%s`: %s, as `apply_chat_template` renders them through each template the layout is checked against, measured by %s, over %s. %s; rows a template raises on are not trainable with it and counted apart.\n\n", t.Name, what, how, sample, whole)
+		b.WriteString("| template | rows | prompt p50 | prompt p99 | prompt max | total p50 | total p90 | total p99 | total max | whole | raises on |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		for _, tl := range t.TemplateLengths {
+			rendered := tl.Rows - tl.Raised
+			whole := "-"
+			if rendered > 0 && t.Kind != TableRewards {
+				whole = fmt.Sprintf("%d (%.1f%%)", tl.Whole, 100*float64(tl.Whole)/float64(rendered))
+			}
+			prompt := fmt.Sprintf("%d | %d | %d", tl.Prompt[0], tl.Prompt[2], tl.Prompt[3])
+			if t.Kind == TableTrajectories {
+				prompt = "- | - | -"
+			}
+			fmt.Fprintf(&b, "| %s | %d | %s | %d | %d | %d | %d | %s | %d |\n", mdtext.Escape(tl.Template), tl.Rows,
+				prompt, tl.Total[0], tl.Total[1], tl.Total[2], tl.Total[3], whole, tl.Raised)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
 }

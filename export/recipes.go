@@ -18,7 +18,7 @@ func recipes(t CardTable, head string) string {
 	L := int64(4096) // no lengths: a generous bound, named as such
 	lnote := "no length percentiles were recorded: set it from your rows"
 	if l := t.Lengths; l != nil {
-		L, lnote = l.MaxLength, fmt.Sprintf("p99 of the whole sequence (%d), rounded up: 99%% of rows neither dropped nor cut", l.Total[2])
+		L, lnote = l.MaxLength, fmt.Sprintf("p99 of the whole sequence (%d), rounded up: 99%% of rows neither dropped nor cut by the message-level count (per template family: the card's lengths per chat template)", l.Total[2])
 	}
 	toolsCol, toolsNote := `, "tools"`, "keep tools: the trainer renders the schemas the model was sent into the prompt"
 	if t.ToolsInSystem {
@@ -107,10 +107,7 @@ kto.train()
 `+"```\n\n", toolsCol, toolsNote, L, weights, lnote)
 		return b.String()
 	case TableRewards:
-		c := int64(512)
-		if l := t.Lengths; l != nil {
-			c = max(256, roundUp(l.Total[2]-l.Prompt[2], 64))
-		}
+		c := grpoCompletionLimit(t.Lengths)
 		render := `tokenizer.apply_chat_template(r["prompt"], tools=r["tools"] or None, add_generation_prompt=True, tokenize=False)`
 		if t.ToolsInSystem {
 			render = `tokenizer.apply_chat_template(r["prompt"], add_generation_prompt=True, tokenize=False)  # schemas in the system message`
@@ -217,4 +214,14 @@ func splitOfFile(base string) string {
 		}
 	}
 	return ""
+}
+
+// grpoCompletionLimit is the GRPO recipe's max_completion_length: the p99
+// of the whole sequence less the p99 of the prompt, rounded up to 64, at
+// least 256 (512 with no lengths recorded).
+func grpoCompletionLimit(l *Lengths) int64 {
+	if l == nil {
+		return 512
+	}
+	return max(256, roundUp(l.Total[2]-l.Prompt[2], 64))
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/antidrift/antidrift/export/chattemplate"
 	"github.com/antidrift/antidrift/rollout/dataset"
 	"os"
 	"path/filepath"
@@ -76,6 +77,12 @@ type Options struct {
 	// is written as data/NAME-SPLIT-00000-of-0000N.parquet, a smaller one
 	// as data/NAME-SPLIT.parquet.
 	ShardBytes int64
+	// Templates are the chat templates the rows' layout is checked
+	// against (chattemplate.For): the card gives the length figure per
+	// template, measured on a sample of rows rendered through each
+	// (TemplateSample), by the estimator over the rendered text or by
+	// Tokens when it counts text. None: only the message-level figure.
+	Templates []*chattemplate.Template
 }
 
 // Splits are the dataset splits every split-file layout writes, in order.
@@ -148,6 +155,7 @@ type Writer[R Row] struct {
 	splits                 map[string]int64
 	promptL                []int64 // token-length estimates per row, for the card
 	totalL                 []int64
+	meter                  *templateMeter // per-template lengths (nil without Options.Templates)
 	err                    error
 	closed                 bool
 	scratch                bytes.Buffer
@@ -199,6 +207,7 @@ func Create[R Row](dir, name string, formats []string, opts Options) (*Writer[R]
 	}
 	table, cols := tableOf[R](opts.Margin)
 	w := &Writer[R]{table: table, dir: dir, name: name, cols: cols, opts: opts, splits: map[string]int64{}}
+	w.meter = newTemplateMeter(opts.Templates, opts.Tokens)
 	seen := map[string]bool{}
 	type target struct{ format, split, final string }
 	var targets []target
@@ -303,6 +312,9 @@ func (w *Writer[R]) Write(r *R) error {
 			w.err = fmt.Errorf("export: %s: row %d: %w", s.path(), w.rows+1, err)
 			return w.err
 		}
+	}
+	if p, comps, tools, ok := convOf(r); ok && w.meter != nil {
+		w.meter.add(w.rows, p, comps, tools)
 	}
 	w.rows++
 	w.splits[split]++
@@ -445,6 +457,13 @@ func (w *Writer[R]) CardTable(name string) CardTable {
 	if w.opts.Tokens != nil {
 		ct.Tokenizer = w.opts.Tokens.Name()
 	}
+	if ct.Lengths != nil {
+		limit := ct.Lengths.MaxLength
+		if w.table == TableRewards {
+			limit = 0 // the GRPO recipe bounds the completion only
+		}
+		ct.TemplateLengths = w.meter.results(limit)
+	}
 	ct.LlamaFactorySkipped = w.lfSkipped
 	ct.Desirable, ct.Undesirable = w.desirable, w.undesirable
 	ct.Margin, ct.ToolsInSystem = w.opts.Margin && w.table == TableDPO, w.opts.ToolsInSystem
@@ -454,6 +473,7 @@ func (w *Writer[R]) CardTable(name string) CardTable {
 // Close completes every file and renames it to its final name. After an
 // earlier error it removes the temporary files and returns that error.
 func (w *Writer[R]) Close() error {
+	defer w.meter.finish() // after the files, so that rendering overlaps writing them
 	if w.closed {
 		return w.err
 	}
@@ -524,6 +544,7 @@ func (w *Writer[R]) Close() error {
 // Abort stops writing and removes the temporary files; final files written
 // by earlier exports are left as they were.
 func (w *Writer[R]) Abort() {
+	w.meter.finish()
 	if !w.closed {
 		w.closed = true
 		if w.err == nil {

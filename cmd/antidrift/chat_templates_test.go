@@ -3,7 +3,11 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math"
+	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -13,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/antidrift/antidrift/export"
 	"github.com/antidrift/antidrift/export/chattemplate"
 	"github.com/antidrift/antidrift/rollout/dataset"
 )
@@ -290,6 +295,14 @@ func TestChatTemplatesRenderEveryRow(t *testing.T) {
 	require.NotEmpty(t, reqTools)
 
 	checkRenderedTables(t, "frameworks over HTTP", dir, reqTools)
+	// every layout's card gives its lengths per template, as recomputed
+	cards, err := filepath.Glob(filepath.Join(dir, "*", "README.md"))
+	require.NoError(t, err)
+	var folders []string
+	for _, c := range cards {
+		folders = append(folders, filepath.Dir(c))
+	}
+	assert.GreaterOrEqual(t, checkTemplateLengths(t, folders...), 4+4*len(dataset.Compats), "tables with lengths per chat template")
 	checkTrainerRowsV3(t, dir, runs)
 	// the check bites: model-turns completions use ids from omitted results
 	traj := trajectoryMessages(t, filepath.Join(dir, "trajectories", "jsonl", "trajectories.jsonl"))
@@ -441,4 +454,155 @@ func TestTemplateCompatRules(t *testing.T) {
 			}
 		})
 	}
+}
+
+// checkTemplateLengths recomputes, for every table of the export folders whose
+// manifest gives lengths per chat template, each figure from the table's
+// JSONL file: the rows at the stated stride rendered through the named
+// template (prompt with the generation prompt, prompt + each completion;
+// a trajectory's whole conversation), measured as the card says (each
+// whitespace run one byte, 3.5 bytes a token), percentiles by nearest
+// rank, rows within the recipes' max_length; and finds each row of
+// figures in the card. It returns how many tables it checked.
+func checkTemplateLengths(t *testing.T, folders ...string) int {
+	t.Helper()
+	ws := regexp.MustCompile(`[ \t\r\n]+`)
+	est := func(s string) int64 { return int64(math.Ceil(float64(len(ws.ReplaceAllString(s, " "))) / 3.5)) }
+	rank := func(vs []int64, p float64) int64 {
+		s := slices.Clone(vs)
+		slices.Sort(s)
+		return s[max(0, min(int(math.Ceil(p*float64(len(s))))-1, len(s)-1))]
+	}
+	byName := map[string]*chatTemplate{}
+	for _, ct := range chatTemplates {
+		byName[ct.Name] = ct
+	}
+	checked := 0
+	for _, folder := range folders {
+		mfPath := filepath.Join(folder, "manifest.json")
+		var mf struct {
+			Tables []struct {
+				Name      string `json:"name"`
+				Kind      string `json:"kind"`
+				Rows      int64  `json:"rows"`
+				Tokenizer string `json:"tokenizer"`
+				Lengths   *struct {
+					MaxLength int64 `json:"max_length"`
+				} `json:"lengths"`
+				TemplateLengths []struct {
+					Template string   `json:"template"`
+					Stride   int64    `json:"stride"`
+					Rows     int64    `json:"rows"`
+					Raised   int64    `json:"raised"`
+					Prompt   [4]int64 `json:"prompt_p50_p90_p99_max"`
+					Total    [4]int64 `json:"total_p50_p90_p99_max"`
+					Whole    int64    `json:"whole"`
+				} `json:"template_lengths"`
+			} `json:"tables"`
+		}
+		b, err := os.ReadFile(mfPath)
+		require.NoError(t, err)
+		require.NoError(t, json.Unmarshal(b, &mf), mfPath)
+		card, err := os.ReadFile(filepath.Join(folder, "README.md"))
+		require.NoError(t, err)
+		for _, tb := range mf.Tables {
+			if tb.Lengths == nil || tb.Tokenizer != "" {
+				continue
+			}
+			require.NotEmpty(t, tb.TemplateLengths, "%s: table %s has no lengths per chat template", mfPath, tb.Name)
+			jsonl := filepath.Join(folder, "jsonl", tb.Name+".jsonl")
+			if _, err := os.Stat(jsonl); err != nil {
+				continue // written without the JSONL format
+			}
+			rows := readJSONLRows(t, jsonl)
+			require.Len(t, rows, int(tb.Rows), jsonl)
+			limit := tb.Lengths.MaxLength
+			if tb.Kind == "rewards" {
+				limit = 0
+			}
+			for _, got := range tb.TemplateLengths {
+				tm := byName[got.Template]
+				require.NotNil(t, tm, "%s: unknown template %s", mfPath, got.Template)
+				var prompt, total []int64
+				var raised, whole int64
+				for i := int64(0); i < tb.Rows; i += got.Stride {
+					r := rows[i]
+					tools := jinja.None()
+					if tv, err := jsonValue(r["tools"]); err == nil && tv.IsList() && len(tv.AsList().Items) > 0 {
+						tools = tv
+					}
+					var p []jinja.Value
+					var comps [][]jinja.Value
+					switch tb.Kind {
+					case "trajectories":
+						comps = [][]jinja.Value{messageList(t, r["messages"], jsonl)}
+					case "dpo":
+						p = messageList(t, r["prompt"], jsonl)
+						comps = [][]jinja.Value{messageList(t, r["chosen"], jsonl), messageList(t, r["rejected"], jsonl)}
+					default:
+						p = messageList(t, r["prompt"], jsonl)
+						comps = [][]jinja.Value{messageList(t, r["completion"], jsonl)}
+					}
+					var pl int64
+					ok := true
+					if len(p) > 0 {
+						ps, err := tm.Render(p, tools, true)
+						ok = err == nil
+						pl = est(ps)
+					}
+					tl := pl
+					for _, c := range comps {
+						if !ok {
+							break
+						}
+						fs, err := tm.Render(append(append([]jinja.Value{}, p...), c...), tools, false)
+						ok = err == nil
+						tl = max(tl, est(fs))
+					}
+					if !ok {
+						raised++
+						continue
+					}
+					prompt, total = append(prompt, pl), append(total, tl)
+					if limit > 0 && tl <= limit {
+						whole++
+					}
+				}
+				where := fmt.Sprintf("%s %s %s", folder, tb.Name, got.Template)
+				assert.Equal(t, int64(len(prompt))+raised, got.Rows, where)
+				assert.Equal(t, raised, got.Raised, where)
+				assert.Equal(t, whole, got.Whole, where)
+				assert.GreaterOrEqual(t, got.Rows, min(tb.Rows, int64(export.TemplateSample)), where)
+				if len(total) == 0 {
+					continue
+				}
+				assert.Equal(t, [4]int64{rank(prompt, .5), rank(prompt, .9), rank(prompt, .99), slices.Max(prompt)}, got.Prompt, where)
+				assert.Equal(t, [4]int64{rank(total, .5), rank(total, .9), rank(total, .99), slices.Max(total)}, got.Total, where)
+				assert.Contains(t, string(card), fmt.Sprintf("| %s | %d | ", got.Template, got.Rows)+func() string {
+					if tb.Kind == "trajectories" {
+						return "- | - | -"
+					}
+					return fmt.Sprintf("%d | %d | %d", got.Prompt[0], got.Prompt[2], got.Prompt[3])
+				}()+fmt.Sprintf(" | %d | %d | %d | %d | ", got.Total[0], got.Total[1], got.Total[2], got.Total[3]), where)
+			}
+			checked++
+		}
+	}
+	return checked
+}
+
+func readJSONLRows(t *testing.T, path string) []map[string]json.RawMessage {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var out []map[string]json.RawMessage
+	for i, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+		if line == "" {
+			continue
+		}
+		var r map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal([]byte(line), &r), "%s:%d", path, i+1)
+		out = append(out, r)
+	}
+	return out
 }

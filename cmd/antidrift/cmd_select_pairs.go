@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/antidrift/antidrift/export"
+	"github.com/antidrift/antidrift/export/chattemplate"
 	"github.com/antidrift/antidrift/pairs/leastpriv"
 	"github.com/antidrift/antidrift/rollout/dataset"
 	"github.com/antidrift/antidrift/rollout/skill"
@@ -101,11 +102,11 @@ func runSelectPairs(cmd *cobra.Command, dirs []string, f selectPairsFlags) error
 		return err
 	}
 	defer out.abort()
-	dpo, err := export.Create[dataset.DPORow](out.tmp, export.TableDPO, formats, export.Options{ToolkitVersion: Version, SplitFiles: true})
+	dpo, err := export.Create[dataset.DPORow](out.tmp, export.TableDPO, formats, export.Options{ToolkitVersion: Version, SplitFiles: true, Templates: chattemplate.For(dataset.CompatNone)})
 	if err != nil {
 		return err
 	}
-	kto, err := export.Create[dataset.KTORow](out.tmp, export.TableKTO, formats, export.Options{ToolkitVersion: Version, SplitFiles: true})
+	kto, err := export.Create[dataset.KTORow](out.tmp, export.TableKTO, formats, export.Options{ToolkitVersion: Version, SplitFiles: true, Templates: chattemplate.For(dataset.CompatNone)})
 	if err != nil {
 		dpo.Abort()
 		return err

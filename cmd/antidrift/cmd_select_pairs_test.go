@@ -65,6 +65,9 @@ func TestSelectPairs(t *testing.T) {
 	assert.NotContains(t, cs, "drift onset")
 	assert.Contains(t, cs, fmt.Sprintf("**Constructed sides:** of %d pairs, %d have a rejected side and %d a chosen side written from the library", len(rows), countConstructedRejected(rows), countConstructedChosen(rows)))
 	assert.Contains(t, cs, "--rollouts 8 --temperature 0.8")
+	// lengths per chat template, recomputed from the rows
+	assert.Contains(t, cs, "### Lengths per chat template")
+	assert.Equal(t, 2, checkTemplateLengths(t, out), "dpo and kto")
 	// Byte-identical on a second run.
 	out2 := t.TempDir()
 	code, _, stderr = runScenarios(t, "select-pairs", dir, "--out", out2)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/antidrift/antidrift/export"
+	"github.com/antidrift/antidrift/export/chattemplate"
 	"github.com/antidrift/antidrift/export/hftok"
 	"github.com/antidrift/antidrift/rollout/dataset"
 	"github.com/antidrift/antidrift/rollout/secret"
@@ -58,6 +59,8 @@ func (t tableFlags) lengthOptions(o export.Options) (export.Options, error) {
 		return o, fmt.Errorf("--shard-bytes %d: want a positive number of bytes", t.shardBytes)
 	}
 	o.ShardBytes = t.shardBytes
+	// the card gives the length figure per template the layout is checked against
+	o.Templates = chattemplate.For(t.render().Compat)
 	if t.tokenizer != "" {
 		c, err := hftok.Load(t.tokenizer)
 		if err != nil {

@@ -37,3 +37,22 @@ func EstimatePromptTokens(msgs, tools []json.RawMessage) int64 {
 	}
 	return EstimateTokens(msgs) + int64(math.Ceil(float64(n)/bytesPerToken)) + int64(tokensPerTool*len(tools)) + tokensPerPrompt
 }
+
+// EstimateTextTokens estimates the tokens of text a chat template rendered
+// (its markers included as text), at the same bytes per token as
+// EstimateTokens, with each run of whitespace counted as one byte: BPE
+// vocabularies hold tokens for runs of spaces and newlines, so a
+// template's indented JSON (Llama-3.x's tool schemas) costs about what
+// its compact form does, plus a token per line.
+func EstimateTextTokens(s string) int64 {
+	n, ws := 0, false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		isWS := c == ' ' || c == '\n' || c == '\t' || c == '\r'
+		if !isWS || !ws {
+			n++
+		}
+		ws = isWS
+	}
+	return int64(math.Ceil(float64(n) / bytesPerToken))
+}
