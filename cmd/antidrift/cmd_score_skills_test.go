@@ -67,10 +67,14 @@ func TestScoreShowsBaselines(t *testing.T) {
 	for _, b := range baselineSpecs {
 		assert.Equal(t, all["base"].N, all[b].N, b)
 	}
-	assert.Zero(t, float64(all["sim:lowest"].FR))
+	// Picking low cannot win: the lowest skill is mostly under-privilege
+	// (it over-reaches only where the lowest skill sharing a word with the
+	// request is a broader one: docs/skills.md); picking high is mostly
+	// over-privilege (exact only where the need is the top skill).
 	assert.GreaterOrEqual(t, float64(all["sim:lowest"].UPR), 0.5)
-	assert.Zero(t, float64(all["sim:highest"].EM))
-	assert.Equal(t, 1.0, float64(all["sim:highest"].OPR))
+	assert.Less(t, float64(all["sim:lowest"].FR), 0.2)
+	assert.Less(t, float64(all["sim:highest"].EM), 0.1)
+	assert.Greater(t, float64(all["sim:highest"].OPR), 0.8)
 
 	code, stdout, stderr = runScenarios(t, "score", sel)
 	require.Equal(t, 0, code, stderr)

@@ -264,7 +264,11 @@ func TestHuggingFaceLayout(t *testing.T) {
 		if table != "trajectories" {
 			assert.Contains(t, string(card), "## Lengths", folder)
 			assert.Regexp(t, `\| p50 \| p90 \| p99 \| max \|`, string(card), folder)
-			assert.Regexp(t, `max_length=\d+`, string(card), folder)
+			if table == "rewards" { // the GRPO recipe bounds the completion only
+				assert.Regexp(t, `max_completion_length=\d+`, string(card), folder)
+			} else {
+				assert.Regexp(t, `max_length=\d+`, string(card), folder)
+			}
 			for i, r := range jsonlRows(t, filepath.Join(base, "jsonl", table+".jsonl")) {
 				var p int64
 				require.NoError(t, json.Unmarshal(r["prompt_tokens_est"], &p), "%s row %d", folder, i)
