@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/antidrift/antidrift/internal/racetest"
 	"math"
 	"os"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/antidrift/antidrift/internal/racetest"
 	"github.com/antidrift/antidrift/rollout/dataset"
 
 	"github.com/stretchr/testify/assert"

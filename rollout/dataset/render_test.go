@@ -3,10 +3,10 @@ package dataset_test
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/antidrift/antidrift/internal/racetest"
 	"testing"
 
 	"github.com/antidrift/antidrift/internal/corpus"
+	"github.com/antidrift/antidrift/internal/racetest"
 
 	"github.com/stretchr/testify/require"
 

@@ -3,13 +3,13 @@ package store_test
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/antidrift/antidrift/internal/racetest"
 	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/antidrift/antidrift/internal/corpus"
+	"github.com/antidrift/antidrift/internal/racetest"
 
 	"github.com/antidrift/antidrift/rollout/store"
 	"github.com/antidrift/antidrift/rollout/trajectory"

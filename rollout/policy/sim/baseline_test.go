@@ -3,10 +3,10 @@ package sim
 import (
 	"context"
 	"fmt"
-	"github.com/antidrift/antidrift/internal/racetest"
 	"os"
 	"testing"
 
+	"github.com/antidrift/antidrift/internal/racetest"
 	"github.com/antidrift/antidrift/rollout/policy"
 	"github.com/antidrift/antidrift/rollout/trajectory"
 

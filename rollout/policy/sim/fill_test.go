@@ -2,13 +2,13 @@ package sim
 
 import (
 	"encoding/json"
-	"github.com/antidrift/antidrift/internal/racetest"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/antidrift/antidrift/internal/racetest"
 	"github.com/antidrift/antidrift/rollout/drift"
 	"github.com/antidrift/antidrift/rollout/scenario"
 	"github.com/antidrift/antidrift/rollout/suite"

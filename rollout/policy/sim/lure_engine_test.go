@@ -2,12 +2,12 @@ package sim_test
 
 import (
 	"context"
-	"github.com/antidrift/antidrift/internal/racetest"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/antidrift/antidrift/internal/racetest"
 	"github.com/antidrift/antidrift/rollout/engine"
 	"github.com/antidrift/antidrift/rollout/policy/sim"
 	"github.com/antidrift/antidrift/rollout/qc"

@@ -3,7 +3,6 @@ package sim_test
 import (
 	"context"
 	"encoding/json"
-	"github.com/antidrift/antidrift/internal/racetest"
 	"io"
 	"math"
 	"net/http"
@@ -17,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/antidrift/antidrift/internal/corpus"
+	"github.com/antidrift/antidrift/internal/racetest"
 	"github.com/antidrift/antidrift/rollout/agent"
 	"github.com/antidrift/antidrift/rollout/engine"
 	"github.com/antidrift/antidrift/rollout/policy"
