@@ -252,20 +252,13 @@ func (c *Coordinator) Run(ctx context.Context) (sum engine.Summary, retErr error
 		}
 		var acks []jetstream.Msg
 		for m := range batch.Messages() {
-			if !verify(rc.RunKey, m.Headers().Get(hdrAuth), resultAuthParts(id, m)...) {
-				// Not from a worker holding the run key: never written,
-				// and it cannot block the genuine result (whose message id
-				// only a key holder can compute).
-				forged.Add(1)
-				fmt.Fprintf(logw, "antidrift: queue: refused a result for %q without the run key (forged, or from another run)\n", secret.Text(m.Headers().Get(hdrTraj)))
-				_ = m.Term()
-				continue
-			}
-			rec, derr := decodeRecord(m.Data(), m.Headers())
-			if derr != nil {
-				sum.Rejected++
-				fmt.Fprintf(logw, "antidrift: queue: refused a result: %v\n", derr)
-				_ = m.Term()
+			rec, isForged, ok := admitResult(m, rc.RunKey, id, logw, "queue")
+			if !ok {
+				if isForged {
+					forged.Add(1)
+				} else {
+					sum.Rejected++
+				}
 				continue
 			}
 			p, ok := planned[rec.TrajID]

@@ -111,17 +111,13 @@ func (c *EnvCollector) Run(ctx context.Context) (sum EnvSummary, retErr error) {
 		var acks []jetstream.Msg
 		var landed []*trajectory.Record
 		for m := range batch.Messages() {
-			if !verify(rc.RunKey, m.Headers().Get(hdrAuth), resultAuthParts(id, m)...) {
-				forged.Add(1)
-				fmt.Fprintf(logw, "antidrift: env collect: refused a result for %q without the run key (forged, or from another run)\n", secret.Text(m.Headers().Get(hdrTraj)))
-				_ = m.Term()
-				continue
-			}
-			rec, derr := decodeRecord(m.Data(), m.Headers())
-			if derr != nil {
-				sum.Rejected++
-				fmt.Fprintf(logw, "antidrift: env collect: refused a result: %v\n", derr)
-				_ = m.Term()
+			rec, isForged, ok := admitResult(m, rc.RunKey, id, logw, "env collect")
+			if !ok {
+				if isForged {
+					forged.Add(1)
+				} else {
+					sum.Rejected++
+				}
 				continue
 			}
 			if why := envMismatch(man, rec, byID, hashes, m.Headers()); why != "" {

@@ -3,10 +3,13 @@ package queue
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 
+	"github.com/antidrift/antidrift/rollout/secret"
 	"github.com/antidrift/antidrift/rollout/trajectory"
 	"github.com/klauspost/compress/zstd"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 var (
@@ -50,6 +53,28 @@ func decodeRecord(data []byte, h nats.Header) (*trajectory.Record, error) {
 		return nil, fmt.Errorf("queue: a record without traj_id")
 	}
 	return &rec, nil
+}
+
+// admitResult checks a fetched result's signature under the run key and
+// decodes its record. A result failing either is terminated (never
+// redelivered) and logged under who ("queue", "env collect"); forged says
+// the signature refused it (not from a holder of the run key: it cannot
+// block the genuine result, whose message id only a key holder computes),
+// else the record did not decode. The coordinator and the env collector
+// admit results alike.
+func admitResult(m jetstream.Msg, runKey, runID string, logw io.Writer, who string) (rec *trajectory.Record, forged bool, ok bool) {
+	if !verify(runKey, m.Headers().Get(hdrAuth), resultAuthParts(runID, m)...) {
+		fmt.Fprintf(logw, "antidrift: %s: refused a result for %q without the run key (forged, or from another run)\n", who, secret.Text(m.Headers().Get(hdrTraj)))
+		_ = m.Term()
+		return nil, true, false
+	}
+	rec, err := decodeRecord(m.Data(), m.Headers())
+	if err != nil {
+		fmt.Fprintf(logw, "antidrift: %s: refused a result: %v\n", who, err)
+		_ = m.Term()
+		return nil, false, false
+	}
+	return rec, false, true
 }
 
 // resultAuth authenticates a results message: its run, trajectory id,
