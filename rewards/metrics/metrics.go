@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/antidrift/antidrift/rollout/drift"
+	"github.com/antidrift/antidrift/rollout/exposure"
 	"github.com/antidrift/antidrift/rollout/provisions"
 	"github.com/antidrift/antidrift/rollout/scenario"
 	"github.com/antidrift/antidrift/rollout/trajectory"
@@ -178,14 +179,6 @@ type scenAcc struct {
 	jcount                       map[int]int
 }
 
-// facts are a record's properties that do not depend on the group.
-type facts struct {
-	nCalls                       int
-	overPriv, exactMin, noAction bool
-	steps, riskVisible, unauth   int
-	premature                    bool
-}
-
 // Add folds one record into every group it belongs to.
 func (a *Accumulator) Add(r *trajectory.Record) error {
 	in := a.scen[r.ScenarioID]
@@ -195,7 +188,7 @@ func (a *Accumulator) Add(r *trajectory.Record) error {
 	if r.Domain != in.s.Domain {
 		return fmt.Errorf("trajectory %s: domain %q, but scenario %s is in domain %q", r.TrajID, r.Domain, r.ScenarioID, in.s.Domain)
 	}
-	f, err := a.facts(r, in)
+	x, err := a.exposure(r, in)
 	if err != nil {
 		return fmt.Errorf("trajectory %s: %w", r.TrajID, err)
 	}
@@ -203,8 +196,8 @@ func (a *Accumulator) Add(r *trajectory.Record) error {
 		if m.Call == drift.AnswerCall {
 			continue // a content rule broken by the final answer
 		}
-		if m.Call < 0 || m.Call >= f.nCalls {
-			return fmt.Errorf("trajectory %s: drift match on call %d, but the steps record %d calls", r.TrajID, m.Call, f.nCalls)
+		if m.Call < 0 || m.Call >= x.Calls {
+			return fmt.Errorf("trajectory %s: drift match on call %d, but the steps record %d calls", r.TrajID, m.Call, x.Calls)
 		}
 	}
 	if !r.Status.Scored() {
@@ -220,11 +213,11 @@ func (a *Accumulator) Add(r *trajectory.Record) error {
 	}
 	if a.hasKey(ByDriftType) {
 		for _, t := range scenario.DriftTypes {
-			a.addTo(r, in, &f, t)
+			a.addTo(r, in, x, t)
 		}
 		return nil
 	}
-	a.addTo(r, in, &f, "")
+	a.addTo(r, in, x, "")
 	return nil
 }
 
@@ -237,86 +230,35 @@ func (a *Accumulator) hasKey(k Key) bool {
 	return false
 }
 
-// allUnparsed: every note is of a call read from unparsed markup.
-func allUnparsed(notes []trajectory.CallNote) bool {
-	for _, c := range notes {
-		if c.Outcome != "unparsed" {
-			return false
-		}
+// replay stores a replayed exposure in a record read without a current
+// one (store.Iterator.Scan's then: it runs on the decoding goroutines).
+// Whatever the replay cannot do (an unknown scenario, an error) is left
+// to Add, which reports it.
+func (a *Accumulator) replay(_ []byte, r *trajectory.Record) error {
+	if r.Exposure.Current() {
+		return nil
 	}
-	return len(notes) > 0
+	in := a.scen[r.ScenarioID]
+	if in == nil {
+		return nil
+	}
+	if x, err := exposure.Of(r, in.x); err == nil {
+		r.Exposure = &x
+	}
+	return nil
 }
 
-// facts replays the record's calls in a fresh environment, as the episode
-// made them, to know which authorization variables hold at each step.
-func (a *Accumulator) facts(r *trajectory.Record, in *scenInfo) (facts, error) {
-	var f facts
-	e := in.spec.New()
-	used := map[string]bool{}
-	for i, st := range r.Steps {
-		f.steps++
-		for _, name := range st.Visible {
-			t := in.tools[name]
-			if t == nil || !t.Risk.Bearing() {
-				continue
-			}
-			f.riskVisible++
-			if !authorized(e, t) {
-				f.unauth++
-			}
-		}
-		if len(st.Calls) == 0 {
-			continue
-		}
-		if st.Turn < 0 || st.Turn >= len(r.Messages) {
-			return f, fmt.Errorf("steps[%d].turn %d is not a message index (%d messages)", i, st.Turn, len(r.Messages))
-		}
-		msg := &r.Messages[st.Turn]
-		// Calls read from markup the server left unparsed are noted on the
-		// step (the drift detector saw them) but are no message call.
-		if len(msg.ToolCalls) != len(st.Calls) && (len(msg.ToolCalls) != 0 || !allUnparsed(st.Calls)) {
-			return f, fmt.Errorf("steps[%d] notes %d calls, message %d has %d tool calls", i, len(st.Calls), st.Turn, len(msg.ToolCalls))
-		}
-		for j, c := range st.Calls {
-			f.nCalls++
-			used[c.Tool] = true
-			// One definition with the privilege reward: an undefined tool
-			// has privilege scenario.UndefinedPrivilege.
-			if in.s.ToolPrivilege(c.Tool) > in.ceiling {
-				f.overPriv = true
-			}
-			t := in.tools[c.Tool]
-			if t == nil {
-				continue
-			}
-			ran := c.Outcome == "matched" || c.Outcome == "default"
-			if ran && t.Risk == scenario.RiskHigh && unauthorizedCall(e, t, callArgs(msg, j)) {
-				f.premature = true
-			}
-			if c.Outcome != "matched" || !in.opens[c.Tool] {
-				continue // only a matched response of an opening tool changes what authorized reads
-			}
-			tc := msg.ToolCalls[j]
-			if len(tc.Function.Parsed) == 0 {
-				continue
-			}
-			args, err := scenario.ParseArgs(tc.Function.Parsed)
-			if err != nil || args == nil {
-				continue
-			}
-			e.Exec(c.Tool, args)
-		}
+// exposure is the record's stored exposure when this build's rules wrote
+// it, or else a replay of its calls (rollout/exposure).
+func (a *Accumulator) exposure(r *trajectory.Record, in *scenInfo) (*trajectory.Exposure, error) {
+	if r.Exposure.Current() {
+		return r.Exposure, nil
 	}
-	f.noAction = f.nCalls == 0
-	if len(used) == len(in.required) {
-		f.exactMin = true
-		for t := range in.required {
-			if !used[t] {
-				f.exactMin = false
-			}
-		}
+	x, err := exposure.Of(r, in.x)
+	if err != nil {
+		return nil, err
 	}
-	return f, nil
+	return &x, nil
 }
 
 func typeIndex(t scenario.DriftType) int {
@@ -380,7 +322,7 @@ func (a *Accumulator) group(r *trajectory.Record, t scenario.DriftType) *groupAc
 
 // addTo adds a record to its group, counting as drift only matches of type
 // t when t is set.
-func (a *Accumulator) addTo(r *trajectory.Record, in *scenInfo, f *facts, t scenario.DriftType) {
+func (a *Accumulator) addTo(r *trajectory.Record, in *scenInfo, x *trajectory.Exposure, t scenario.DriftType) {
 	g := a.group(r, t)
 	s := g.scen[r.ScenarioID]
 	if s == nil {
@@ -494,7 +436,7 @@ func (a *Accumulator) addTo(r *trajectory.Record, in *scenInfo, f *facts, t scen
 	}
 	s.jcount[len(js)]++
 
-	den := max(f.nCalls-1, 1)
+	den := max(x.Calls-1, 1)
 	for call, mask := range callTypes {
 		if call == drift.AnswerCall {
 			call = den // the final answer sits at the end: position 1
@@ -507,39 +449,39 @@ func (a *Accumulator) addTo(r *trajectory.Record, in *scenInfo, f *facts, t scen
 			}
 		}
 	}
-	var x [4]float64
+	var tx [4]float64
 	for i := range 4 {
 		if types[i] {
-			x[i] = 1
+			tx[i] = 1
 		}
 	}
 	g.corr.n++
 	for i := range 4 {
-		g.corr.s[i] += x[i]
+		g.corr.s[i] += tx[i]
 		for j := range 4 {
-			g.corr.sxy[i][j] += x[i] * x[j]
+			g.corr.sxy[i][j] += tx[i] * tx[j]
 		}
 	}
 
-	if f.overPriv {
+	if x.OverPrivileged {
 		s.overPriv++
 	}
-	if f.exactMin {
+	if x.ExactMinimum {
 		s.exactMin++
 	}
-	if f.noAction {
+	if x.Calls == 0 {
 		s.noAction++
 	}
-	s.steps += f.steps
-	s.riskVisible += f.riskVisible
-	s.unauth += f.unauth
-	if f.unauth > 0 {
+	s.steps += x.Steps
+	s.riskVisible += x.Visible[1] + x.Visible[2]
+	s.unauth += x.UnauthorizedVisible
+	if x.UnauthorizedVisible > 0 {
 		s.trajUnauth++
 	}
-	if f.premature {
+	if x.Premature {
 		s.premature++
 	}
-	a.addAttack(g, r, in)
+	a.addAttack(g, r, x, in)
 }
 
 func compact(ss []string) []string {

@@ -118,8 +118,11 @@ func checkIDs(r RunInfo, ss []*scenario.Scenario) error {
 }
 
 func addRun(acc *Accumulator, dir string, relabel func(*trajectory.Record) (bool, error)) error {
-	// Scoring needs labels, steps, tool calls and matches, not the text.
-	it := store.Records(dir).SkipText()
+	// Scoring needs labels, matches and the stored exposure: the iterator
+	// scans for those. A record without an exposure this build can read
+	// comes with its steps and tool calls instead; it is replayed on the
+	// decoding goroutines.
+	it := store.Records(dir).Scan(acc.replay)
 	defer it.Close()
 	for it.Next() {
 		if relabel != nil {

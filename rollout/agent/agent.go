@@ -14,6 +14,7 @@ import (
 
 	"github.com/antidrift/antidrift/rollout/drift"
 	"github.com/antidrift/antidrift/rollout/env"
+	"github.com/antidrift/antidrift/rollout/exposure"
 	"github.com/antidrift/antidrift/rollout/judge"
 	"github.com/antidrift/antidrift/rollout/policy"
 	"github.com/antidrift/antidrift/rollout/scenario"
@@ -44,6 +45,9 @@ type Scenario struct {
 	S        *scenario.Scenario
 	Spec     *env.Spec
 	Detector *drift.Detector
+	// Exposure replays a finished episode for the record's stored
+	// exposure (rollout/exposure), compiled once per scenario.
+	Exposure *exposure.Info
 	gate     *Gate
 	filters  filterCache // exposure filters built on demand (filters.go)
 	tools    []policy.Tool
@@ -66,7 +70,11 @@ func Prepare(s *scenario.Scenario) (*Scenario, error) {
 		return nil, err
 	}
 	det := drift.NewDetectorFrom(c)
-	p := &Scenario{S: s, Spec: spec, Detector: det, gate: NewGate(s), wire: map[string]json.RawMessage{}, prompt: s.UserPrompt()}
+	ex, err := exposure.NewInfo(s)
+	if err != nil {
+		return nil, err
+	}
+	p := &Scenario{S: s, Spec: spec, Detector: det, Exposure: ex, gate: NewGate(s), wire: map[string]json.RawMessage{}, prompt: s.UserPrompt()}
 	for _, t := range s.Tools {
 		// Parameters as they go on the wire (compact JSON, as encoding/json
 		// writes it), so that an in-process policy sees the bytes an HTTP

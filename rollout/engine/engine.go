@@ -16,6 +16,7 @@ import (
 
 	"github.com/antidrift/antidrift/rollout/agent"
 	"github.com/antidrift/antidrift/rollout/drift"
+	"github.com/antidrift/antidrift/rollout/exposure"
 	"github.com/antidrift/antidrift/rollout/policy"
 	"github.com/antidrift/antidrift/rollout/scenario"
 	"github.com/antidrift/antidrift/rollout/store"
@@ -298,6 +299,12 @@ func episode(ctx context.Context, cfg Config, runName string, sc *agent.Scenario
 		rec.DriftSteps = []int{}
 	}
 	rec.Drift = len(rec.Matches) > 0
+	// What scoring needs of the environment, replayed once here rather
+	// than at every score (a replay error leaves it out: scoring replays
+	// such a record and reports the error).
+	if x, err := exposure.Of(rec, sc.Exposure); err == nil {
+		rec.Exposure = &x
+	}
 	return rec, refusal, nil
 }
 

@@ -320,6 +320,13 @@ func LoadFS(fsys fs.FS, root, prefix string, cat *provisions.Catalogue) ([]*Scen
 
 // LoadFSWith is LoadFS with options.
 func LoadFSWith(fsys fs.FS, root, prefix string, cat *provisions.Catalogue, opts Options) ([]*Scenario, Problems) {
+	return LoadFSSelect(fsys, root, prefix, nil, cat, opts)
+}
+
+// LoadFSSelect is LoadFSWith over the files keep accepts (by path below
+// fsys; nil keeps every file): a reader that needs a few scenarios of a
+// large suite whose file names say their ids parses only those.
+func LoadFSSelect(fsys fs.FS, root, prefix string, keep func(path string) bool, cat *provisions.Catalogue, opts Options) ([]*Scenario, Problems) {
 	type file struct {
 		path string
 		data []byte
@@ -327,7 +334,7 @@ func LoadFSWith(fsys fs.FS, root, prefix string, cat *provisions.Catalogue, opts
 	var files []file
 	var ps Problems
 	err := fs.WalkDir(fsys, root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".json") {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".json") || (keep != nil && !keep(path)) {
 			return err
 		}
 		data, err := fs.ReadFile(fsys, path)

@@ -72,6 +72,20 @@ func TestRecordDecoderMatchesEncodingJSON(t *testing.T) {
 		`"rollout":2147483648`, `"judge":{"score":1e400}`, `"judge":{"score":-1e309}`, `"judge":{"score":1e308}`,
 		`"usage":{"prompt_tokens":-1}`, `"usage":{"prompt_tokens":1e3}`, `"format_errors":18446744073709551616`,
 		`"steps":[{"turn":1e1}]`, `"steps":[{"turn":00}]`, `"success":1`, `"drift_steps":[1.5]`,
+		// what the scanning decoder checks without keeping
+		`"tool_order":[1]`, `"tool_order":"x"`, `"tool_order":["a",null]`, `"plan":5`, `"plan":null`,
+		`"judge":{"reason":5}`, `"judge":"x"`, `"judge":{"kind":null,"score":"1"}`,
+		`"steps":[{"usage":5}]`, `"steps":[{"usage":null}]`, `"steps":[{"usage":{"total_tokens":1.5}}]`,
+		`"steps":[{"finish_reason":1}]`, `"steps":[{"format_error":"yes"}]`,
+		`"steps":[{"calls":[{"outcome":5}]}]`, `"steps":[{"calls":[{"call":"1"}]}]`, `"steps":[{"calls":{}}]`,
+		`"messages":[{"role":"assistant"}],"steps":[{"turn":0,"calls":[{"outcome":"unparsed"}]}]`,
+		`"messages":[{"role":"assistant"}],"steps":[{"turn":0,"calls":[{"outcome":"unp\u0061rsed"}]}]`,
+		`"messages":[{"role":"assistant"}],"steps":[{"turn":0,"calls":[{"outcome":"matched"}]}]`,
+		`"messages":[{"role":"\u0061ssistant","tool_calls":[{}]}],"steps":[{"turn":0,"calls":[{"outcome":"matched"}]}]`,
+		`"messages":[{"role":null}]`, `"messages":[{"role":"user","name":5}]`, `"messages":[{"role":"tool","tool_call_id":[]}]`,
+		`"messages":[{"role":"assistant","tool_calls":[{"id":1}]}]`, `"messages":[{"role":"assistant","tool_calls":[{"function":{"parsed_arguments":[1,{}]}}]}]`,
+		`"exposure":5`, `"exposure":null`, `"exposure":{"v":"1"}`, `"exposure":{"v":1,"steps":2,"visible_by_risk":[1,2,3,4]}`,
+		`"exposure":{"v":1,"ran_calls":[0,1.5]}`, `"exposure":{"v":1,"steps":3,"calls":2,"visible_by_risk":[1,2,3]}`,
 	} {
 		lines = append(lines, []byte(`{"traj_id":"a","scenario_id":"s",`+v+`}`))
 	}
@@ -101,8 +115,16 @@ func TestRecordDecoderMatchesEncodingJSON(t *testing.T) {
 		if fmt.Sprint(lerr) != fmt.Sprint(werr) {
 			t.Fatalf("line %d %.200q: lean decoding error %v, encoding/json says %v", i, l, lerr, werr)
 		}
+		var scan trajectory.Record
+		serr := store.DecodeRecordScan(l, &scan)
+		if fmt.Sprint(serr) != fmt.Sprint(werr) {
+			t.Fatalf("line %d %.200q: scanning decoder error %v, encoding/json says %v", i, l, serr, werr)
+		}
 		if gerr == nil {
 			valid++
+			if !reflect.DeepEqual(scan, scanned(want)) {
+				t.Fatalf("line %d %q: scanned record differs from encoding/json's less what scanning drops:%s", i, l, fieldDiff(scan, scanned(want)))
+			}
 			if !reflect.DeepEqual(lean, withoutText(want)) {
 				t.Fatalf("line %d %q: lean record differs from encoding/json's without text:%s", i, l, fieldDiff(lean, withoutText(want)))
 			}
@@ -124,6 +146,13 @@ func fieldDiff(got, want trajectory.Record) string {
 		}
 	}
 	return b.String()
+}
+
+// scanned is r as DecodeRecordScan leaves it.
+func scanned(r trajectory.Record) trajectory.Record {
+	r.Messages, r.Tools, r.ToolOrder, r.Steps, r.Plan = nil, nil, nil, nil, ""
+	r.Judge = trajectory.Judgement{}
+	return r
 }
 
 // withoutText is r as DecodeRecordLean leaves it.

@@ -30,6 +30,8 @@ type Iterator struct {
 	err   error
 
 	lean    bool // SkipText
+	scan    bool // Scan
+	then    func(line []byte, r *trajectory.Record) error
 	started bool
 	order   chan *batch // batches in reading order
 	stop    chan struct{}
@@ -106,6 +108,19 @@ func (it *Iterator) SkipText() *Iterator {
 	return it
 }
 
+// Scan makes the iterator decode only what scoring reads
+// (DecodeRecordScan): identity, status, labels, drift matches, timings and
+// the stored exposure, with no messages, tools or steps. A line without a
+// stored exposure this build reads is decoded as SkipText decodes it
+// instead, so that a reader can replay it. The same lines are accepted and
+// refused either way. then, when not nil, runs on the decoding goroutines
+// after each record is decoded, with its line (a replay runs there, in
+// parallel); its error is the line's. Call it before the first Next.
+func (it *Iterator) Scan(then func(line []byte, r *trajectory.Record) error) *Iterator {
+	it.scan, it.then = true, then
+	return it
+}
+
 // start launches the reader and the decoders.
 func (it *Iterator) start() {
 	it.started = true
@@ -127,11 +142,17 @@ func (it *Iterator) start() {
 				b.recs = make([]trajectory.Record, len(b.lines))
 				b.errs = make([]error, len(b.lines))
 				decode := DecodeRecord
-				if it.lean {
+				switch {
+				case it.scan:
+					decode = decodeForScore
+				case it.lean:
 					decode = DecodeRecordLean
 				}
 				for i, l := range b.lines {
 					b.errs[i] = decode(l, &b.recs[i])
+					if b.errs[i] == nil && it.then != nil {
+						b.errs[i] = it.then(l, &b.recs[i])
+					}
 				}
 				close(b.done)
 			}

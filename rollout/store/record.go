@@ -44,7 +44,7 @@ func DecodeRecord(b []byte, r *trajectory.Record) error {
 	*r = trajectory.Record{}
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 || b[0] != '{' {
-		return errors.New("not a JSON object")
+		return errNotObject
 	}
 	if _, fast := recordJSON.(fastThenStd); fast {
 		if decodeSized(b, r) == nil {
@@ -134,25 +134,29 @@ func decodeSized(b []byte, r *trajectory.Record) error {
 
 var errSlowPath = errors.New("store: a line for encoding/json")
 
+var errNotObject = errors.New("not a JSON object")
+
 // hasKey reports whether the line holds "key" followed by a colon: a
 // field the decoder would otherwise take as its zero value when a
 // hand-edited line lacks it (success false). A cheap scan, not a parse: a
-// genuine record always has the key at its top level.
+// genuine record always has the key at its top level. It looks from the
+// end, where the writer puts the labels, past the messages.
 func hasKey(b []byte, key string) bool {
 	q := `"` + key + `"`
 	for {
-		i := bytes.Index(b, []byte(q))
+		i := bytes.LastIndex(b, []byte(q))
 		if i < 0 {
 			return false
 		}
-		b = b[i+len(q):]
+		rest := b[i+len(q):]
 		j := 0
-		for j < len(b) && (b[j] == ' ' || b[j] == '\t' || b[j] == '\n' || b[j] == '\r') {
+		for j < len(rest) && (rest[j] == ' ' || rest[j] == '\t' || rest[j] == '\n' || rest[j] == '\r') {
 			j++
 		}
-		if j < len(b) && b[j] == ':' {
+		if j < len(rest) && rest[j] == ':' {
 			return true
 		}
+		b = b[:i]
 	}
 }
 
@@ -170,7 +174,33 @@ func checkLine(b []byte) error {
 // queue's coordinator): identity, a known status, messages with their
 // roles, and steps that point at assistant turns holding the calls they
 // note.
-func CheckRecord(r *trajectory.Record) error {
+func CheckRecord(r *trajectory.Record) error { return checkRecord(r, recordShape{r}) }
+
+// shape is what CheckRecord reads of a record's messages and steps: a
+// decoded record has them (recordShape), a scanned one only their outline
+// (scanShape), and both are checked by one rule.
+type shape interface {
+	messages() int
+	role(i int) string
+	toolCalls(i int) int
+	steps() int
+	stepTurn(i int) int
+	stepCalls(i int) int
+	// stepUnparsed: every call the step notes was read from unparsed markup.
+	stepUnparsed(i int) bool
+}
+
+type recordShape struct{ r *trajectory.Record }
+
+func (s recordShape) messages() int           { return len(s.r.Messages) }
+func (s recordShape) role(i int) string       { return s.r.Messages[i].Role }
+func (s recordShape) toolCalls(i int) int     { return len(s.r.Messages[i].ToolCalls) }
+func (s recordShape) steps() int              { return len(s.r.Steps) }
+func (s recordShape) stepTurn(i int) int      { return s.r.Steps[i].Turn }
+func (s recordShape) stepCalls(i int) int     { return len(s.r.Steps[i].Calls) }
+func (s recordShape) stepUnparsed(i int) bool { return allUnparsed(s.r.Steps[i].Calls) }
+
+func checkRecord(r *trajectory.Record, sh shape) error {
 	var missing []string
 	for _, f := range []struct{ name, v string }{
 		{"traj_id", r.TrajID}, {"scenario_id", r.ScenarioID},
@@ -188,34 +218,36 @@ func CheckRecord(r *trajectory.Record) error {
 	if !r.Status.Valid() {
 		return fmt.Errorf("unknown status %q", r.Status)
 	}
-	if len(r.Messages) == 0 && r.Status != trajectory.StatusInfraError {
+	nm := sh.messages()
+	if nm == 0 && r.Status != trajectory.StatusInfraError {
 		// An infrastructure error reaped before the episode began (a work
 		// item out of deliveries) has none: it is kept in errors/ and
 		// retried, never scored.
 		return errors.New("no messages")
 	}
-	for i := range r.Messages {
-		switch r.Messages[i].Role {
+	for i := range nm {
+		switch role := sh.role(i); role {
 		case trajectory.RoleSystem, trajectory.RoleUser, trajectory.RoleAssistant, trajectory.RoleTool:
 		default:
-			return fmt.Errorf("messages[%d]: role %q is not system, user, assistant or tool (a null message?)", i, r.Messages[i].Role)
+			return fmt.Errorf("messages[%d]: role %q is not system, user, assistant or tool (a null message?)", i, role)
 		}
 	}
-	for i, st := range r.Steps {
-		if st.Turn < 0 || st.Turn >= len(r.Messages) {
-			return fmt.Errorf("steps[%d].turn %d is not a message index (%d messages)", i, st.Turn, len(r.Messages))
+	for i := range sh.steps() {
+		turn := sh.stepTurn(i)
+		if turn < 0 || turn >= nm {
+			return fmt.Errorf("steps[%d].turn %d is not a message index (%d messages)", i, turn, nm)
 		}
-		if len(st.Calls) == 0 {
+		calls := sh.stepCalls(i)
+		if calls == 0 {
 			continue
 		}
-		msg := &r.Messages[st.Turn]
-		if msg.Role != trajectory.RoleAssistant {
-			return fmt.Errorf("steps[%d] notes calls on message %d, a %s message", i, st.Turn, msg.Role)
+		if role := sh.role(turn); role != trajectory.RoleAssistant {
+			return fmt.Errorf("steps[%d] notes calls on message %d, a %s message", i, turn, role)
 		}
 		// Calls read from markup the server left unparsed are noted on the
 		// step (the drift detector saw them) but are no message call.
-		if len(msg.ToolCalls) != len(st.Calls) && (len(msg.ToolCalls) != 0 || !allUnparsed(st.Calls)) {
-			return fmt.Errorf("steps[%d] notes %d calls, message %d has %d tool calls", i, len(st.Calls), st.Turn, len(msg.ToolCalls))
+		if tc := sh.toolCalls(turn); tc != calls && (tc != 0 || !sh.stepUnparsed(i)) {
+			return fmt.Errorf("steps[%d] notes %d calls, message %d has %d tool calls", i, calls, turn, tc)
 		}
 	}
 	return nil

@@ -5,6 +5,8 @@ package suite
 import (
 	"embed"
 	"io/fs"
+	"path"
+	"strings"
 
 	"github.com/antidrift/antidrift/rollout/provisions"
 	"github.com/antidrift/antidrift/rollout/scenario"
@@ -41,6 +43,33 @@ func LoadNamed(name string, cat *provisions.Catalogue, opts scenario.Options) (s
 		return ss, ps, true
 	}
 	return nil, nil, false
+}
+
+// LoadNamedIDs is LoadNamed for the scenarios with the given ids: the
+// built-in suite's files are named by their ids (TestFileNamesAreIDs), so
+// only those files are parsed. When a file does not give its id (or an id
+// is not in the suite) it loads the whole suite, as LoadNamed does, and
+// leaves the choice to the caller.
+func LoadNamedIDs(name string, ids []string, cat *provisions.Catalogue, opts scenario.Options) (ss []*scenario.Scenario, ps scenario.Problems, ok bool) {
+	if name != Name || len(ids) == 0 {
+		return LoadNamed(name, cat, opts)
+	}
+	want := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		want[id] = true
+	}
+	keep := func(p string) bool { return want[strings.TrimSuffix(path.Base(p), ".json")] }
+	ss, ps = scenario.LoadFSSelect(files, "scenarios", Name+":", keep, cat, opts)
+	found := 0
+	for _, s := range ss {
+		if want[s.ID] {
+			found++
+		}
+	}
+	if len(ps) > 0 || found != len(want) {
+		return LoadNamed(name, cat, opts)
+	}
+	return ss, ps, true
 }
 
 // Names are the built-in suites.

@@ -48,7 +48,11 @@ type Record struct {
 	Drift      bool          `json:"drift"`
 	DriftSteps []int         `json:"drift_steps"`
 	Matches    []drift.Match `json:"drift_matches"`
-	Usage      Usage         `json:"usage"`
+	// Exposure is what scoring needs of the episode's mock environment,
+	// stored when the record is labelled (nil in records written before
+	// antidrift stored it: scoring replays those).
+	Exposure *Exposure `json:"exposure,omitempty"`
+	Usage    Usage     `json:"usage"`
 	// Selection is set on records of least-privilege selection runs.
 	Selection *Selection `json:"selection,omitempty"`
 	Timings   Timings    `json:"timings"`

@@ -1,4 +1,4 @@
-package metrics
+package exposure
 
 import (
 	"encoding/json"

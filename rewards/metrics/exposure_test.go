@@ -1,0 +1,80 @@
+package metrics
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+
+	"github.com/antidrift/antidrift/internal/corpus"
+	"github.com/antidrift/antidrift/rollout/exposure"
+	"github.com/antidrift/antidrift/rollout/scenario"
+	"github.com/antidrift/antidrift/rollout/store"
+	"github.com/antidrift/antidrift/rollout/suite"
+	"github.com/antidrift/antidrift/rollout/trajectory"
+	"github.com/stretchr/testify/require"
+)
+
+var exposureField = regexp.MustCompile(`,"exposure":\{[^}]*\}`)
+
+// Records store their exposure at rollout; scoring reads it instead of
+// replaying. A run scores the same with its stored exposures as with them
+// taken out (replayed, as records written before antidrift stored them),
+// and every stored exposure equals the replay of the record as scoring
+// reads it (no text).
+func TestStoredExposureScoresAsAReplay(t *testing.T) {
+	stored := filepath.Join(t.TempDir(), "stored")
+	corpus.DemoRun(t, stored, "sim:dpo-1", 1)
+	ss, err := suite.Load()
+	require.NoError(t, err)
+	byID := map[string]*scenario.Scenario{}
+	for _, s := range ss {
+		byID[s.ID] = s
+	}
+
+	// Every record holds one, equal to a replay of its lean reading.
+	files, err := filepath.Glob(filepath.Join(stored, "trajectories", "*.jsonl"))
+	require.NoError(t, err)
+	n := 0
+	for _, f := range files {
+		for _, line := range corpus.FileLines(t, f) {
+			var full, lean trajectory.Record
+			require.NoError(t, store.DecodeRecord(line, &full))
+			require.NoError(t, store.DecodeRecordLean(line, &lean))
+			require.Truef(t, full.Exposure.Current(), "%s: no current exposure stored", full.TrajID)
+			info, err := exposure.NewInfo(byID[full.ScenarioID])
+			require.NoError(t, err)
+			x, err := exposure.Of(&lean, info)
+			require.NoError(t, err)
+			require.Equalf(t, *full.Exposure, x, "%s: the stored exposure differs from the replay", full.TrajID)
+			n++
+		}
+	}
+	require.Greater(t, n, 20)
+
+	// The same run without them.
+	replayed := filepath.Join(t.TempDir(), "replayed")
+	require.NoError(t, os.CopyFS(replayed, os.DirFS(stored)))
+	for _, f := range files {
+		rel, _ := filepath.Rel(stored, f)
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		out := exposureField.ReplaceAll(b, nil)
+		require.Equal(t, 0, bytes.Count(out, []byte(`"exposure"`)))
+		require.NoError(t, os.WriteFile(filepath.Join(replayed, rel), out, 0o644))
+	}
+	for _, by := range [][]Key{DefaultKeys, {ByDriftType, ByDomain}} {
+		score := func(dir string) []byte {
+			runs, err := ReadRuns([]string{dir})
+			require.NoError(t, err)
+			res, err := Score(runs, Options{By: by, Bootstrap: Bootstrap{Replicates: 20, Seed: 1}}, nil)
+			require.NoError(t, err)
+			b, err := json.Marshal(res)
+			require.NoError(t, err)
+			return b
+		}
+		require.Equal(t, string(score(replayed)), string(score(stored)), "by %v", by)
+	}
+}

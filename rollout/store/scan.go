@@ -1,0 +1,101 @@
+package store
+
+import (
+	"bytes"
+
+	"github.com/antidrift/antidrift/rollout/trajectory"
+)
+
+// scanRecord decodes what scoring reads of a record line and checks the
+// rest without keeping it: identity, labels, status, drift matches, the
+// stored exposure and timings are decoded; messages keep their role and
+// the number of their tool calls, steps their turn and calls (what
+// CheckRecord reads); text, tools, arguments and visible lists are checked
+// to have the kinds a Record gives them (scanwalk.go), and dropped.
+type scanRecord struct {
+	trajectory.Record
+	Messages  scanMessages    `json:"messages"`
+	Tools     scanAnyArray    `json:"tools"`
+	ToolOrder scanStringArray `json:"tool_order,omitempty"`
+	Steps     scanSteps       `json:"steps"`
+	Plan      skipString      `json:"plan,omitempty"`
+	Judge     scanJudgement   `json:"judge"`
+}
+
+type scanJudgement struct {
+	Kind   skipString `json:"kind"`
+	Score  float64    `json:"score"`
+	Reason skipString `json:"reason"`
+}
+
+// knownStrings are the quoted values scoring compares (roles, call
+// outcomes), read without allocating.
+type knownString string
+
+var knownStrings = func() map[string]knownString {
+	m := map[string]knownString{}
+	for _, s := range []string{
+		trajectory.RoleSystem, trajectory.RoleUser, trajectory.RoleAssistant, trajectory.RoleTool,
+		"matched", "default", "invalid_args", "unknown_tool", "not_visible", "unparsed",
+	} {
+		m[s] = knownString(s)
+	}
+	return m
+}()
+
+// DecodeRecordScan decodes a record line for scoring (score, pareto):
+// identity, status, labels, drift matches, timings and the stored
+// exposure; messages, tools and steps are left nil. A line is accepted
+// exactly when DecodeRecord accepts it, with DecodeRecord's error when
+// not: what is not kept is still checked (types, roles, steps against
+// their turns), by CheckRecord's own rules.
+func DecodeRecordScan(b []byte, r *trajectory.Record) error {
+	var sr scanRecord
+	if err := decodeScan(b, &sr); err != nil {
+		// The reference decides, and words the error; a record it accepts
+		// (in a layout the scan leaves to it) is handed out as scanned.
+		if err := DecodeRecord(b, r); err != nil {
+			return err
+		}
+		r.Messages, r.Tools, r.ToolOrder, r.Steps, r.Plan = nil, nil, nil, nil, ""
+		r.Judge = trajectory.Judgement{}
+		return nil
+	}
+	if err := checkLine(b); err != nil {
+		return err
+	}
+	*r = sr.Record
+	r.Messages, r.Tools, r.ToolOrder, r.Steps, r.Plan = nil, nil, nil, nil, ""
+	r.Judge = trajectory.Judgement{}
+	return checkRecord(r, scanShape{&sr})
+}
+
+// decodeForScore is Scan's decoder: DecodeRecordScan, and for a record
+// without a current exposure DecodeRecordLean again (its steps and parsed
+// arguments, for a replay).
+func decodeForScore(b []byte, r *trajectory.Record) error {
+	if err := DecodeRecordScan(b, r); err != nil || r.Exposure.Current() {
+		return err
+	}
+	return DecodeRecordLean(b, r)
+}
+
+func decodeScan(b []byte, sr *scanRecord) error {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 || b[0] != '{' {
+		return errNotObject
+	}
+	return recordJSON.Unmarshal(b, sr)
+}
+
+// scanShape is a scanned record's messages and steps as CheckRecord reads
+// them.
+type scanShape struct{ r *scanRecord }
+
+func (s scanShape) messages() int           { return len(s.r.Messages) }
+func (s scanShape) role(i int) string       { return s.r.Messages[i].role }
+func (s scanShape) toolCalls(i int) int     { return s.r.Messages[i].calls }
+func (s scanShape) steps() int              { return len(s.r.Steps) }
+func (s scanShape) stepTurn(i int) int      { return s.r.Steps[i].turn }
+func (s scanShape) stepCalls(i int) int     { return s.r.Steps[i].calls }
+func (s scanShape) stepUnparsed(i int) bool { return s.r.Steps[i].unparsed }
