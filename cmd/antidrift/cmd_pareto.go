@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/antidrift/antidrift/rollout/store"
 	"io"
 	"os"
 	"path/filepath"
@@ -53,9 +54,8 @@ pareto.png, drift_by_domain.svg/.png and drift_positions.svg/.png into --out.`,
 			if err != nil {
 				return err
 			}
-			if err := partial.check(args, cmd.ErrOrStderr()); err != nil {
-				return err
-			}
+			// The runs are counted against their plans as they are scored
+			// (reportPresence), with no pass of their own over the files.
 			var steps stepSource
 			if ckptFile != "" {
 				cks, err := readCheckpoints(ckptFile)
@@ -66,8 +66,15 @@ pareto.png, drift_by_domain.svg/.png and drift_positions.svg/.png into --out.`,
 			} else if steps, err = stepsFromRuns(runs); err != nil {
 				return err
 			}
-			rep, err := buildReport(runs, opts, f.scenarios, steps, title)
+			rep, presence, err := buildReport(runs, opts, f.scenarios, steps, title)
 			if err != nil {
+				// A partial run is what to say first, as before scoring.
+				if perr := partial.check(args, cmd.ErrOrStderr()); perr != nil {
+					return perr
+				}
+				return err
+			}
+			if err := partial.checkCounted(presence, cmd.ErrOrStderr()); err != nil {
 				return err
 			}
 			rep.Partial = partial.labels()
@@ -185,30 +192,33 @@ func manifestStep(dir string) (int, bool, error) {
 
 // buildReport scores the runs by checkpoint and framework and analyses the
 // points.
-func buildReport(runs []metrics.RunInfo, opts metrics.Options, scenarios []string, steps stepSource, title string) (*report.Report, error) {
+// presence counts each run's records against its plan, as scoring read
+// them.
+func buildReport(runs []metrics.RunInfo, opts metrics.Options, scenarios []string, steps stepSource, title string) (rep *report.Report, presence []store.Presence, err error) {
 	res, err := metrics.Score(runs, opts, scenarios)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	presence = res.Presence
 	var ins []pareto.Input
 	for _, g := range res.Groups {
 		s, err := steps.step(g.Key(metrics.ByCheckpoint))
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		ins = append(ins, pareto.FromGroup(g, s))
 	}
 	an, err := pareto.Analyze(ins, opts.Bootstrap)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	dirs := make([]string, len(runs))
 	for i, r := range runs {
 		dirs[i] = r.Dir
 	}
-	rep, err := report.New(title, dirs, steps.describe, res, an)
+	rep, err = report.New(title, dirs, steps.describe, res, an)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// Several frameworks (exposure filters) among the groups: put them side
 	// by side in the report's gating section.
@@ -224,7 +234,7 @@ func buildReport(runs []metrics.RunInfo, opts metrics.Options, scenarios []strin
 		report.SortFilters(rows, engine.Frameworks)
 		rep.Gating = &report.Gating{Filters: rows}
 	}
-	return rep, nil
+	return rep, presence, nil
 }
 
 func printPareto(w io.Writer, rep *report.Report, out string, asJSON bool) error {

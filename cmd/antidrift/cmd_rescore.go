@@ -361,7 +361,7 @@ func runRescore(cmd *cobra.Command, f rescoreFlags) error {
 		return err
 	}
 	reportDir := filepath.Join(f.out, "report")
-	rep, err := buildReport(runs, opts, nil, stepsFromCheckpoints(f.checkpoints, cks), f.title)
+	rep, _, err := buildReport(runs, opts, nil, stepsFromCheckpoints(f.checkpoints, cks), f.title)
 	if err != nil {
 		return err
 	}

@@ -111,7 +111,9 @@ it has no verdict for are left out, with a warning.`,
 			if err != nil {
 				return err
 			}
-			if err := partial.check(args, cmd.ErrOrStderr()); err != nil {
+			// Rollout runs are counted against their plans as they are
+			// scored (no pass of its own over the files); select runs here.
+			if err := partial.check(selects, cmd.ErrOrStderr()); err != nil {
 				return err
 			}
 			res := &metrics.Result{}
@@ -128,6 +130,13 @@ it has no verdict for are left out, with a warning.`,
 					opts.Relabel = ov.Apply
 				}
 				if res, err = metrics.Score(runs, opts, f.scenarios); err != nil {
+					// A partial run is what to say first, as before scoring.
+					if perr := partial.check(rollouts, cmd.ErrOrStderr()); perr != nil {
+						return perr
+					}
+					return err
+				}
+				if err := partial.checkCounted(res.Presence, cmd.ErrOrStderr()); err != nil {
 					return err
 				}
 				// Checkpoints by training step, as pareto orders them.

@@ -80,7 +80,7 @@ limits, --risk-weights, --allow-unsafe-provenance).`,
 			if err != nil {
 				return err
 			}
-			rep, err := buildReport(runs, withFramework(opts), nil, steps, title)
+			rep, _, err := buildReport(runs, withFramework(opts), nil, steps, title)
 			if err != nil {
 				return err
 			}

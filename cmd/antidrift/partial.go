@@ -25,26 +25,38 @@ func (p *partialFlag) add(fl *pflag.FlagSet) {
 // outside the plan) is refused unless --allow-partial; then it is reported on stderr and
 // labelled in the outputs (notes returns the labels).
 func (p *partialFlag) check(dirs []string, stderr io.Writer) error {
-	p.found = nil
+	var prs []store.Presence
 	for _, d := range dirs {
 		pr, err := store.Count(d)
 		if err != nil {
 			return err
 		}
+		prs = append(prs, pr)
+	}
+	return p.checkCounted(prs, stderr)
+}
+
+// checkCounted is check over counts already made (a reader that counted
+// the records as it read them: metrics.Result.Presence). Runs it finds
+// partial are added to those found before.
+func (p *partialFlag) checkCounted(prs []store.Presence, stderr io.Writer) error {
+	var found []store.Presence
+	for _, pr := range prs {
 		if pr.Partial() {
-			p.found = append(p.found, pr)
+			found = append(found, pr)
 		}
 	}
-	if len(p.found) == 0 {
+	if len(found) == 0 {
 		return nil
 	}
+	p.found = append(p.found, found...)
 	if !p.allow {
-		if pr := p.found[0]; pr.Outside > 0 {
+		if pr := found[0]; pr.Outside > 0 {
 			return fmt.Errorf("run %s: records of another plan; move them out of the run folder, or pass --allow-partial to use the run as it is, labelled partial", pr)
 		}
-		return fmt.Errorf("partial run %s; finish it (rerun its rollout command, which resumes), or pass --allow-partial to use it as it is, labelled partial", p.found[0])
+		return fmt.Errorf("partial run %s; finish it (rerun its rollout command, which resumes), or pass --allow-partial to use it as it is, labelled partial", found[0])
 	}
-	for _, pr := range p.found {
+	for _, pr := range found {
 		fmt.Fprintf(stderr, "antidrift: warning: partial run %s; outputs are labelled partial\n", pr)
 	}
 	return nil

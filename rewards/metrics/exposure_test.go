@@ -3,6 +3,7 @@ package metrics
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -77,4 +78,40 @@ func TestStoredExposureScoresAsAReplay(t *testing.T) {
 		}
 		require.Equal(t, string(score(replayed)), string(score(stored)), "by %v", by)
 	}
+}
+
+// Score counts each run's records against its plan as it reads them: the
+// same counts store.Count makes with a pass of its own, for a complete run
+// and for one with a record removed and one outside the plan.
+func TestScoreCountsPresenceAsCountDoes(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	require.NoError(t, os.CopyFS(dir, os.DirFS(basicDir)))
+	check := func() store.Presence {
+		t.Helper()
+		runs, err := ReadRuns([]string{dir})
+		require.NoError(t, err)
+		res, err := Score(runs, Options{Bootstrap: Bootstrap{Replicates: 5, Seed: 1}}, nil)
+		require.NoError(t, err)
+		want, err := store.Count(dir)
+		require.NoError(t, err)
+		require.Equal(t, []store.Presence{want}, res.Presence)
+		return want
+	}
+	require.False(t, check().Partial())
+	files, err := filepath.Glob(filepath.Join(dir, "trajectories", "*.jsonl"))
+	require.NoError(t, err)
+	b, err := os.ReadFile(files[0])
+	require.NoError(t, err)
+	lines := bytes.SplitAfter(bytes.TrimRight(b, "\n"), []byte("\n"))
+	require.Greater(t, len(lines), 2)
+	var last trajectory.Record
+	require.NoError(t, store.DecodeRecord(lines[len(lines)-1], &last))
+	// One record fewer, and a copy of it moved past the plan's rollouts.
+	moved := bytes.Replace(lines[len(lines)-1], []byte(`"rollout":`+fmt.Sprint(last.Rollout)), []byte(`"rollout":99`), 1)
+	moved = bytes.Replace(moved, []byte(last.TrajID), []byte("moved-"+last.TrajID), 1)
+	out := append(bytes.Join(lines[:len(lines)-1], nil), '\n')
+	require.NoError(t, os.WriteFile(files[0], out, 0o644))
+	require.Equal(t, 1, check().Missing())
+	require.NoError(t, os.WriteFile(files[0], append(out, append(bytes.TrimRight(moved, "\n"), '\n')...), 0o644))
+	require.Equal(t, 1, check().Outside)
 }

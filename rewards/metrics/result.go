@@ -3,6 +3,7 @@ package metrics
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/antidrift/antidrift/rollout/store"
 	"github.com/antidrift/antidrift/rollout/trajectory"
 	"math"
 	"sort"
@@ -26,6 +27,9 @@ type Result struct {
 	Excluded map[string]int `json:"excluded,omitempty"`
 	// Warnings: a high share of model errors, among others.
 	Warnings []string `json:"warnings,omitempty"`
+	// Presence counts each run's records against its plan, as Score read
+	// them (store.Count without a pass of its own), in the runs' order.
+	Presence []store.Presence `json:"-"`
 }
 
 // Group holds the metrics of one group. The headline metrics are flat

@@ -93,10 +93,13 @@ func Score(runs []RunInfo, opts Options, scenariosOverride []string) (*Result, e
 			return nil, fmt.Errorf("%s: %w", r.Dir, err)
 		}
 	}
-	for _, r := range runs {
-		if err := addRun(acc, r.Dir, opts.Relabel); err != nil {
+	presence := make([]store.Presence, len(runs))
+	for i, r := range runs {
+		c := store.NewPresenceCounter(r.Dir, r.Manifest)
+		if err := addRun(acc, r.Dir, c, opts.Relabel); err != nil {
 			return nil, err
 		}
+		presence[i] = c.Presence()
 	}
 	if acc.Records() == 0 {
 		dirs := make([]string, len(runs))
@@ -105,7 +108,9 @@ func Score(runs []RunInfo, opts Options, scenariosOverride []string) (*Result, e
 		}
 		return nil, fmt.Errorf("no trajectories in %s", strings.Join(dirs, ", "))
 	}
-	return acc.Result(), nil
+	res := acc.Result()
+	res.Presence = presence
+	return res, nil
 }
 
 // checkIDs makes sure a run whose scenarios were loaded for another run with
@@ -117,7 +122,7 @@ func checkIDs(r RunInfo, ss []*scenario.Scenario) error {
 	return nil
 }
 
-func addRun(acc *Accumulator, dir string, relabel func(*trajectory.Record) (bool, error)) error {
+func addRun(acc *Accumulator, dir string, presence *store.PresenceCounter, relabel func(*trajectory.Record) (bool, error)) error {
 	// Scoring needs labels, matches and the stored exposure: the iterator
 	// scans for those. A record without an exposure this build can read
 	// comes with its steps and tool calls instead; it is replayed on the
@@ -125,6 +130,8 @@ func addRun(acc *Accumulator, dir string, relabel func(*trajectory.Record) (bool
 	it := store.Records(dir).Scan(acc.replay)
 	defer it.Close()
 	for it.Next() {
+		file, line := it.Pos()
+		presence.Add(file, line, it.At().ScenarioID, it.At().Rollout)
 		if relabel != nil {
 			keep, err := relabel(it.At())
 			if err != nil {

@@ -74,19 +74,48 @@ func Count(dir string) (Presence, error) {
 		}
 		return Presence{}, err
 	}
-	p := Presence{Dir: dir, Run: m.Run, Planned: m.Planned()}
+	c := NewPresenceCounter(dir, m)
 	files, err := filepath.Glob(filepath.Join(dir, trajDir, "*.jsonl"))
 	if err != nil {
-		return p, err
+		return c.Presence(), err
 	}
-	inPlan := planCheck(m.Plan)
 	for _, f := range files {
-		if err := countRecords(f, inPlan, &p); err != nil {
-			return p, err
+		if err := countRecords(f, c); err != nil {
+			return c.Presence(), err
 		}
 	}
-	return p, nil
+	return c.Presence(), nil
 }
+
+// PresenceCounter counts a run folder's records against its plan as a
+// reader meets them: Count without a pass of its own over the files, for
+// a reader that reads every record anyway (score).
+type PresenceCounter struct {
+	p       Presence
+	outside func(scenarioID string, rollout int) string
+}
+
+// NewPresenceCounter starts counting the records of the run folder dir
+// with manifest m.
+func NewPresenceCounter(dir string, m Manifest) *PresenceCounter {
+	return &PresenceCounter{p: Presence{Dir: dir, Run: m.Run, Planned: m.Planned()}, outside: planCheck(m.Plan)}
+}
+
+// Add counts the record at file:line.
+func (c *PresenceCounter) Add(file string, line int, scenarioID string, rollout int) {
+	why := c.outside(scenarioID, rollout)
+	if why == "" {
+		c.p.Present++
+		return
+	}
+	if c.p.Outside == 0 {
+		c.p.FirstOutside = fmt.Sprintf("%s:%d: %s", file, line, why)
+	}
+	c.p.Outside++
+}
+
+// Presence is the count so far.
+func (c *PresenceCounter) Presence() Presence { return c.p }
 
 // planCheck says why a record's scenario and rollout are outside plan,
 // or "" when they are in it (or the plan does not say: a hand-made
@@ -110,7 +139,7 @@ func planCheck(plan Plan) func(scenarioID string, rollout int) string {
 // countRecords counts the records of one trajectory file into p: those in
 // the plan as present, the others as outside. A line whose keys do not
 // decode counts as present; the readers report it.
-func countRecords(path string, outside func(string, int) string, p *Presence) error {
+func countRecords(path string, c *PresenceCounter) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -129,17 +158,10 @@ func countRecords(path string, outside func(string, int) string, p *Presence) er
 			b = long
 		}
 		if len(bytes.TrimSpace(b)) > 0 && err == nil {
-			why := ""
 			if k, kerr := readKeys(b); kerr == nil {
-				why = outside(k.ScenarioID, k.Rollout)
-			}
-			if why == "" {
-				p.Present++
+				c.Add(path, line, k.ScenarioID, k.Rollout)
 			} else {
-				if p.Outside == 0 {
-					p.FirstOutside = fmt.Sprintf("%s:%d: %s", path, line, why)
-				}
-				p.Outside++
+				c.p.Present++
 			}
 		}
 		if err == io.EOF {
