@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -44,16 +45,65 @@ models. Rerunning resumes the rollouts and rewrites the rest.`,
 
 // demoStage runs one subcommand as a user would type it; its own output goes
 // to a log file in the demo folder, so the demo prints only its summary.
-func demoStage(log io.Writer, args ...string) error {
-	fmt.Fprintf(log, "\n$ antidrift %s\n", strings.Join(args, " "))
+// The log names paths relative to the demo folder out (its header says
+// so): the stages' commands then run as they read from inside it.
+func demoStage(log io.Writer, out string, args ...string) error {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "\n$ antidrift %s\n", strings.Join(args, " "))
 	root := newRootCmd()
 	root.SetArgs(args)
-	root.SetOut(log)
-	root.SetErr(log)
-	if err := root.Execute(); err != nil {
+	root.SetOut(&b)
+	root.SetErr(&b)
+	err := root.Execute()
+	if _, werr := io.WriteString(log, relToFolder(b.String(), out)); werr != nil && err == nil {
+		err = werr
+	}
+	if err != nil {
 		return fmt.Errorf("demo: antidrift %s: %w", args[0], err)
 	}
 	return nil
+}
+
+// relToFolder rewrites every path in text under folder dir (named as given
+// or absolute) relative to dir: dir/runs/base becomes runs/base, dir itself
+// ".". A match must stand alone (not inside a longer name); the absolute
+// form is tried first, as it may contain the given one.
+func relToFolder(text, dir string) string {
+	var roots []string
+	if abs, err := filepath.Abs(dir); err == nil {
+		roots = append(roots, abs)
+	}
+	if c := filepath.Clean(dir); c != "." && !filepath.IsAbs(c) {
+		roots = append(roots, c)
+	}
+	pathByte := func(c byte) bool {
+		return c == '/' || c == '.' || c == '-' || c == '_' || c == '~' ||
+			'0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c >= 0x80
+	}
+	for _, root := range roots {
+		var b strings.Builder
+		for rest := text; ; {
+			i := strings.Index(rest, root)
+			if i < 0 {
+				b.WriteString(rest)
+				break
+			}
+			j := i + len(root)
+			alone := (i == 0 || !pathByte(rest[i-1])) && (j == len(rest) || rest[j] == '/' || !pathByte(rest[j]))
+			switch {
+			case !alone:
+				b.WriteString(rest[:j])
+			case j < len(rest) && rest[j] == '/':
+				b.WriteString(rest[:i])
+				j++ // dir/x -> x
+			default:
+				b.WriteString(rest[:i] + ".")
+			}
+			rest = rest[j:]
+		}
+		text = b.String()
+	}
+	return text
 }
 
 func runDemo(w io.Writer, out string, rollouts int, latency time.Duration) error {
@@ -73,6 +123,7 @@ func runDemo(w io.Writer, out string, rollouts int, latency time.Duration) error
 		return err
 	}
 	defer log.Close()
+	fmt.Fprintf(log, "antidrift demo: what each stage printed. Paths are relative to this folder (the demo's output folder), as if each command ran from here.\n")
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -89,7 +140,7 @@ func runDemo(w io.Writer, out string, rollouts int, latency time.Duration) error
 	for i, p := range sim.Profiles {
 		dir := filepath.Join(out, "runs", p.Name)
 		runs = append(runs, dir)
-		if err := demoStage(log, "rollout", "--policy", "openai:sim:"+p.Name, "--base-url", base,
+		if err := demoStage(log, out, "rollout", "--policy", "openai:sim:"+p.Name, "--base-url", base,
 			"--checkpoint", "sim:"+p.Name, "--step", fmt.Sprint(i), "--rollouts", fmt.Sprint(rollouts),
 			"--concurrency", "64", "--seed", "1", "--out", dir, "--json"); err != nil {
 			return err
@@ -104,7 +155,7 @@ func runDemo(w io.Writer, out string, rollouts int, latency time.Duration) error
 		append([]string{"export", "--table", "kto", "--out", filepath.Join(out, "kto"), "--format", "parquet,arrow,jsonl"}, runs...),
 	}
 	for _, args := range stages {
-		if err := demoStage(log, args...); err != nil {
+		if err := demoStage(log, out, args...); err != nil {
 			return err
 		}
 	}
