@@ -66,8 +66,9 @@ func demoStage(log io.Writer, out string, args ...string) error {
 
 // relToFolder rewrites every path in text under folder dir (named as given
 // or absolute) relative to dir: dir/runs/base becomes runs/base, dir itself
-// ".". A match must stand alone (not inside a longer name); the absolute
-// form is tried first, as it may contain the given one.
+// ".". A match must stand alone, as a command-line argument or a quoted
+// value does (not inside a longer name or a word such as sim:demo); the
+// absolute form is tried first, as it may contain the given one.
 func relToFolder(text, dir string) string {
 	var roots []string
 	if abs, err := filepath.Abs(dir); err == nil {
@@ -76,12 +77,9 @@ func relToFolder(text, dir string) string {
 	if c := filepath.Clean(dir); c != "." && !filepath.IsAbs(c) {
 		roots = append(roots, c)
 	}
-	pathByte := func(c byte) bool {
-		return c == '/' || c == '.' || c == '-' || c == '_' || c == '~' ||
-			'0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c >= 0x80
-	}
 	for _, root := range roots {
 		var b strings.Builder
+		done := 0 // bytes of text already written
 		for rest := text; ; {
 			i := strings.Index(rest, root)
 			if i < 0 {
@@ -89,17 +87,20 @@ func relToFolder(text, dir string) string {
 				break
 			}
 			j := i + len(root)
-			alone := (i == 0 || !pathByte(rest[i-1])) && (j == len(rest) || rest[j] == '/' || !pathByte(rest[j]))
+			start := done + i          // where the match starts in text
+			const ends = " \t\n\"',):" // what may follow a path
+			alone := (start == 0 || strings.IndexByte(" \t\n\"'=(,", text[start-1]) >= 0) &&
+				(j == len(rest) || rest[j] == '/' || strings.IndexByte(ends, rest[j]) >= 0)
 			switch {
 			case !alone:
 				b.WriteString(rest[:j])
-			case j < len(rest) && rest[j] == '/':
+			case j+1 < len(rest) && rest[j] == '/' && strings.IndexByte(ends, rest[j+1]) < 0:
 				b.WriteString(rest[:i])
 				j++ // dir/x -> x
-			default:
+			default: // dir, or dir/ -> ./
 				b.WriteString(rest[:i] + ".")
 			}
-			rest = rest[j:]
+			rest, done = rest[j:], done+j
 		}
 		text = b.String()
 	}

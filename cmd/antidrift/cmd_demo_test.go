@@ -165,6 +165,8 @@ func TestRelToFolder(t *testing.T) {
 		{"/tmp/d", "/tmp/dd/a /x/tmp/d/a /tmp/d.old", "/tmp/dd/a /x/tmp/d/a /tmp/d.old"},
 		{"demo", "--out demo/pairs x/demo/pairs demo2 " + filepath.Join(wd, "demo", "kto"), "--out pairs x/demo/pairs demo2 kto"},
 		{".", "runs/base " + filepath.Join(wd, "runs"), "runs/base runs"},
+		{"demo", "sim:demo --out=demo: (demo)", "sim:demo --out=.: (.)"},
+		{"/tmp/d", "a/tmp/d /tmp/d-x /tmp/d/ '/tmp/d/'", "a/tmp/d /tmp/d-x ./ './'"},
 	} {
 		assert.Equal(t, c.want, relToFolder(c.text, c.dir), "%s: %q", c.dir, c.text)
 	}
