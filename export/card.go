@@ -410,7 +410,10 @@ func renderCard(c Card, mf manifestFile) string {
 		fmt.Fprintf(&b, "```sql\n-- DuckDB: counts per split, and the first message of a row as JSON\nSELECT split, count(*) FROM '%s' GROUP BY split ORDER BY split;\nSELECT %s[1] ->> '$.content' FROM '%s' LIMIT 1;\n```\n\n", pq, col, pq)
 		fmt.Fprintf(&b, "```python\n# Spark\nspark.read.parquet(\"%s\").groupBy(\"split\").count().show()\n```\n\n", pq)
 	}
-	b.WriteString("Arrow IPC files (`.arrow`, the random-access file format, buffers zstd-compressed) open with `pyarrow.ipc.open_file(...).read_all()` or `polars.read_ipc`; `datasets`' `arrow` builder reads them too (`load_dataset(\"arrow\", data_files={\"train\": \"arrow/NAME-train.arrow\"})`: it reads the IPC stream format and falls back to the file format), though the folder's YAML points `load_dataset` at the Parquet files. JSONL files hold one row per line with messages as arrays of objects.\n\n")
+	if anyWithExt(mf.Tables, ".arrow") {
+		b.WriteString(ArrowNote + "\n\n")
+	}
+	b.WriteString("JSONL files hold one row per line with messages as arrays of objects.\n\n")
 
 	b.WriteString("## Provenance\n\n")
 	m := mf.Manifest
@@ -460,6 +463,26 @@ func firstWithExt(files []string, ext string) string {
 		}
 	}
 	return ""
+}
+
+// ArrowNote is the cards' note on reading the Arrow IPC files. What it says
+// of `datasets` is what src/datasets/packaged_modules/arrow/arrow.py does
+// in datasets 5.0.1 (the newest release, July 2026): both _split_generators
+// (features from the schema) and _generate_tables try
+// pa.ipc.open_stream(f), and on ArrowInvalid or OSError fall back to
+// pa.ipc.open_file(f), reading batches with get_batch(i), then
+// record_batch.validate(full=True). The fallback came with datasets 3.0.0
+// (PR 7025); OSError joined ArrowInvalid in 3.3.0 (PR 7348: before it, a
+// file-format file could fail with "Invalid flatbuffers message").
+const ArrowNote = "Arrow IPC files (`.arrow`) are in the random-access IPC *file* format (not the stream format), buffers zstd-compressed: they open with `pyarrow.ipc.open_file(...).read_all()` or `polars.read_ipc`. `datasets`' `arrow` builder reads them too (`load_dataset(\"arrow\", data_files={\"train\": \"arrow/NAME-train.arrow\"})`): its `src/datasets/packaged_modules/arrow/arrow.py` (datasets 5.0.1) opens each file with `pyarrow.ipc.open_stream`, and when that raises `ArrowInvalid` or `OSError`, as it does on the file format, with `pyarrow.ipc.open_file`, reading every record batch. That fallback exists since datasets 3.0.0 and catches `OSError` since 3.3.0, so use datasets 3.3.0 or later for these files. The folder's YAML points `load_dataset` at the Parquet files."
+
+func anyWithExt(ts []manifestTable, ext string) bool {
+	for _, t := range ts {
+		if firstWithExt(t.Files, ext) != "" {
+			return true
+		}
+	}
+	return false
 }
 
 func anyParquet(ts []manifestTable) string {

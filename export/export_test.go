@@ -639,3 +639,53 @@ func TestInspect(t *testing.T) {
 	err = Inspect(&out, filepath.Join(dir, "x.csv"), 1)
 	assert.ErrorContains(t, err, "x.csv: unknown file type")
 }
+
+// TestCardArrowNote: the cards' note on the Arrow files says what the
+// files are and what `datasets`' arrow builder does with them (its
+// packaged_modules/arrow/arrow.py, datasets 5.0.1: open_stream, then
+// open_file on ArrowInvalid or OSError). The files must then be the IPC
+// file format, which a stream reader refuses (so the builder takes the
+// fallback the note names); a card without Arrow files has no note.
+func TestCardArrowNote(t *testing.T) {
+	dir := t.TempDir()
+	rows := dpoRows(12)
+	w := writeAll(t, dir, "dpo", rows, Options{})
+	arrowFile := filepath.Join(dir, "dpo.arrow")
+	b, err := os.ReadFile(arrowFile)
+	require.NoError(t, err)
+	magic := []byte("ARROW1")
+	assert.Equal(t, magic, b[:len(magic)], "IPC file format: magic first")
+	assert.Equal(t, magic, b[len(b)-len(magic):], "IPC file format: magic last")
+	f, err := os.Open(arrowFile)
+	require.NoError(t, err)
+	defer f.Close()
+	if r, err := ipc.NewReader(f); err == nil {
+		for r.Next() {
+		}
+		assert.Error(t, r.Err(), "a stream reader must refuse the file format")
+		r.Release()
+	}
+	checkArrow(t, arrowFile, rows, Options{})
+
+	for _, s := range []string{"IPC *file* format", "`pyarrow.ipc.open_file(...).read_all()`",
+		"`src/datasets/packaged_modules/arrow/arrow.py` (datasets 5.0.1)", "with `pyarrow.ipc.open_stream`",
+		"raises `ArrowInvalid` or `OSError`", "with `pyarrow.ipc.open_file`", "since datasets 3.0.0", "`OSError` since 3.3.0"} {
+		assert.Contains(t, ArrowNote, s)
+	}
+	require.NoError(t, WriteCard(dir, Card{Title: "t", Tables: []CardTable{w.CardTable("dpo")}}))
+	card, err := os.ReadFile(filepath.Join(dir, "README.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(card), "\n"+ArrowNote+"\n")
+
+	only := t.TempDir()
+	w2, err := Create[dataset.DPORow](only, "dpo", []string{FormatParquet, FormatJSONL}, Options{})
+	require.NoError(t, err)
+	for i := range rows {
+		require.NoError(t, w2.Write(&rows[i]))
+	}
+	require.NoError(t, w2.Close())
+	require.NoError(t, WriteCard(only, Card{Title: "t", Tables: []CardTable{w2.CardTable("dpo")}}))
+	card, err = os.ReadFile(filepath.Join(only, "README.md"))
+	require.NoError(t, err)
+	assert.NotContains(t, string(card), "Arrow IPC files")
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -44,16 +45,66 @@ models. Rerunning resumes the rollouts and rewrites the rest.`,
 
 // demoStage runs one subcommand as a user would type it; its own output goes
 // to a log file in the demo folder, so the demo prints only its summary.
-func demoStage(log io.Writer, args ...string) error {
-	fmt.Fprintf(log, "\n$ antidrift %s\n", strings.Join(args, " "))
+// The log names paths relative to the demo folder out (its header says
+// so): the stages' commands then run as they read from inside it.
+func demoStage(log io.Writer, out string, args ...string) error {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "\n$ antidrift %s\n", strings.Join(args, " "))
 	root := newRootCmd()
 	root.SetArgs(args)
-	root.SetOut(log)
-	root.SetErr(log)
-	if err := root.Execute(); err != nil {
+	root.SetOut(&b)
+	root.SetErr(&b)
+	err := root.Execute()
+	if _, werr := io.WriteString(log, relToFolder(b.String(), out)); werr != nil && err == nil {
+		err = werr
+	}
+	if err != nil {
 		return fmt.Errorf("demo: antidrift %s: %w", args[0], err)
 	}
 	return nil
+}
+
+// relToFolder rewrites every path in text under folder dir (named as given
+// or absolute) relative to dir: dir/runs/base becomes runs/base, dir itself
+// ".". A match must stand alone, as a command-line argument or a quoted
+// value does (not inside a longer name or a word such as sim:demo); the
+// absolute form is tried first, as it may contain the given one.
+func relToFolder(text, dir string) string {
+	var roots []string
+	if abs, err := filepath.Abs(dir); err == nil {
+		roots = append(roots, abs)
+	}
+	if c := filepath.Clean(dir); c != "." && !filepath.IsAbs(c) {
+		roots = append(roots, c)
+	}
+	for _, root := range roots {
+		var b strings.Builder
+		done := 0 // bytes of text already written
+		for rest := text; ; {
+			i := strings.Index(rest, root)
+			if i < 0 {
+				b.WriteString(rest)
+				break
+			}
+			j := i + len(root)
+			start := done + i          // where the match starts in text
+			const ends = " \t\n\"',):" // what may follow a path
+			alone := (start == 0 || strings.IndexByte(" \t\n\"'=(,", text[start-1]) >= 0) &&
+				(j == len(rest) || rest[j] == '/' || strings.IndexByte(ends, rest[j]) >= 0)
+			switch {
+			case !alone:
+				b.WriteString(rest[:j])
+			case j+1 < len(rest) && rest[j] == '/' && strings.IndexByte(ends, rest[j+1]) < 0:
+				b.WriteString(rest[:i])
+				j++ // dir/x -> x
+			default: // dir, or dir/ -> ./
+				b.WriteString(rest[:i] + ".")
+			}
+			rest, done = rest[j:], done+j
+		}
+		text = b.String()
+	}
+	return text
 }
 
 func runDemo(w io.Writer, out string, rollouts int, latency time.Duration) error {
@@ -73,6 +124,7 @@ func runDemo(w io.Writer, out string, rollouts int, latency time.Duration) error
 		return err
 	}
 	defer log.Close()
+	fmt.Fprintf(log, "antidrift demo: what each stage printed. Paths are relative to this folder (the demo's output folder), as if each command ran from here.\n")
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -89,7 +141,7 @@ func runDemo(w io.Writer, out string, rollouts int, latency time.Duration) error
 	for i, p := range sim.Profiles {
 		dir := filepath.Join(out, "runs", p.Name)
 		runs = append(runs, dir)
-		if err := demoStage(log, "rollout", "--policy", "openai:sim:"+p.Name, "--base-url", base,
+		if err := demoStage(log, out, "rollout", "--policy", "openai:sim:"+p.Name, "--base-url", base,
 			"--checkpoint", "sim:"+p.Name, "--step", fmt.Sprint(i), "--rollouts", fmt.Sprint(rollouts),
 			"--concurrency", "64", "--seed", "1", "--out", dir, "--json"); err != nil {
 			return err
@@ -104,7 +156,7 @@ func runDemo(w io.Writer, out string, rollouts int, latency time.Duration) error
 		append([]string{"export", "--table", "kto", "--out", filepath.Join(out, "kto"), "--format", "parquet,arrow,jsonl"}, runs...),
 	}
 	for _, args := range stages {
-		if err := demoStage(log, args...); err != nil {
+		if err := demoStage(log, out, args...); err != nil {
 			return err
 		}
 	}

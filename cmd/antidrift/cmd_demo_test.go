@@ -95,6 +95,83 @@ func TestDemoMakesEveryArtifact(t *testing.T) {
 	assert.Contains(t, summary.String(), "sim:dpo-1 → sim:dpo-2")
 }
 
+// TestDemoRecordsNoAbsolutePath: no file the demo writes (run manifests,
+// report, cards, tables, log) holds the absolute path of its output folder,
+// so a demo folder reads the same on any machine it is copied to. The run
+// manifests record the demo's command line (sharedDemo types one), with
+// --out relative to the run folder.
+func TestDemoRecordsNoAbsolutePath(t *testing.T) {
+	dir, _ := sharedDemo(t)
+	abs, err := filepath.Abs(dir)
+	require.NoError(t, err)
+	files := 0
+	require.NoError(t, filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		files++
+		rel, _ := filepath.Rel(dir, path)
+		assert.NotContains(t, string(b), abs, rel)
+		return nil
+	}))
+	assert.Greater(t, files, 40)
+
+	var m store.Manifest
+	b, err := os.ReadFile(filepath.Join(dir, "runs", "base", "manifest.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &m))
+	assert.Equal(t, "antidrift demo --out ../.. --rollouts 2", m.Settings.Command)
+	var rep struct {
+		Runs []string `json:"runs"`
+	}
+	b, err = os.ReadFile(filepath.Join(dir, "report", "report.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &rep))
+	require.Len(t, rep.Runs, 5)
+	for _, r := range rep.Runs {
+		// Relative to the report folder: each names a run folder there.
+		_, err := store.ReadManifest(filepath.Join(dir, "report", r))
+		assert.NoError(t, err, r)
+	}
+	log, err := os.ReadFile(filepath.Join(dir, "demo.log"))
+	require.NoError(t, err)
+	assert.Contains(t, string(log), "\n$ antidrift pareto --out report runs/base runs/sft runs/dpo-1 runs/dpo-2 runs/overcautious\n")
+
+	// The moved copy still reads: score and pareto take its run folders.
+	moved := filepath.Join(t.TempDir(), "moved")
+	copyDemo(t, moved)
+	runs := mustGlob(t, filepath.Join(moved, "runs", "*"))
+	code, _, stderr := runScenarios(t, append([]string{"pareto", "--out", filepath.Join(moved, "report")}, runs...)...)
+	require.Equal(t, 0, code, stderr)
+	code, _, stderr = runScenarios(t, append([]string{"score"}, runs...)...)
+	require.Equal(t, 0, code, stderr)
+}
+
+// TestRelToFolder: the demo log's paths under the demo folder become
+// relative to it, whether it was named absolute or relative, and nothing
+// else changes.
+func TestRelToFolder(t *testing.T) {
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	for _, c := range []struct{ dir, text, want string }{
+		{"/tmp/d", "--out /tmp/d/runs/base --json", "--out runs/base --json"},
+		{"/tmp/d", `"out": "/tmp/d/runs/base",`, `"out": "runs/base",`},
+		{"/tmp/d", "view /tmp/d\n", "view .\n"},
+		{"/tmp/d", "/tmp/d/a, /tmp/d/b", "a, b"},
+		{"/tmp/d", "/tmp/dd/a /x/tmp/d/a /tmp/d.old", "/tmp/dd/a /x/tmp/d/a /tmp/d.old"},
+		{"demo", "--out demo/pairs x/demo/pairs demo2 " + filepath.Join(wd, "demo", "kto"), "--out pairs x/demo/pairs demo2 kto"},
+		{".", "runs/base " + filepath.Join(wd, "runs"), "runs/base runs"},
+		{"demo", "sim:demo --out=demo: (demo)", "sim:demo --out=.: (.)"},
+		{"/tmp/d", "a/tmp/d /tmp/d-x /tmp/d/ '/tmp/d/'", "a/tmp/d /tmp/d-x ./ './'"},
+	} {
+		assert.Equal(t, c.want, relToFolder(c.text, c.dir), "%s: %q", c.dir, c.text)
+	}
+}
+
 func mustGlob(t *testing.T, pattern string) []string {
 	t.Helper()
 	m, err := filepath.Glob(pattern)

@@ -196,7 +196,7 @@ func planEnv(f envFlags) (*envRun, error) {
 		runName = planName(plan)
 	}
 	man := store.Manifest{Version: Version, Run: runName, Created: time.Now().UTC().Format(time.RFC3339), Plan: plan,
-		Settings: store.Settings{Concurrency: f.maxSessions, Command: commandLine(), Rewards: rwDesc}}
+		Settings: store.Settings{Concurrency: f.maxSessions, Command: commandLineIn(f.out), Rewards: rwDesc}}
 	cfg := envserver.Config{Scenarios: ss, Framework: f.framework, Filter: fopts,
 		Limits: agent.Limits{MaxSteps: f.maxSteps}, Checkpoint: f.checkpoint, Seed: f.seed, MaxSessions: f.maxSessions,
 		IdleTimeout: f.idle, Rewards: scorer(rw), RewardsSpec: rwDesc, Version: Version}

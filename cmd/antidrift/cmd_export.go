@@ -138,9 +138,9 @@ func runExport(cmd *cobra.Command, dirs []string, f exportFlags) error {
 			settings["record_order"] = fmt.Sprintf("shuffled by row: by SHA-256 of the seed, traj_id and turn, seed %d, each label on its own, the labels spread evenly through the file (KTO pairs neighbours for its KL estimate and trains in file order; a trajectory's turns are scattered)", f.seed)
 		}
 	}
-	cfg.Manifest = export.Manifest{ToolkitVersion: Version, Command: tableCommandLine(f.out), Settings: settings}
+	cfg.Manifest = export.Manifest{ToolkitVersion: Version, Command: commandLineIn(f.out), Settings: settings}
 	notes = append(notes, templatesNote(f.render().Compat))
-	cfg.Notes = withNote(notes, f.partial.note())
+	cfg.Notes = withNote(notes, f.partial.note(f.out))
 
 	claim, err := claimOut("export", f.out, dirs, namesOf(f.table+"."))
 	if err != nil {

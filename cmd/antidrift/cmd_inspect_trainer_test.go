@@ -109,7 +109,7 @@ func TestTableCommandLineRelative(t *testing.T) {
 	saved := os.Args
 	defer func() { os.Args = saved }()
 	os.Args = []string{"antidrift", "export", run, "--table", "kto", "--out", out, "--provisions=" + filepath.Join(root, "w.json"), "--seed", "3"}
-	got := tableCommandLine(out)
+	got := commandLineIn(out)
 	assert.Equal(t, "antidrift export ../../runs/base --table kto --out . --provisions=../../w.json --seed 3", got)
 	assert.NotContains(t, got, root)
 }

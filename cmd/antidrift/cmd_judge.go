@@ -207,7 +207,7 @@ func runJudge(cmd *cobra.Command, dir string, f judgeFlags) error {
 		return err
 	}
 
-	lm := labels.Manifest{Name: name, Judge: f.judge, Run: man.Run, ScenarioHash: man.Plan.ScenarioHash, Version: Version, Command: commandLine()}
+	lm := labels.Manifest{Name: name, Judge: f.judge, Run: man.Run, ScenarioHash: man.Plan.ScenarioHash, Version: Version, Command: commandLineIn(filepath.Join(dir, labels.Dir))}
 	sum := judgeSummary{Labeling: name, Path: labels.Path(dir, name), Judge: f.judge}
 	var label labeler
 	var llm *judge.LLM

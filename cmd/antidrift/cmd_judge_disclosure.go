@@ -235,7 +235,7 @@ func runDisclosure(cmd *cobra.Command, dir string, f judgeFlags) error {
 	if f.writeLabels != "" {
 		lm := labels.Manifest{Name: f.writeLabels, Judge: f.disclosure, Kind: dj.Kind(), Model: model, BaseURL: secret.URL(f.endpoint.baseURL),
 			APIKeyEnv: f.endpoint.apiKeyEnv, PromptVersion: judge.DisclosurePromptVersion, Run: man.Run, ScenarioHash: man.Plan.ScenarioHash,
-			Created: time.Now().UTC().Format(time.RFC3339), Version: Version, Command: commandLine(),
+			Created: time.Now().UTC().Format(time.RFC3339), Version: Version, Command: commandLineIn(filepath.Join(dir, labels.Dir)),
 			Records: len(ls), Errors: rep.LabelingErrors, Drifts: rep.LabelingDrift}
 		for _, l := range ls {
 			if l.Judged() && l.Success {

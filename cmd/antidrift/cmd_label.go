@@ -89,7 +89,7 @@ func runLabel(cmd *cobra.Command, f labelFlags, traces string) error {
 		runName = planName(plan)
 	}
 	man := store.Manifest{Version: Version, Run: runName, Created: time.Now().UTC().Format(time.RFC3339), Plan: plan,
-		Settings: store.Settings{Command: commandLine(), Rewards: rwDesc}}
+		Settings: store.Settings{Command: commandLineIn(f.out), Rewards: rwDesc}}
 	run, err := store.Open(f.out, man, f.force)
 	if err != nil {
 		return err

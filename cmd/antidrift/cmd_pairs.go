@@ -242,7 +242,7 @@ func runPairs(cmd *cobra.Command, dirs []string, f pairsFlags) error {
 		Metrics:     pairsMetrics(st),
 		MetricsNote: "Computed over every trajectory of the input runs, per checkpoint.",
 		Manifest:    exportManifest(ix, f.out, settings),
-		Notes:       withNote(append(append(pairsNotes(st), asym.note(f.balance)...), templatesNote(f.render().Compat)), f.partial.note()),
+		Notes:       withNote(append(append(pairsNotes(st), asym.note(f.balance)...), templatesNote(f.render().Compat)), f.partial.note(f.out)),
 	}
 	if err := export.WriteCard(out.tmp, card); err != nil {
 		return err

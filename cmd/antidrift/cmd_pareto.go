@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"text/tabwriter"
 
+	"github.com/antidrift/antidrift/export"
 	"github.com/antidrift/antidrift/rewards/metrics"
 	"github.com/antidrift/antidrift/rewards/pareto"
 	"github.com/antidrift/antidrift/rewards/report"
@@ -77,7 +78,8 @@ pareto.png, drift_by_domain.svg/.png and drift_positions.svg/.png into --out.`,
 			if err := partial.checkCounted(presence, cmd.ErrOrStderr()); err != nil {
 				return err
 			}
-			rep.Partial = partial.labels()
+			rep.Partial = partial.labelsIn(out)
+			relReportPaths(rep, out, ckptFile)
 			claim, err := claimOut("pareto", out, args, outRule{})
 			if err != nil {
 				return err
@@ -235,6 +237,19 @@ func buildReport(runs []metrics.RunInfo, opts metrics.Options, scenarios []strin
 		rep.Gating = &report.Gating{Filters: rows}
 	}
 	return rep, presence, nil
+}
+
+// relReportPaths names the report's run folders, and the checkpoints file
+// its steps came from (when one did), relative to the report folder dir, so
+// that a report holds no path of the machine that made it and reads the
+// same wherever its folders are moved together.
+func relReportPaths(rep *report.Report, dir, checkpoints string) {
+	for i, r := range rep.Runs {
+		rep.Runs[i] = export.RelPath(dir, r)
+	}
+	if checkpoints != "" {
+		rep.StepSource = stepsFromCheckpoints(export.RelPath(dir, checkpoints), nil).describe
+	}
 }
 
 func printPareto(w io.Writer, rep *report.Report, out string, asJSON bool) error {

@@ -324,7 +324,7 @@ func qcProbe(ctx context.Context, f qcFlags, spec string, ss []*scenario.Scenari
 	}
 	man := store.Manifest{
 		Version: Version, Created: time.Now().UTC().Format(time.RFC3339), Plan: plan,
-		Settings: store.Settings{BaseURL: secret.URL(f.endpoint.baseURL), Concurrency: f.concurrency, Command: commandLine()},
+		Settings: store.Settings{BaseURL: secret.URL(f.endpoint.baseURL), Concurrency: f.concurrency, Command: commandLineIn(dir)},
 	}
 	if kind == "openai" {
 		plan.Model = model

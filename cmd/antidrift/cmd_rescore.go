@@ -378,6 +378,7 @@ func runRescore(cmd *cobra.Command, f rescoreFlags) error {
 		}
 		rep.AddSkills(res)
 	}
+	relReportPaths(rep, reportDir, filepath.Join(f.out, "checkpoints.json")) // the copy beside the runs
 	if err := rep.Write(reportDir); err != nil {
 		return err
 	}

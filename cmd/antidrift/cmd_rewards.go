@@ -267,7 +267,7 @@ func tableFiles(name string) []string {
 
 // exportManifest is the provenance of an export built from an index.
 func exportManifest(ix *dataset.Index, out string, settings map[string]string) export.Manifest {
-	m := export.Manifest{ToolkitVersion: Version, Command: tableCommandLine(out), Settings: settings}
+	m := export.Manifest{ToolkitVersion: Version, Command: commandLineIn(out), Settings: settings}
 	hashes, ckpts, seeds := map[string]bool{}, map[string]bool{}, map[int64]bool{}
 	for i, man := range ix.Manifests {
 		m.Runs = append(m.Runs, export.ManifestRun{Path: export.RelPath(out, ix.Dirs[i]), Run: man.Run, Checkpoint: man.Plan.Checkpoint, Policy: man.Plan.Policy,
@@ -449,7 +449,7 @@ func runRewards(cmd *cobra.Command, dirs []string, f rewardsFlags) error {
 		card.Notes = append(card.Notes, fmt.Sprintf("%d scenario × checkpoint pairs held rollouts sent different first requests (frameworks that prompt differently or show other tools at step 0, runs of one scenario id whose text differs); each first request is its own GRPO group.", sum.SplitPrompts))
 	}
 	card.Notes = append(card.Notes, templatesNote(f.render().Compat))
-	card.Notes = withNote(card.Notes, f.partial.note())
+	card.Notes = withNote(card.Notes, f.partial.note(f.out))
 	if err := export.WriteCard(out.tmp, card); err != nil {
 		return err
 	}

@@ -10,11 +10,13 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
+	"github.com/antidrift/antidrift/export"
 	"github.com/antidrift/antidrift/rollout/agent"
 	"github.com/antidrift/antidrift/rollout/engine"
 	"github.com/antidrift/antidrift/rollout/policy/openai"
@@ -177,7 +179,7 @@ func runRollout(cmd *cobra.Command, f rolloutFlags) error {
 	}
 	man := store.Manifest{
 		Version: Version, Run: runName, Created: time.Now().UTC().Format(time.RFC3339), Plan: plan,
-		Settings: store.Settings{BaseURL: secret.URL(f.endpoint.baseURL), Concurrency: f.concurrency, Command: commandLine()},
+		Settings: store.Settings{BaseURL: secret.URL(f.endpoint.baseURL), Concurrency: f.concurrency, Command: commandLineIn(f.out)},
 	}
 	if kind == "openai" {
 		man.Settings.APIKeyEnv = f.endpoint.apiKeyEnv
@@ -262,6 +264,39 @@ func planName(p store.Plan) string {
 // anything that looks like a key is masked. The key itself is only ever
 // read from the environment.
 func commandLine() string { return "antidrift " + secret.Command(os.Args[1:]) }
+
+// commandLineIn is the command line a manifest or card in folder dir
+// records: every argument that names a file or folder (absolute, or
+// existing relative to the working directory) is written relative to dir,
+// so that no output holds a path of the machine that made it. Locks keep
+// commandLine: they name a live process to the user at the terminal. With
+// no folder (env serve into a queue) the command line is kept as typed.
+func commandLineIn(dir string) string {
+	if dir == "" {
+		return commandLine()
+	}
+	args := make([]string, len(os.Args)-1)
+	for i, a := range os.Args[1:] {
+		if k, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(k, "--") {
+			args[i] = k + "=" + relArg(dir, v)
+			continue
+		}
+		args[i] = relArg(dir, a)
+	}
+	return "antidrift " + secret.Command(args)
+}
+
+func relArg(dir, a string) string {
+	if a == "" || strings.HasPrefix(a, "-") || strings.Contains(a, "://") {
+		return a
+	}
+	if !filepath.IsAbs(a) {
+		if _, err := os.Stat(a); err != nil && filepath.Clean(a) != filepath.Clean(dir) {
+			return a // not a path
+		}
+	}
+	return export.RelPath(dir, a)
+}
 
 // runSummary is the end-of-run table and its --json form.
 type runSummary struct {

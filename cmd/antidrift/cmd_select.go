@@ -174,7 +174,7 @@ func runSelect(cmd *cobra.Command, f selectFlags) error {
 	}
 	man := store.Manifest{
 		Version: Version, Run: runName, Created: time.Now().UTC().Format(time.RFC3339), Plan: plan,
-		Settings: store.Settings{BaseURL: secret.URL(f.endpoint.baseURL), Concurrency: f.concurrency, Command: commandLine()},
+		Settings: store.Settings{BaseURL: secret.URL(f.endpoint.baseURL), Concurrency: f.concurrency, Command: commandLineIn(f.out)},
 	}
 	if kind == "openai" {
 		man.Settings.APIKeyEnv = f.endpoint.apiKeyEnv

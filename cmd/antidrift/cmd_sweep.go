@@ -101,13 +101,9 @@ limits, --risk-weights, --allow-unsafe-provenance).`,
 			if rep.Gating, err = report.NewLambdaFront(ls, groups); err != nil {
 				return err
 			}
-			// Name the runs relative to DIR, so that the report is the same
-			// wherever DIR is.
-			for i := range rep.Runs {
-				if rel, err := filepath.Rel(out, rep.Runs[i]); err == nil {
-					rep.Runs[i] = rel
-				}
-			}
+			// The runs named relative to DIR/report, so that the report is
+			// the same wherever DIR is.
+			relReportPaths(rep, filepath.Join(out, "report"), "")
 			if err := rep.Write(filepath.Join(out, "report")); err != nil {
 				return err
 			}

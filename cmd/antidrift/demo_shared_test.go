@@ -35,7 +35,11 @@ func sharedDemo(t *testing.T) (dir, summary string) {
 		}
 		shared.dir = filepath.Join(shared.root, "demo")
 		var b strings.Builder
+		// As a user types it: run manifests record the command line.
+		saved := os.Args
+		os.Args = []string{"antidrift", "demo", "--out", shared.dir, "--rollouts", "2"}
 		shared.err = runDemo(&b, shared.dir, 2, 0)
+		os.Args = saved
 		shared.summary = b.String()
 	})
 	require.NoError(t, shared.err)

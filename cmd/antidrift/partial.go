@@ -3,8 +3,10 @@ package main
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 
+	"github.com/antidrift/antidrift/export"
 	"github.com/antidrift/antidrift/rollout/store"
 	"github.com/spf13/pflag"
 )
@@ -71,12 +73,28 @@ func (p *partialFlag) labels() []string {
 	return out
 }
 
-// note is the dataset-card note for partial inputs, or "".
-func (p *partialFlag) note() string {
+// labelsIn are the partial runs as a file in folder dir records them: run
+// folders (and the first record outside a plan) named relative to dir.
+func (p *partialFlag) labelsIn(dir string) []string {
+	var out []string
+	for _, pr := range p.found {
+		rel := export.RelPath(dir, pr.Dir)
+		if rest, ok := strings.CutPrefix(pr.FirstOutside, pr.Dir); ok {
+			pr.FirstOutside = rel + filepath.ToSlash(rest)
+		}
+		pr.Dir = rel
+		out = append(out, pr.String())
+	}
+	return out
+}
+
+// note is the dataset-card note for partial inputs, or "", for a card in
+// folder dir.
+func (p *partialFlag) note(dir string) string {
 	if len(p.found) == 0 {
 		return ""
 	}
-	return "**Partial**: built from runs lacking planned episodes (with --allow-partial): " + strings.Join(p.labels(), "; ") + ". Counts and metrics cover only the episodes present."
+	return "**Partial**: built from runs lacking planned episodes (with --allow-partial): " + strings.Join(p.labelsIn(dir), "; ") + ". Counts and metrics cover only the episodes present."
 }
 
 // withNote appends a note when there is one.

@@ -3,15 +3,12 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/antidrift/antidrift/export"
 	"github.com/antidrift/antidrift/export/chattemplate"
 	"github.com/antidrift/antidrift/export/hftok"
 	"github.com/antidrift/antidrift/rollout/dataset"
-	"github.com/antidrift/antidrift/rollout/secret"
 	"github.com/spf13/pflag"
 )
 
@@ -153,34 +150,6 @@ func (t *tableFlags) addPreOnset(fl *pflag.FlagSet) {
 func (t tableFlags) preOnsetValue() dataset.PreOnset {
 	p, _ := dataset.ParsePreOnset(t.preOnset)
 	return p
-}
-
-// tableCommandLine is the command line a card and manifest record: every
-// argument that names a file or folder (absolute, or existing relative to
-// the working directory) is written relative to the output folder out, so
-// that no card holds a path of the machine that made it.
-func tableCommandLine(out string) string {
-	args := make([]string, len(os.Args)-1)
-	for i, a := range os.Args[1:] {
-		if k, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(k, "--") {
-			args[i] = k + "=" + relArg(out, v)
-			continue
-		}
-		args[i] = relArg(out, a)
-	}
-	return "antidrift " + secret.Command(args)
-}
-
-func relArg(out, a string) string {
-	if a == "" || strings.HasPrefix(a, "-") || strings.Contains(a, "://") {
-		return a
-	}
-	if !filepath.IsAbs(a) {
-		if _, err := os.Stat(a); err != nil && filepath.Clean(a) != filepath.Clean(out) {
-			return a // not a path
-		}
-	}
-	return export.RelPath(out, a)
 }
 
 // templatesNote names the chat templates rows of this layout are checked

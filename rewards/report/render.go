@@ -79,7 +79,7 @@ func (r *Report) markdown() string {
 	}
 	b.WriteString(r.skillsMarkdown())
 	b.WriteString(r.gatingMarkdown())
-	fmt.Fprintf(&b, "\n## Method\n\n%s\n\nRuns: %s.\n", r.methodText(), mdEscape(strings.Join(r.Runs, ", ")))
+	fmt.Fprintf(&b, "\n## Method\n\n%s\n\nRun folders, relative to this report's folder: %s.\n", r.methodText(), mdEscape(strings.Join(r.Runs, ", ")))
 	return b.String()
 }
 
@@ -231,7 +231,7 @@ img { max-width: 100%; height: auto; border: 1px solid #eee; }
 {{end}}</table>{{end}}{{end}}{{end}}
 {{.Skills}}<h2>Method</h2>
 <p class="note">{{.Method}}</p>
-<p class="note">Runs: {{join .R.Runs ", "}}.</p>
+<p class="note">Run folders, relative to this report's folder: {{join .R.Runs ", "}}.</p>
 </body>
 </html>
 {{define "agentdojo"}}{{$any := false}}{{range .}}{{if .AgentDojo}}{{$any = true}}{{end}}{{end}}{{if $any}}
