@@ -39,6 +39,14 @@ func DemoRun(t testing.TB, dir, policy string, rollouts int) {
 	if racetest.Enabled {
 		ss = suite.PerDomain(ss, 6)
 	}
+	RunSuite(t, dir, policy, rollouts, "builtin", ss, false)
+}
+
+// RunSuite rolls scenarios ss (loaded from source, with unsafe provenance
+// allowed or not) out with one simulated policy into a new run folder dir
+// (seed 3, concurrency 4).
+func RunSuite(t testing.TB, dir, policy string, rollouts int, source string, ss []*scenario.Scenario, allowUnsafe bool) {
+	t.Helper()
 	ids := make([]string, len(ss))
 	for i, s := range ss {
 		ids[i] = s.ID
@@ -48,7 +56,7 @@ func DemoRun(t testing.TB, dir, policy string, rollouts int) {
 		t.Fatal(err)
 	}
 	run, err := store.Open(dir, store.Manifest{Version: "test", Run: "r", Created: "2026-01-01T00:00:00Z",
-		Plan: store.Plan{ScenarioSource: "builtin", ScenarioHash: scenario.Hash(ss), ScenarioIDs: ids,
+		Plan: store.Plan{ScenarioSource: source, ScenarioHash: scenario.Hash(ss), ScenarioIDs: ids, AllowUnsafeProvenance: allowUnsafe,
 			Policy: policy, Checkpoint: policy, Framework: engine.FrameworkNormal, Rollouts: rollouts, Seed: 3, Shard: "0/1", ToolOrder: engine.PlanToolOrder(agent.ToolOrderSeeded)}}, false)
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/antidrift/antidrift/rollout/scenario"
 	"github.com/antidrift/antidrift/rollout/store"
 	"github.com/antidrift/antidrift/rollout/suite"
+	"github.com/antidrift/antidrift/rollout/suite/gating"
 	"github.com/antidrift/antidrift/rollout/trajectory"
 	"github.com/stretchr/testify/require"
 )
@@ -26,10 +27,30 @@ var exposureField = regexp.MustCompile(`,"exposure":\{[^}]*\}`)
 // and every stored exposure equals the replay of the record as scoring
 // reads it (no text).
 func TestStoredExposureScoresAsAReplay(t *testing.T) {
-	stored := filepath.Join(t.TempDir(), "stored")
-	corpus.DemoRun(t, stored, "sim:dpo-1", 1)
-	ss, err := suite.Load()
-	require.NoError(t, err)
+	t.Run("builtin", func(t *testing.T) {
+		stored := filepath.Join(t.TempDir(), "stored")
+		corpus.DemoRun(t, stored, "sim:dpo-1", 1)
+		ss, err := suite.Load()
+		require.NoError(t, err)
+		checkStoredExposure(t, stored, ss)
+	})
+	// Injections, forged authorizations and broken provenance (the safe
+	// replay differs from the stated one).
+	t.Run("gating", func(t *testing.T) {
+		ss, ps := gating.Load(nil, scenario.Options{AllowUnsafeProvenance: true})
+		require.Empty(t, ps)
+		stored := filepath.Join(t.TempDir(), "stored")
+		corpus.RunSuite(t, stored, "sim:base", 2, gating.Name, ss, true)
+		checkStoredExposure(t, stored, ss)
+		b, err := os.ReadFile(filepath.Join(stored, "trajectories", "part-0-of-1.jsonl"))
+		require.NoError(t, err)
+		for _, part := range []string{`"ran_calls":[`, `"induced_calls":[`, `"safe_unauthorized":true`} {
+			require.Containsf(t, string(b), part, "the gating run exercises %s", part)
+		}
+	})
+}
+
+func checkStoredExposure(t *testing.T, stored string, ss []*scenario.Scenario) {
 	byID := map[string]*scenario.Scenario{}
 	for _, s := range ss {
 		byID[s.ID] = s

@@ -70,7 +70,7 @@ func Prepare(s *scenario.Scenario) (*Scenario, error) {
 		return nil, err
 	}
 	det := drift.NewDetectorFrom(c)
-	ex, err := exposure.NewInfo(s)
+	ex, err := exposure.NewInfoWith(s, spec)
 	if err != nil {
 		return nil, err
 	}
