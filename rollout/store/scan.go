@@ -2,6 +2,8 @@ package store
 
 import (
 	"bytes"
+	"strings"
+	"sync"
 
 	"github.com/antidrift/antidrift/rollout/trajectory"
 )
@@ -51,7 +53,15 @@ var knownStrings = func() map[string]knownString {
 // their turns), by CheckRecord's own rules.
 func DecodeRecordScan(b []byte, r *trajectory.Record) error {
 	var sr scanRecord
-	if err := decodeScan(b, &sr); err != nil {
+	err := errSlowPath
+	if !needsStd(b) {
+		err = decodeScanFast(b, &sr)
+	}
+	if err != nil {
+		sr = scanRecord{}
+		err = decodeScan(b, &sr)
+	}
+	if err != nil {
 		// The reference decides, and words the error; a record it accepts
 		// (in a layout the scan leaves to it) is handed out as scanned.
 		if err := DecodeRecord(b, r); err != nil {
@@ -78,6 +88,103 @@ func decodeForScore(b []byte, r *trajectory.Record) error {
 		return err
 	}
 	return DecodeRecordLean(b, r)
+}
+
+// decodeScanFast reads a line in one pass: the messages, steps, tools and
+// tool order are walked strictly (scanwalk.go); every other member is
+// copied, as it stands, into a small object that the record decoder reads
+// (and checks) into sr. Any error, or a layout it leaves to the reference
+// (a key that differs from one of those four only in case, or is not
+// ASCII), sends the line to decodeScan.
+func decodeScanFast(b []byte, sr *scanRecord) error {
+	w := &walker{b: b}
+	if w.peek() != '{' {
+		return errScanKind
+	}
+	w.i++
+	bp := smallObjects.Get().(*[]byte)
+	defer smallObjects.Put(bp)
+	buf := append((*bp)[:0], '{')
+	var msgs scanMessages
+	var steps scanSteps
+	if w.peek() == '}' {
+		w.i++
+	} else {
+		for {
+			if w.peek() != '"' {
+				return errScanKind
+			}
+			ks := w.i
+			key, ok := w.str()
+			if !ok {
+				return errScanKind
+			}
+			kraw := b[ks:w.i]
+			if w.peek() != ':' {
+				return errScanKind
+			}
+			w.i++
+			w.peek()
+			var err error
+			switch string(key) {
+			case "messages":
+				err = msgs.walk(w)
+			case "steps":
+				err = steps.walk(w)
+			case "tools":
+				err = walkedTools.walk(w, scanAnyArray{}.walk)
+			case "tool_order":
+				err = scanStringArray{}.walk(w)
+			default:
+				if !plainASCII(key) || foldsToWalked(key) {
+					return errScanLayout
+				}
+				vs := w.i
+				w.skipLoose()
+				if len(buf) > 1 {
+					buf = append(buf, ',')
+				}
+				buf = append(append(append(buf, kraw...), ':'), b[vs:w.i]...)
+			}
+			if err != nil {
+				return err
+			}
+			switch w.peek() {
+			case ',':
+				w.i++
+				continue
+			case '}':
+				w.i++
+			default:
+				return errScanKind
+			}
+			break
+		}
+	}
+	if w.peek() != 0 {
+		return errScanKind
+	}
+	buf = append(buf, '}')
+	*bp = buf
+	if err := recordJSON.Unmarshal(buf, sr); err != nil {
+		return err
+	}
+	sr.Messages, sr.Steps = msgs, steps
+	return nil
+}
+
+// smallObjects recycles decodeScanFast's small objects.
+var smallObjects = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
+// foldsToWalked: a key decoding would take for one of the members
+// decodeScanFast walks (it matches names without regard to case).
+func foldsToWalked(key []byte) bool {
+	for _, k := range []string{"messages", "steps", "tools", "tool_order"} {
+		if strings.EqualFold(string(key), k) {
+			return true
+		}
+	}
+	return false
 }
 
 func decodeScan(b []byte, sr *scanRecord) error {

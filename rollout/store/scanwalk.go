@@ -2,19 +2,22 @@ package store
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"slices"
+	"sync"
 )
 
-// The scanning decoder's check types walk the bytes of a value the JSON
-// decoder has already found well-formed (segmentio and encoding/json both
-// parse a value whole before handing it to UnmarshalJSON), checking that
-// each field has the JSON kind its trajectory type takes, as decoding into
-// it would, and keeping only what CheckRecord reads. They handle the
-// layout antidrift writes: an object key that is not one of the type's
-// field names exactly as written (another case, an escape, a field the
-// type does not have) gives errScanLayout, and the line is decoded by the
-// reference instead (DecodeRecordScan). A kind decoding would refuse gives
-// errScanKind, with the same fall-back: the reference words the error.
+// The scanning decoder's walkers read a record's messages, steps, tools and
+// tool order strictly (every byte checked as JSON's grammar has it),
+// checking that each field has the JSON kind its trajectory type takes, as
+// decoding into it would, and keeping only what CheckRecord reads. They
+// handle the layout antidrift writes: an object key that is not one of the
+// type's field names exactly as written (another case, an escape, a field
+// the type does not have) gives errScanLayout, and the line is decoded by
+// the reference instead (DecodeRecordScan). Malformed JSON or a kind
+// decoding would refuse gives errScanKind, with the same fall-back: the
+// reference decides, and words the error.
 var (
 	errScanLayout = errors.New("store: a layout the scanning decoder leaves to the reference")
 	errScanKind   = errors.New("store: a value of the wrong kind")
@@ -46,39 +49,154 @@ func (w *walker) peek() byte {
 }
 
 // str reads a string (w at its opening quote) and returns its bytes
-// between the quotes, escapes left as they are.
-func (w *walker) str() []byte {
-	w.i++
-	start := w.i
+// between the quotes, escapes left as they are; ok is false when the
+// string is malformed (a control character, a bad escape, no end).
+func (w *walker) str() (raw []byte, ok bool) {
+	b := w.b
+	i := w.i + 1
+	start := i
 	for {
-		j := bytes.IndexByte(w.b[w.i:], '"')
-		if j < 0 { // not well-formed: cannot happen after the decoder's parse
-			w.i = len(w.b)
-			return w.b[start:]
+		// Eight bytes at a time while none is a quote, a backslash or a
+		// control character (most of a record is text).
+		for i+8 <= len(b) && !special(binary.LittleEndian.Uint64(b[i:])) {
+			i += 8
 		}
-		k := w.i + j
-		n := 0
-		for p := k - 1; p >= start && w.b[p] == '\\'; p-- {
-			n++
+		if i >= len(b) {
+			w.i = len(b)
+			return nil, false
 		}
-		w.i = k + 1
-		if n%2 == 0 {
-			return w.b[start:k]
+		switch c := b[i]; {
+		case c == '"':
+			w.i = i + 1
+			return b[start:i], true
+		case c == '\\':
+			if i+1 >= len(b) {
+				w.i = len(b)
+				return nil, false
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if i+6 > len(b) || !hex4(b[i+2:i+6]) {
+					w.i = len(b)
+					return nil, false
+				}
+				i += 6
+			default:
+				w.i = len(b)
+				return nil, false
+			}
+		case c < 0x20:
+			w.i = len(b)
+			return nil, false
+		default:
+			i++
 		}
 	}
 }
 
-// skip reads past one value of any kind.
-func (w *walker) skip() {
+// special reports whether one of the eight bytes of x may be a quote, a
+// backslash or a control character (never false when one is).
+func special(x uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	q := x ^ (ones * '"')
+	bs := x ^ (ones * '\\')
+	return ((x-ones*0x20)&^x|(q-ones)&^q|(bs-ones)&^bs)&highs != 0
+}
+
+func hex4(h []byte) bool {
+	for _, c := range h {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+// value reads one well-formed value of any kind, strictly.
+func (w *walker) value() error {
 	switch w.peek() {
 	case '"':
-		w.str()
+		if _, ok := w.str(); !ok {
+			return errScanKind
+		}
+		return nil
+	case '{':
+		return w.object(func([]byte) error { return w.value() })
+	case '[':
+		_, err := w.array(w.value)
+		return err
+	case 't':
+		return w.literal("true")
+	case 'f':
+		return w.literal("false")
+	case 'n':
+		return w.literal("null")
+	}
+	return w.number()
+}
+
+func (w *walker) literal(lit string) error {
+	if !bytes.HasPrefix(w.b[w.i:], []byte(lit)) {
+		return errScanKind
+	}
+	w.i += len(lit)
+	return nil
+}
+
+// number reads a number as JSON's grammar has it.
+func (w *walker) number() error {
+	b, i := w.b, w.i
+	digits := func() int {
+		n := 0
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+			n++
+		}
+		return n
+	}
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case digits() == 0:
+		return errScanKind
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if digits() == 0 {
+			return errScanKind
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return errScanKind
+		}
+	}
+	w.i = i
+	return nil
+}
+
+// skipLoose reads past one value of any kind without checking it (the
+// decoder that reads it next does): it stops at the end of the bytes
+// whatever they hold.
+func (w *walker) skipLoose() {
+	switch w.peek() {
+	case '"':
+		w.skipString()
 	case '{', '[':
 		depth := 0
 		for w.i < len(w.b) {
 			switch w.b[w.i] {
 			case '"':
-				w.str()
+				w.skipString()
 				continue
 			case '{', '[':
 				depth++
@@ -102,24 +220,39 @@ func (w *walker) skip() {
 	}
 }
 
-// null reads a null if one is next.
-func (w *walker) null() bool {
-	if w.peek() == 'n' {
-		w.i += len("null")
-		return true
+// skipString reads past a string (w at its opening quote) without
+// checking it.
+func (w *walker) skipString() {
+	w.i++
+	start := w.i
+	for {
+		j := bytes.IndexByte(w.b[w.i:], '"')
+		if j < 0 {
+			w.i = len(w.b)
+			return
+		}
+		k := w.i + j
+		n := 0
+		for p := k - 1; p >= start && w.b[p] == '\\'; p-- {
+			n++
+		}
+		w.i = k + 1
+		if n%2 == 0 {
+			return
+		}
 	}
-	return false
 }
 
 // stringOrNull checks a field a Go string takes.
 func (w *walker) stringOrNull() error {
 	switch w.peek() {
 	case '"':
-		w.str()
+		if _, ok := w.str(); !ok {
+			return errScanKind
+		}
 		return nil
 	case 'n':
-		w.i += len("null")
-		return nil
+		return w.literal("null")
 	}
 	return errScanKind
 }
@@ -128,15 +261,13 @@ func (w *walker) stringOrNull() error {
 func (w *walker) boolOrNull() error {
 	switch w.peek() {
 	case 't':
-		w.i += len("true")
+		return w.literal("true")
 	case 'f':
-		w.i += len("false")
+		return w.literal("false")
 	case 'n':
-		w.i += len("null")
-	default:
-		return errScanKind
+		return w.literal("null")
 	}
-	return nil
+	return errScanKind
 }
 
 // intOrNull reads a field a Go int takes: a plain integer of at most 18
@@ -146,8 +277,7 @@ func (w *walker) boolOrNull() error {
 func (w *walker) intOrNull(v *int) error {
 	c := w.peek()
 	if c == 'n' {
-		w.i += len("null")
-		return nil
+		return w.literal("null")
 	}
 	if c != '-' && (c < '0' || c > '9') {
 		return errScanKind
@@ -192,8 +322,7 @@ func btoi(b bool) int {
 func (w *walker) object(field func(key []byte) error) error {
 	switch w.peek() {
 	case 'n':
-		w.i += len("null")
-		return nil
+		return w.literal("null")
 	case '{':
 	default:
 		return errScanKind
@@ -204,23 +333,33 @@ func (w *walker) object(field func(key []byte) error) error {
 		return nil
 	}
 	for {
-		w.peek()
-		key := w.str()
+		if w.peek() != '"' {
+			return errScanKind
+		}
+		key, ok := w.str()
+		if !ok {
+			return errScanKind
+		}
 		if bytes.IndexByte(key, '\\') >= 0 {
 			return errScanLayout
 		}
-		w.peek() // the colon
+		if w.peek() != ':' {
+			return errScanKind
+		}
 		w.i++
 		w.peek()
 		if err := field(key); err != nil {
 			return err
 		}
-		if w.peek() == ',' {
+		switch w.peek() {
+		case ',':
 			w.i++
-			continue
+		case '}':
+			w.i++
+			return nil
+		default:
+			return errScanKind
 		}
-		w.i++ // '}'
-		return nil
 	}
 }
 
@@ -229,8 +368,7 @@ func (w *walker) object(field func(key []byte) error) error {
 func (w *walker) array(elem func() error) (isNull bool, err error) {
 	switch w.peek() {
 	case 'n':
-		w.i += len("null")
-		return true, nil
+		return true, w.literal("null")
 	case '[':
 	default:
 		return false, errScanKind
@@ -245,14 +383,78 @@ func (w *walker) array(elem func() error) (isNull bool, err error) {
 		if err := elem(); err != nil {
 			return false, err
 		}
-		if w.peek() == ',' {
+		switch w.peek() {
+		case ',':
 			w.i++
-			continue
+		case ']':
+			w.i++
+			return false, nil
+		default:
+			return false, errScanKind
 		}
-		w.i++ // ']'
-		return false, nil
 	}
 }
+
+// walkedCache remembers values a walk accepted, by their bytes: a run
+// repeats a few tools arrays and visible-tool lists thousands of times
+// (every record of a scenario carries the same), so each is walked once.
+// A value is looked up by its first bytes, then compared whole with what
+// follows in the line: bytes that begin with a value the walk accepted
+// hold that value, and a walk would stop where it ends (whatever follows
+// is read next, as after a walk). It is bounded in entries and bytes;
+// once full it only answers.
+type walkedCache struct {
+	mu     sync.RWMutex
+	byHead map[string][]string
+	n, sum int
+}
+
+const (
+	walkedCacheEntries = 1 << 12
+	walkedCacheBytes   = 16 << 20
+	walkedCacheHead    = 32 // bytes a lookup keys on; shorter values are walked
+)
+
+// walk walks the value at w with walk, unless it begins with a value
+// accepted before.
+func (c *walkedCache) walk(w *walker, walk func(*walker) error) error {
+	vs := w.i
+	if len(w.b)-vs >= walkedCacheHead {
+		head := w.b[vs : vs+walkedCacheHead]
+		c.mu.RLock()
+		cands := c.byHead[string(head)]
+		c.mu.RUnlock()
+		for _, v := range cands {
+			if bytes.HasPrefix(w.b[vs:], []byte(v)) {
+				w.i = vs + len(v)
+				return nil
+			}
+		}
+	}
+	if err := walk(w); err != nil {
+		return err
+	}
+	if n := w.i - vs; n >= walkedCacheHead {
+		c.mu.Lock()
+		if c.n < walkedCacheEntries && c.sum+n <= walkedCacheBytes {
+			if c.byHead == nil {
+				c.byHead = map[string][]string{}
+			}
+			v := string(w.b[vs:w.i])
+			head := v[:walkedCacheHead]
+			if !slices.Contains(c.byHead[head], v) {
+				c.byHead[head] = append(c.byHead[head], v)
+				c.n++
+				c.sum += n
+			}
+		}
+		c.mu.Unlock()
+	}
+	return nil
+}
+
+// The values remembered: tools arrays, and lists of tool names.
+var walkedTools, walkedNames walkedCache
 
 // scanMsg is what CheckRecord reads of a message.
 type scanMsg struct {
@@ -264,8 +466,21 @@ type scanMsg struct {
 // them and keeps each one's role and number of tool calls.
 type scanMessages []scanMsg
 
-func (m *scanMessages) UnmarshalJSON(b []byte) error {
+func (m *scanMessages) UnmarshalJSON(b []byte) error { return whole(b, m.walk) }
+
+// whole walks a value that must fill b.
+func whole(b []byte, walk func(w *walker) error) error {
 	w := &walker{b: b}
+	if err := walk(w); err != nil {
+		return err
+	}
+	if w.peek() != 0 {
+		return errScanKind
+	}
+	return nil
+}
+
+func (m *scanMessages) walk(w *walker) error {
 	var out []scanMsg
 	isNull, err := w.array(func() error {
 		var msg scanMsg
@@ -274,9 +489,12 @@ func (m *scanMessages) UnmarshalJSON(b []byte) error {
 			case "role":
 				switch w.peek() {
 				case 'n':
-					w.i += len("null")
+					return w.literal("null")
 				case '"':
-					raw := w.str()
+					raw, ok := w.str()
+					if !ok {
+						return errScanKind
+					}
 					role, err := stringValue(raw)
 					if err != nil {
 						return err
@@ -302,8 +520,7 @@ func (m *scanMessages) UnmarshalJSON(b []byte) error {
 								case "name", "arguments", "arguments_error", "arguments_repair":
 									return w.stringOrNull()
 								case "parsed_arguments":
-									w.skip()
-									return nil
+									return w.value()
 								}
 								return errScanLayout
 							})
@@ -357,8 +574,9 @@ type scanStp struct {
 // keeps each one's turn and calls.
 type scanSteps []scanStp
 
-func (s *scanSteps) UnmarshalJSON(b []byte) error {
-	w := &walker{b: b}
+func (s *scanSteps) UnmarshalJSON(b []byte) error { return whole(b, s.walk) }
+
+func (s *scanSteps) walk(w *walker) error {
 	var out []scanStp
 	isNull, err := w.array(func() error {
 		var st scanStp
@@ -367,8 +585,7 @@ func (s *scanSteps) UnmarshalJSON(b []byte) error {
 			case "turn":
 				return w.intOrNull(&st.turn)
 			case "visible_tools":
-				_, err := w.array(w.stringOrNull)
-				return err
+				return walkedNames.walk(w, scanStringArray{}.walk)
 			case "calls":
 				n, unparsed := 0, true
 				_, err := w.array(func() error {
@@ -384,9 +601,13 @@ func (s *scanSteps) UnmarshalJSON(b []byte) error {
 						case "outcome":
 							switch w.peek() {
 							case 'n':
-								w.i += len("null")
+								return w.literal("null")
 							case '"':
-								v, err := stringValue(w.str())
+								raw, ok := w.str()
+								if !ok {
+									return errScanKind
+								}
+								v, err := stringValue(raw)
 								if err != nil {
 									return err
 								}
@@ -442,11 +663,12 @@ func (s *scanSteps) UnmarshalJSON(b []byte) error {
 // anything, or null).
 type scanAnyArray struct{}
 
-func (*scanAnyArray) UnmarshalJSON(b []byte) error {
-	w := &walker{b: b}
+func (*scanAnyArray) UnmarshalJSON(b []byte) error { return whole(b, scanAnyArray{}.walk) }
+
+func (scanAnyArray) walk(w *walker) error {
 	switch w.peek() {
 	case 'n', '[':
-		return nil
+		return w.value()
 	}
 	return errScanKind
 }
@@ -454,8 +676,9 @@ func (*scanAnyArray) UnmarshalJSON(b []byte) error {
 // scanStringArray checks a field []string takes.
 type scanStringArray struct{}
 
-func (*scanStringArray) UnmarshalJSON(b []byte) error {
-	w := &walker{b: b}
+func (*scanStringArray) UnmarshalJSON(b []byte) error { return whole(b, scanStringArray{}.walk) }
+
+func (scanStringArray) walk(w *walker) error {
 	_, err := w.array(w.stringOrNull)
 	return err
 }
