@@ -317,8 +317,8 @@ func btoi(b bool) int {
 }
 
 // object reads an object (or null, which leaves everything as it is),
-// calling field with each key, w at the key's value; field reads the
-// value. A key with an escape is left to the reference.
+// calling field with each key (as written, escapes kept), w at the key's
+// value; field reads the value.
 func (w *walker) object(field func(key []byte) error) error {
 	switch w.peek() {
 	case 'n':
@@ -336,12 +336,11 @@ func (w *walker) object(field func(key []byte) error) error {
 		if w.peek() != '"' {
 			return errScanKind
 		}
+		// A key with an escape matches no field name as written: the
+		// typed walks leave it to the reference (errScanLayout).
 		key, ok := w.str()
 		if !ok {
 			return errScanKind
-		}
-		if bytes.IndexByte(key, '\\') >= 0 {
-			return errScanLayout
 		}
 		if w.peek() != ':' {
 			return errScanKind
