@@ -51,11 +51,23 @@ func messagesOf(t *testing.T, raws []json.RawMessage) []jinja.Value {
 // holds and checks every per-template figure of the card against the rows
 // read back from the JSONL file: the stride, the rows measured, the
 // percentiles of the rendered prompt and prompt + longest completion, and
-// the rows within max_length, as numbers and as the card prints them.
+// the rows within max_length, as numbers and as the card prints them;
+// with the waiting rows under any byte budget (none: each row rendered as
+// it comes; a few rows' worth: the likeliest to stay rendered early), and
+// each sampled row rendered once at most.
 func TestTemplateLengthsEqualARecomputation(t *testing.T) {
 	tmpls := []*chattemplate.Template{chattemplate.All[0], chattemplate.All[2]} // Qwen2.5, Llama-3.1
-	for _, n := range []int{40, 2*TemplateSample + 300} {
-		t.Run(fmt.Sprint(n), func(t *testing.T) {
+	defer func(b int64) { pendingBudget = b }(pendingBudget)
+	for _, c := range []struct {
+		n      int
+		budget int64
+	}{
+		{40, pendingBudget}, {2*TemplateSample + 300, pendingBudget}, {2*TemplateSample + 300, 0},
+		{8*TemplateSample + 50, pendingBudget}, {8*TemplateSample + 50, 40 << 10},
+	} {
+		n := c.n
+		pendingBudget = c.budget
+		t.Run(fmt.Sprintf("%d/budget=%d", n, c.budget), func(t *testing.T) {
 			dir := t.TempDir()
 			w, err := Create[dataset.DPORow](dir, TableDPO, []string{FormatJSONL}, Options{Templates: tmpls})
 			require.NoError(t, err)
@@ -69,6 +81,15 @@ func TestTemplateLengthsEqualARecomputation(t *testing.T) {
 			require.NoError(t, w.Close())
 			ct := w.CardTable("dpo")
 			require.Len(t, ct.TemplateLengths, len(tmpls))
+			rendered := w.meter.rendered.Load()
+			switch {
+			case c.budget == 0: // every row sampled at the time, once
+				assert.Equal(t, int64(2*TemplateSample-1+(n-2*TemplateSample)/2), rendered) // row 511 doubles the stride and leaves
+			case c.budget >= 1<<20: // these rows all wait: only the final sample renders
+				assert.Equal(t, ct.TemplateLengths[0].Rows, rendered)
+			default:
+				assert.Greater(t, rendered, ct.TemplateLengths[0].Rows)
+			}
 
 			// the rows as the file holds them
 			f, err := os.Open(filepath.Join(dir, "dpo.jsonl"))
