@@ -182,7 +182,13 @@ func (tl toolList) at(rec *trajectory.Record, turn int) []json.RawMessage {
 // visible are the tools whose function name is in visible, in the
 // record's order.
 func (tl toolList) visible(visible []string) []json.RawMessage {
-	out := []json.RawMessage{}
+	n := 0
+	for i := range tl.all {
+		if tl.named[i] && slices.Contains(visible, tl.names[i]) {
+			n++
+		}
+	}
+	out := make([]json.RawMessage, 0, n) // sized: one allocation a turn
 	for i, t := range tl.all {
 		if tl.named[i] && slices.Contains(visible, tl.names[i]) {
 			out = append(out, t)
