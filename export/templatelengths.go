@@ -86,9 +86,12 @@ type templateMeter struct {
 // rendered (a var for the tests).
 var pendingBudget int64 = 16 << 20
 
-// meterChunk is how many waiting rows are decoded at once at the end:
-// decoded messages take a few times their JSON's memory.
+// meterChunk and meterChunkBytes bound the waiting rows decoded at once
+// at the end (at least one): decoded messages take a few times their
+// JSON's memory.
 const meterChunk = 64
+
+var meterChunkBytes int64 = 2 << 20 // a var for the tests
 
 type meterJob struct {
 	i             int64
@@ -305,7 +308,11 @@ func (m *templateMeter) run() {
 	}
 	m.mu.Unlock()
 	for len(rest) > 0 {
-		n := min(len(rest), meterChunk)
+		n, size := 1, rest[0].size
+		for n < min(len(rest), meterChunk) && size+rest[n].size <= meterChunkBytes {
+			size += rest[n].size
+			n++
+		}
 		m.render(rest[:n])
 		clear(rest[:n])
 		rest = rest[n:]

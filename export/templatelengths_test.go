@@ -57,17 +57,19 @@ func messagesOf(t *testing.T, raws []json.RawMessage) []jinja.Value {
 // each sampled row rendered once at most.
 func TestTemplateLengthsEqualARecomputation(t *testing.T) {
 	tmpls := []*chattemplate.Template{chattemplate.All[0], chattemplate.All[2]} // Qwen2.5, Llama-3.1
-	defer func(b int64) { pendingBudget = b }(pendingBudget)
+	defer func(b, c int64) { pendingBudget, meterChunkBytes = b, c }(pendingBudget, meterChunkBytes)
+	chunk := meterChunkBytes
 	for _, c := range []struct {
-		n      int
-		budget int64
+		n             int
+		budget, chunk int64
 	}{
-		{40, pendingBudget}, {2*TemplateSample + 300, pendingBudget}, {2*TemplateSample + 300, 0},
-		{8*TemplateSample + 50, pendingBudget}, {8*TemplateSample + 50, 40 << 10},
+		{40, pendingBudget, chunk}, {2*TemplateSample + 300, pendingBudget, chunk}, {2*TemplateSample + 300, 0, chunk},
+		{8*TemplateSample + 50, pendingBudget, chunk}, {8*TemplateSample + 50, 40 << 10, chunk},
+		{2*TemplateSample + 300, pendingBudget, 8 << 10}, // the rows left at the end decoded a few at a time
 	} {
 		n := c.n
-		pendingBudget = c.budget
-		t.Run(fmt.Sprintf("%d/budget=%d", n, c.budget), func(t *testing.T) {
+		pendingBudget, meterChunkBytes = c.budget, c.chunk
+		t.Run(fmt.Sprintf("%d/budget=%d/chunk=%d", n, c.budget, c.chunk), func(t *testing.T) {
 			dir := t.TempDir()
 			w, err := Create[dataset.DPORow](dir, TableDPO, []string{FormatJSONL}, Options{Templates: tmpls})
 			require.NoError(t, err)
@@ -312,4 +314,19 @@ func TestTemplateLengthsWithATokenizer(t *testing.T) {
 	card, err := os.ReadFile(filepath.Join(dir, "README.md"))
 	require.NoError(t, err)
 	assert.Contains(t, string(card), "measured by the tokenizer `bytes.json` over the rendered text")
+}
+
+// TestTemplateLengthsAbortRendersNothingMore: an aborted writer drops the
+// sampled rows still waiting instead of rendering them.
+func TestTemplateLengthsAbortRendersNothingMore(t *testing.T) {
+	w, err := Create[dataset.DPORow](t.TempDir(), TableDPO, []string{FormatJSONL}, Options{Templates: chattemplate.All[:1]})
+	require.NoError(t, err)
+	rows := dpoRows(300)
+	for i := range rows {
+		require.NoError(t, w.Write(&rows[i]))
+	}
+	w.Abort()
+	<-w.meter.done
+	assert.Zero(t, w.meter.rendered.Load(), "the 300 rows all waited (under the byte budget) and were dropped")
+	assert.Error(t, w.Close())
 }
