@@ -51,11 +51,25 @@ func messagesOf(t *testing.T, raws []json.RawMessage) []jinja.Value {
 // holds and checks every per-template figure of the card against the rows
 // read back from the JSONL file: the stride, the rows measured, the
 // percentiles of the rendered prompt and prompt + longest completion, and
-// the rows within max_length, as numbers and as the card prints them.
+// the rows within max_length, as numbers and as the card prints them;
+// with the waiting rows under any byte budget (none: each row rendered as
+// it comes; a few rows' worth: the likeliest to stay rendered early), and
+// each sampled row rendered once at most.
 func TestTemplateLengthsEqualARecomputation(t *testing.T) {
 	tmpls := []*chattemplate.Template{chattemplate.All[0], chattemplate.All[2]} // Qwen2.5, Llama-3.1
-	for _, n := range []int{40, 2*TemplateSample + 300} {
-		t.Run(fmt.Sprint(n), func(t *testing.T) {
+	defer func(b, c int64) { pendingBudget, meterChunkBytes = b, c }(pendingBudget, meterChunkBytes)
+	chunk := meterChunkBytes
+	for _, c := range []struct {
+		n             int
+		budget, chunk int64
+	}{
+		{40, pendingBudget, chunk}, {2*TemplateSample + 300, pendingBudget, chunk}, {2*TemplateSample + 300, 0, chunk},
+		{8*TemplateSample + 50, pendingBudget, chunk}, {8*TemplateSample + 50, 40 << 10, chunk},
+		{2*TemplateSample + 300, pendingBudget, 8 << 10}, // the rows left at the end decoded a few at a time
+	} {
+		n := c.n
+		pendingBudget, meterChunkBytes = c.budget, c.chunk
+		t.Run(fmt.Sprintf("%d/budget=%d/chunk=%d", n, c.budget, c.chunk), func(t *testing.T) {
 			dir := t.TempDir()
 			w, err := Create[dataset.DPORow](dir, TableDPO, []string{FormatJSONL}, Options{Templates: tmpls})
 			require.NoError(t, err)
@@ -69,6 +83,15 @@ func TestTemplateLengthsEqualARecomputation(t *testing.T) {
 			require.NoError(t, w.Close())
 			ct := w.CardTable("dpo")
 			require.Len(t, ct.TemplateLengths, len(tmpls))
+			rendered := w.meter.rendered.Load()
+			switch {
+			case c.budget == 0: // every row sampled at the time, once
+				assert.Equal(t, int64(2*TemplateSample-1+(n-2*TemplateSample)/2), rendered) // row 511 doubles the stride and leaves
+			case c.budget >= 1<<20: // these rows all wait: only the final sample renders
+				assert.Equal(t, ct.TemplateLengths[0].Rows, rendered)
+			default:
+				assert.Greater(t, rendered, ct.TemplateLengths[0].Rows)
+			}
 
 			// the rows as the file holds them
 			f, err := os.Open(filepath.Join(dir, "dpo.jsonl"))
@@ -291,4 +314,19 @@ func TestTemplateLengthsWithATokenizer(t *testing.T) {
 	card, err := os.ReadFile(filepath.Join(dir, "README.md"))
 	require.NoError(t, err)
 	assert.Contains(t, string(card), "measured by the tokenizer `bytes.json` over the rendered text")
+}
+
+// TestTemplateLengthsAbortRendersNothingMore: an aborted writer drops the
+// sampled rows still waiting instead of rendering them.
+func TestTemplateLengthsAbortRendersNothingMore(t *testing.T) {
+	w, err := Create[dataset.DPORow](t.TempDir(), TableDPO, []string{FormatJSONL}, Options{Templates: chattemplate.All[:1]})
+	require.NoError(t, err)
+	rows := dpoRows(300)
+	for i := range rows {
+		require.NoError(t, w.Write(&rows[i]))
+	}
+	w.Abort()
+	<-w.meter.done
+	assert.Zero(t, w.meter.rendered.Load(), "the 300 rows all waited (under the byte budget) and were dropped")
+	assert.Error(t, w.Close())
 }

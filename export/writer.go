@@ -473,7 +473,12 @@ func (w *Writer[R]) CardTable(name string) CardTable {
 // Close completes every file and renames it to its final name. After an
 // earlier error it removes the temporary files and returns that error.
 func (w *Writer[R]) Close() error {
-	defer w.meter.finish() // after the files, so that rendering overlaps writing them
+	if w.closed || w.err != nil {
+		w.meter.abandon()
+	}
+	// the sampled rows waiting are rendered while the files are finished
+	w.meter.finishInput()
+	defer w.meter.finish()
 	if w.closed {
 		return w.err
 	}
@@ -544,7 +549,7 @@ func (w *Writer[R]) Close() error {
 // Abort stops writing and removes the temporary files; final files written
 // by earlier exports are left as they were.
 func (w *Writer[R]) Abort() {
-	w.meter.finish()
+	w.meter.abandon()
 	if !w.closed {
 		w.closed = true
 		if w.err == nil {

@@ -117,7 +117,7 @@ func runExport(cmd *cobra.Command, dirs []string, f exportFlags) error {
 		Render:   f.render(),
 		PreOnset: f.preOnsetValue(),
 		// peak memory bounded whatever the run's size (GOMEMLIMIT wins)
-		MemoryBudget: export.DefaultMemoryBudget,
+		MemoryBudget: export.ExportMemoryBudget,
 	}
 	if f.table == export.TableKTO {
 		rc := rewards.Config{Alpha: alpha, Lambda: lambda, Schemes: []rewards.Scheme{rewards.Uniform}}

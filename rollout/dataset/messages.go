@@ -212,10 +212,10 @@ type wireToolFunction struct {
 // empty list for a text-protocol framework, which sent none. A recorded
 // tool with other keys is kept as recorded.
 func Tools(rec *trajectory.Record) []json.RawMessage {
-	out := []json.RawMessage{}
 	if FormatOf(rec.Framework) == ToolsText {
-		return out
+		return []json.RawMessage{}
 	}
+	out := make([]json.RawMessage, 0, len(rec.Tools))
 	for _, t := range rec.Tools {
 		out = append(out, wireOrderCached(t))
 	}

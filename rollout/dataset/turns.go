@@ -3,6 +3,8 @@ package dataset
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
+	"sync"
 
 	"github.com/antidrift/antidrift/rollout/trajectory"
 )
@@ -91,12 +93,30 @@ type Turn struct {
 // text protocol), and the tools the request of that turn carried.
 func Turns(rec *trajectory.Record, o RenderOptions) []Turn {
 	prompt, _ := SplitPrompt(rec.Messages)
+	tl := newToolList(rec)
+	// Native tool calling renders each message on its own, so every
+	// turn's prompt is a prefix of the whole conversation rendered once:
+	// rendering it per turn cost time quadratic in its length. A text
+	// view may rewrite across messages, so it renders each cut.
+	var whole []json.RawMessage
+	if textView(rec.Framework) == nil {
+		whole = MessagesWith(rec.Messages, o)
+	}
 	var out []Turn
 	for k := len(prompt); k < len(rec.Messages); k++ {
 		if rec.Messages[k].Role != trajectory.RoleAssistant {
 			continue
 		}
-		out = append(out, turnAt(rec, k, o))
+		t := Turn{Index: k, Tools: tl.at(rec, k)}
+		if whole != nil {
+			// the headers copied, the shared bytes not: a row that
+			// replaces one of its messages leaves the others' alone
+			t.Prompt, t.Completion = slices.Clone(whole[:k]), []json.RawMessage{whole[k]}
+		} else {
+			t.Prompt, t.Completion = RenderWith(rec, rec.Messages[:k], o), RenderWith(rec, rec.Messages[k:k+1], o)
+		}
+		t.Prompt, t.Tools = FinishRow(o, t.Prompt, t.Tools, &t.Completion)
+		out = append(out, t)
 	}
 	return out
 }
@@ -106,26 +126,16 @@ func Turns(rec *trajectory.Record, o RenderOptions) []Turn {
 // step of that turn lists as visible. A record without step notes for the
 // turn gives every tool (Tools).
 func ToolsAt(rec *trajectory.Record, turn int) []json.RawMessage {
-	all := Tools(rec)
-	if len(all) == 0 {
-		return all
-	}
-	for _, s := range rec.Steps {
-		if s.Turn != turn {
-			continue
-		}
-		return visibleTools(all, s.Visible)
-	}
-	return all
+	return newToolList(rec).at(rec, turn)
 }
 
 // FirstRequestTools are the tools the episode's first request carried
 // (the first step's visible tools; every tool when the record has no
 // step notes): with the prompt, what a GRPO group shares.
 func FirstRequestTools(rec *trajectory.Record) []json.RawMessage {
-	all := Tools(rec)
-	if len(all) == 0 || len(rec.Steps) == 0 {
-		return all
+	tl := newToolList(rec)
+	if len(tl.all) == 0 || len(rec.Steps) == 0 {
+		return tl.all
 	}
 	first := rec.Steps[0]
 	for _, s := range rec.Steps[1:] {
@@ -133,26 +143,96 @@ func FirstRequestTools(rec *trajectory.Record) []json.RawMessage {
 			first = s
 		}
 	}
-	return visibleTools(all, first.Visible)
+	return tl.visible(first.Visible)
 }
 
-func visibleTools(all []json.RawMessage, visible []string) []json.RawMessage {
-	names := make(map[string]bool, len(visible))
-	for _, v := range visible {
-		names[v] = true
+// toolList is a record's tools column with each tool's function name, read
+// once for all of the record's turns.
+type toolList struct {
+	all   []json.RawMessage
+	names []string
+	named []bool // false: the tool did not decode, and is never visible
+}
+
+func newToolList(rec *trajectory.Record) toolList {
+	tl := toolList{all: Tools(rec)}
+	if len(tl.all) == 0 {
+		return tl
 	}
-	out := []json.RawMessage{}
-	for _, t := range all {
-		var w struct {
-			Function struct {
-				Name string `json:"name"`
-			} `json:"function"`
+	tl.names, tl.named = make([]string, len(tl.all)), make([]bool, len(tl.all))
+	for i, t := range tl.all {
+		tl.names[i], tl.named[i] = toolName(t)
+	}
+	return tl
+}
+
+// at is ToolsAt over the list.
+func (tl toolList) at(rec *trajectory.Record, turn int) []json.RawMessage {
+	if len(tl.all) == 0 {
+		return tl.all
+	}
+	for _, s := range rec.Steps {
+		if s.Turn == turn {
+			return tl.visible(s.Visible)
 		}
-		if json.Unmarshal(t, &w) == nil && names[w.Function.Name] {
+	}
+	return tl.all
+}
+
+// visible are the tools whose function name is in visible, in the
+// record's order.
+func (tl toolList) visible(visible []string) []json.RawMessage {
+	n := 0
+	for i := range tl.all {
+		if tl.named[i] && slices.Contains(visible, tl.names[i]) {
+			n++
+		}
+	}
+	out := make([]json.RawMessage, 0, n) // sized: one allocation a turn
+	for i, t := range tl.all {
+		if tl.named[i] && slices.Contains(visible, tl.names[i]) {
 			out = append(out, t)
 		}
 	}
 	return out
+}
+
+// toolNames memoises toolName by a tool's bytes: a run has only as many
+// distinct tools as its scenarios, and decoding each tool's JSON again for
+// every turn of every record took a fifth of rewards' time. Bounded like
+// wireOrders.
+var toolNames = struct {
+	sync.RWMutex
+	m map[string]namedTool
+}{m: map[string]namedTool{}}
+
+type namedTool struct {
+	name string
+	ok   bool
+}
+
+// toolName is the function name of a tools-column entry, and whether it
+// decoded (encoding/json's reading: the same name as before the memo).
+func toolName(t json.RawMessage) (string, bool) {
+	toolNames.RLock()
+	n, hit := toolNames.m[string(t)]
+	toolNames.RUnlock()
+	if hit {
+		return n.name, n.ok
+	}
+	var w struct {
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+	n.ok = json.Unmarshal(t, &w) == nil
+	n.name = w.Function.Name
+	toolNames.Lock()
+	if len(toolNames.m) < wireOrdersMax {
+		toolNames.m[string(t)] = n
+	}
+	toolNames.Unlock()
+	return n.name, n.ok
 }
 
 // TurnLabel is the KTO label of the assistant turn at message index turn
