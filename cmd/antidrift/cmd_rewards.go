@@ -94,13 +94,33 @@ func scenariosOfRuns(ix *dataset.Index, paths []string, catPath string) (map[str
 
 // scenariosOfDirs is scenariosOfRuns for run folders and their manifests.
 func scenariosOfDirs(dirs []string, manifests []store.Manifest, paths []string, catPath string) (map[string]*scenario.Scenario, error) {
+	// Each source is loaded once, for the ids every run of it planned (of
+	// the built-in suite only their files are parsed); a run without
+	// planned ids needs the whole source.
+	sourceOf := func(m store.Manifest) []string {
+		if len(paths) > 0 || m.Plan.ScenarioSource == "" {
+			return paths
+		}
+		return strings.Split(m.Plan.ScenarioSource, ",")
+	}
+	idsOf := map[string][]string{}
+	whole := map[string]bool{}
+	for _, m := range manifests {
+		key := strings.Join(sourceOf(m), ",")
+		idsOf[key] = append(idsOf[key], m.Plan.ScenarioIDs...)
+		whole[key] = whole[key] || len(m.Plan.ScenarioIDs) == 0
+	}
 	loaded := map[string][]*scenario.Scenario{}
 	load := func(src []string) ([]*scenario.Scenario, error) {
 		key := strings.Join(src, ",")
 		if ss, ok := loaded[key]; ok {
 			return ss, nil
 		}
-		ss, err := loadScenarios(src, catPath)
+		ids := idsOf[key]
+		if whole[key] {
+			ids = nil
+		}
+		ss, err := loadScenariosOf(src, catPath, scenario.Options{}, ids)
 		if err != nil {
 			var ee *exitError
 			if errors.As(err, &ee) {

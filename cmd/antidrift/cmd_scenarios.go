@@ -34,6 +34,14 @@ func loadScenarios(paths []string, catPath string) ([]*scenario.Scenario, error)
 // loadScenariosWith is loadScenarios with loading options; a built-in
 // suite is named by "builtin" or "builtin:gating".
 func loadScenariosWith(paths []string, catPath string, opts scenario.Options) ([]*scenario.Scenario, error) {
+	return loadScenariosOf(paths, catPath, opts, nil)
+}
+
+// loadScenariosOf is loadScenariosWith for a reader that needs the
+// scenarios with the given ids (nil: all): of the built-in suite only
+// their files are parsed (suite.LoadNamedIDs). The caller picks its ids
+// from what is returned, and says when one is missing.
+func loadScenariosOf(paths []string, catPath string, opts scenario.Options, ids []string) ([]*scenario.Scenario, error) {
 	cat := provisions.Builtin()
 	if catPath != "" {
 		var err error
@@ -50,7 +58,7 @@ func loadScenariosWith(paths []string, catPath string, opts scenario.Options) ([
 	// combine: "builtin,my-scenarios/" is the suite plus those files.
 	var files []string
 	for _, p := range paths {
-		bs, bps, ok := suite.LoadNamed(p, cat, opts)
+		bs, bps, ok := suite.LoadNamedIDs(p, ids, cat, opts)
 		if !ok {
 			files = append(files, p)
 			continue

@@ -167,8 +167,19 @@ func runView(ctx context.Context, stdout, stderr io.Writer, paths []string, f vi
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	indexed := make(chan error, 1)
-	go func() { indexed <- srv.Index() }()
+	// The first page is served at once; the index fills behind it, and
+	// says when it is whole and how long it took.
+	type indexResult struct {
+		n    int
+		err  error
+		took time.Duration
+	}
+	indexed := make(chan indexResult, 1)
+	go func() {
+		t0 := time.Now()
+		n, err := srv.IndexCount()
+		indexed <- indexResult{n, err, time.Since(t0)}
+	}()
 	// Runs still being written are followed: their new records are listed
 	// as they come.
 	go srv.Watch(ctx, viewPollInterval)
@@ -181,9 +192,11 @@ func runView(ctx context.Context, stdout, stderr io.Writer, paths []string, f vi
 	}
 	for {
 		select {
-		case err := <-indexed:
-			if err != nil {
-				fmt.Fprintf(stderr, "antidrift: view: indexing stopped: %v\n", err)
+		case ix := <-indexed:
+			if ix.err != nil {
+				fmt.Fprintf(stderr, "antidrift: view: indexing stopped: %v\n", ix.err)
+			} else if runs > 0 {
+				fmt.Fprintf(stdout, "antidrift view: indexed %d trajectories in %.1f s\n", ix.n, ix.took.Seconds())
 			}
 			indexed = nil
 		case err := <-served:

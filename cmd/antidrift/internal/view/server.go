@@ -121,10 +121,16 @@ func fileExists(p string) bool {
 // Index reads the run folders' records. Serve may start before it ends: the
 // list then holds what is indexed so far and says how far indexing got.
 func (s *Server) Index() error {
+	_, err := s.IndexCount()
+	return err
+}
+
+// IndexCount is Index, and the number of trajectories the pass listed.
+func (s *Server) IndexCount() (int, error) {
 	s.runs.build()
 	s.runs.mu.RLock()
 	defer s.runs.mu.RUnlock()
-	return s.runs.err
+	return len(s.runs.recs), s.runs.err
 }
 
 // Counts says what the server holds, for the start-up line.
