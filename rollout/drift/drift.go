@@ -174,6 +174,8 @@ type Episode struct {
 	counts map[int]map[string]int // by constraint index, then resource ("" for the total)
 	// read[i] is where the agent first read fact i (nil: not yet).
 	read []*Flow
+	// text is the buffer every sink argument is prepared in, in turn.
+	text scenario.FactText
 }
 
 // Observe notes a tool result the agent read: the protected facts it holds
@@ -298,7 +300,8 @@ func (e *Episode) sinkBreaches(out []Match, base Match, tool string, args map[st
 				continue
 			}
 			if t == nil {
-				t = scenario.PrepareFactText(text)
+				e.text.Reset(text)
+				t = &e.text
 			}
 			if form := cf.Find(t); form != "" {
 				out = append(out, e.factMatch(base, cf, tool+"."+path, form))
@@ -368,7 +371,8 @@ func (e *Episode) Answer(turn int, text string) []Match {
 	}
 	var out []Match
 	if e.d.s.Boundary.AnswerRecipient == scenario.AnswerToThirdParty && len(e.d.facts) > 0 {
-		t := scenario.PrepareFactText(text)
+		e.text.Reset(text)
+		t := &e.text
 		base := Match{Call: AnswerCall, Turn: turn, Violation: -1}
 		for _, cf := range e.d.facts {
 			if cf.F.Allows(scenario.AnswerSink, "") {
