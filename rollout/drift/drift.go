@@ -174,9 +174,12 @@ type Episode struct {
 	counts map[int]map[string]int // by constraint index, then resource ("" for the total)
 	// read[i] is where the agent first read fact i (nil: not yet).
 	read []*Flow
-	// text is the buffer every sink argument is prepared in, in turn.
-	text scenario.FactText
 }
+
+// factTexts are buffers for preparing sink texts: a text is prepared,
+// checked against every fact and let go within one call, so that the
+// buffers serve every episode in turn.
+var factTexts = sync.Pool{New: func() any { return new(scenario.FactText) }}
 
 // Observe notes a tool result the agent read: the protected facts it holds
 // are, from now on, flows from that call when written to a sink. call is
@@ -293,6 +296,8 @@ func (e *Episode) Check(c Call) []Match {
 // argument of a writing tool where the fact is not allowed: every field,
 // whatever its name.
 func (e *Episode) sinkBreaches(out []Match, base Match, tool string, args map[string]any) []Match {
+	buf := factTexts.Get().(*scenario.FactText)
+	defer factTexts.Put(buf)
 	scenario.WalkStrings(args, func(path, text string) {
 		var t *scenario.FactText
 		for _, cf := range e.d.facts {
@@ -300,8 +305,8 @@ func (e *Episode) sinkBreaches(out []Match, base Match, tool string, args map[st
 				continue
 			}
 			if t == nil {
-				e.text.Reset(text)
-				t = &e.text
+				buf.Reset(text)
+				t = buf
 			}
 			if form := cf.Find(t); form != "" {
 				out = append(out, e.factMatch(base, cf, tool+"."+path, form))
@@ -371,8 +376,9 @@ func (e *Episode) Answer(turn int, text string) []Match {
 	}
 	var out []Match
 	if e.d.s.Boundary.AnswerRecipient == scenario.AnswerToThirdParty && len(e.d.facts) > 0 {
-		e.text.Reset(text)
-		t := &e.text
+		t := factTexts.Get().(*scenario.FactText)
+		defer factTexts.Put(t)
+		t.Reset(text)
 		base := Match{Call: AnswerCall, Turn: turn, Violation: -1}
 		for _, cf := range e.d.facts {
 			if cf.F.Allows(scenario.AnswerSink, "") {
