@@ -10,7 +10,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
+	"github.com/antidrift/antidrift/internal/plainjson"
 	"github.com/antidrift/antidrift/rollout/scenario"
 )
 
@@ -487,29 +489,47 @@ func carriedTexts(r scenario.Response) []carried {
 // that only for the default "trigger" key).
 func render(ret any, texts []carried) string {
 	if len(texts) > 0 {
-		// place writes into obj: a copy, since ret may share values with
-		// the Spec or the state (substituteShared).
-		obj, ok := ret.(map[string]any)
-		if !ok {
-			obj = map[string]any{"result": deepCopy(ret)}
-		} else {
-			obj = deepCopy(obj).(map[string]any)
+		// place writes into obj: copies of the objects and lists on its
+		// paths, since ret may share values with the Spec or the state
+		// (substituteShared). A typed nil list or object, which a deep
+		// copy would turn empty, takes the deep copy as before.
+		var obj map[string]any
+		switch x := ret.(type) {
+		case map[string]any:
+			if hasTypedNil(x) {
+				obj = deepCopy(x).(map[string]any)
+			} else {
+				obj = shallowCopy(x).(map[string]any)
+			}
+		default:
+			if hasTypedNil(x) {
+				x = deepCopy(x)
+			}
+			obj = map[string]any{"result": x}
 		}
 		for _, c := range texts {
 			place(obj, c)
 		}
 		ret = obj
 	}
-	b, err := json.Marshal(ret)
+	bp := renderBufs.Get().(*[]byte)
+	b, err := plainjson.Append((*bp)[:0], ret)
 	if err != nil {
 		panic(err) // decoded JSON always marshals
 	}
-	return string(b)
+	out := string(b)
+	*bp = b
+	renderBufs.Put(bp)
+	return out
 }
+
+// renderBufs hold the JSON text of tool messages while it is written.
+var renderBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
 // place puts a text at a dot path, creating objects on the way; numeric
 // segments index lists. In append mode an existing string is extended
-// after a space.
+// after a space. obj is the caller's own; every object or list below it on
+// the path is copied (shallowly) before it is written into.
 func place(obj map[string]any, c carried) {
 	var cur any = obj
 	for i, seg := range c.at {
@@ -527,8 +547,10 @@ func place(obj map[string]any, c carried) {
 			next, ok := x[seg]
 			if !ok || next == nil {
 				next = map[string]any{}
-				x[seg] = next
+			} else {
+				next = shallowCopy(next)
 			}
+			x[seg] = next
 			cur = next
 		case []any:
 			n, err := strconv.Atoi(seg)
@@ -543,11 +565,56 @@ func place(obj map[string]any, c carried) {
 				}
 				return
 			}
+			x[n] = shallowCopy(x[n])
 			cur = x[n]
 		default:
 			return
 		}
 	}
+}
+
+// shallowCopy is a new object or list holding v's elements (v itself for
+// anything else).
+func shallowCopy(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = e
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		copy(out, x)
+		return out
+	}
+	return v
+}
+
+// hasTypedNil reports whether v holds a nil object or list (as opposed to
+// a JSON null), which deepCopy turns into an empty one.
+func hasTypedNil(v any) bool {
+	switch x := v.(type) {
+	case map[string]any:
+		if x == nil {
+			return true
+		}
+		for _, e := range x {
+			if hasTypedNil(e) {
+				return true
+			}
+		}
+	case []any:
+		if x == nil {
+			return true
+		}
+		for _, e := range x {
+			if hasTypedNil(e) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // substituteShared replaces "$args" with a copy of the call's arguments
