@@ -168,6 +168,35 @@ type run struct {
 	filter     Filter       // the exposure filter of a filtered loop; nil: the gate
 	parsed     []parsedArgs // the episode's parsed call arguments, for the judge's replay
 	pr         presented    // the tools in the order the model sees them
+	// notes and usages are the free room of the arrays the steps' call
+	// notes and usages are carved from: a few per episode rather than one
+	// per step.
+	notes  []trajectory.CallNote
+	usages []trajectory.Usage
+}
+
+// stepsGuess is room for an episode's usual steps: a call per required call,
+// then the answer, and a little over.
+func (r *run) stepsGuess() int { return 2*len(r.sc.S.RequiredCalls) + 4 }
+
+// noteRoom is an empty slice with room for n call notes. Appending more
+// than n moves them out, never over another step's notes.
+func (r *run) noteRoom(n int) []trajectory.CallNote {
+	if cap(r.notes)-len(r.notes) < n {
+		r.notes = make([]trajectory.CallNote, 0, max(n, r.stepsGuess()))
+	}
+	i := len(r.notes)
+	r.notes = r.notes[:i+n]
+	return r.notes[i:i:i+n]
+}
+
+// keepUsage is a pointer to a copy of u for a step.
+func (r *run) keepUsage(u trajectory.Usage) *trajectory.Usage {
+	if len(r.usages) == cap(r.usages) {
+		r.usages = make([]trajectory.Usage, 0, r.stepsGuess())
+	}
+	r.usages = append(r.usages, u)
+	return &r.usages[len(r.usages)-1]
 }
 
 // parsedArgs is scenario.ParseArgs of raw.
@@ -377,7 +406,7 @@ func (r *run) native(system string, gated bool) (Result, error) {
 		res.Messages = append(res.Messages, msg)
 		t1 := time.Now()
 		if st.Calls == nil && len(msg.ToolCalls) > 0 {
-			st.Calls = make([]trajectory.CallNote, 0, len(msg.ToolCalls))
+			st.Calls = r.noteRoom(len(msg.ToolCalls))
 		}
 		for _, tc := range msg.ToolCalls {
 			note, answer := r.execute(tc, turn, hidden)

@@ -170,10 +170,26 @@ func (d *Detector) Episode() *Episode {
 // Episode checks the calls of one episode in order: call-count limits
 // depend on the calls before. It is not safe for concurrent use.
 type Episode struct {
-	d      *Detector
-	counts map[int]map[string]int // by constraint index, then resource ("" for the total)
-	// read[i] is where the agent first read fact i (nil: not yet).
-	read []*Flow
+	d *Detector
+	// counts are the calls counted by each constraint (by its index in
+	// boundary.constraints), made at the first counted call.
+	counts []callCount
+	// read[i] is where the agent first read fact i (Call unset: not yet),
+	// made at the first tool message read.
+	read []readFlow
+}
+
+// callCount counts the calls under a count constraint: in total, or per
+// resource when it has "per".
+type callCount struct {
+	total int
+	byKey map[string]int
+}
+
+// readFlow is a read of a fact, once seen.
+type readFlow struct {
+	Flow
+	seen bool
 }
 
 // factTexts are buffers for preparing sink texts: a text is prepared,
@@ -189,19 +205,19 @@ func (e *Episode) Observe(call int, tool, content string) {
 		return
 	}
 	if e.read == nil {
-		e.read = make([]*Flow, len(e.d.facts))
+		e.read = make([]readFlow, len(e.d.facts))
 	}
 	for i, held := range e.d.factsIn(content) {
-		if held && e.read[i] == nil {
-			e.read[i] = &Flow{Call: call, Tool: tool}
+		if held && !e.read[i].seen {
+			e.read[i] = readFlow{Flow{Call: call, Tool: tool}, true}
 		}
 	}
 }
 
 // flow is where fact i was read before now, or nil.
 func (e *Episode) flow(i int) *Flow {
-	if e.read != nil && e.read[i] != nil {
-		f := *e.read[i]
+	if e.read != nil && e.read[i].seen {
+		f := e.read[i].Flow
 		return &f
 	}
 	if e.d.promptFacts[i] {
@@ -335,28 +351,27 @@ func constraintMatch(base Match, cc *scenario.CompiledConstraint, details []stri
 	return m
 }
 
-// totalKey is the one key of a count without "per" (only read).
-var totalKey = []string{""}
-
 // count records a call under a count constraint and reports a breach when
 // it goes past the limit (per resource when the constraint says so).
 func (e *Episode) count(cc *scenario.CompiledConstraint, args map[string]any) []string {
-	keys := totalKey
-	if cc.C.Per != "" {
-		keys = scenario.RenderResources(cc.C.Per, args)
+	if e.counts == nil {
+		e.counts = make([]callCount, len(e.d.s.Boundary.Constraints))
 	}
-	byKey := e.counts[cc.Index]
-	if byKey == nil {
-		byKey = map[string]int{}
-		if e.counts == nil {
-			e.counts = map[int]map[string]int{}
+	c := &e.counts[cc.Index]
+	if cc.C.Per == "" {
+		c.total++
+		if c.total > *cc.C.MaxCalls {
+			return []string{fmt.Sprintf("call %d, at most %d allowed", c.total, *cc.C.MaxCalls)}
 		}
-		e.counts[cc.Index] = byKey
+		return nil
+	}
+	if c.byKey == nil {
+		c.byKey = map[string]int{}
 	}
 	var out []string
-	for _, k := range keys {
-		byKey[k]++
-		if n := byKey[k]; n > *cc.C.MaxCalls {
+	for _, k := range scenario.RenderResources(cc.C.Per, args) {
+		c.byKey[k]++
+		if n := c.byKey[k]; n > *cc.C.MaxCalls {
 			where := ""
 			if k != "" {
 				where = " on " + k

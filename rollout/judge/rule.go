@@ -83,7 +83,11 @@ func (Rule) JudgeParsed(spec *env.Spec, view []trajectory.Message, parse func([]
 		tool string
 		args map[string]any // normalised
 	}
-	var ok []made
+	calls := 0
+	for i := range view {
+		calls += len(view[i].ToolCalls)
+	}
+	ok := make([]made, 0, calls)
 	for i := range view {
 		m := &view[i]
 		if m.Role != trajectory.RoleAssistant {
