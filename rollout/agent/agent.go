@@ -187,7 +187,7 @@ func (r *run) noteRoom(n int) []trajectory.CallNote {
 	}
 	i := len(r.notes)
 	r.notes = r.notes[:i+n]
-	return r.notes[i:i:i+n]
+	return r.notes[i : i : i+n]
 }
 
 // keepUsage is a pointer to a copy of u for a step.
