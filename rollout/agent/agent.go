@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/antidrift/antidrift/rollout/drift"
@@ -52,6 +53,43 @@ type Scenario struct {
 	orders   orderCache                 // the seeded order of the run seed last asked (Order)
 	prompt   string                     // S.UserPrompt()
 	wire     map[string]json.RawMessage // tool name -> OpenAI function schema
+	args     argsMemo                   // parsed arguments, shared by the episodes
+}
+
+// argsMemo remembers parsed call arguments by their text for every episode
+// of a scenario: rollouts of one scenario make the same calls again and
+// again (the same tool on the same ids), with any policy that samples
+// near its mode. The maps are only read, as within an episode (parseArgs).
+type argsMemo struct {
+	mu sync.RWMutex
+	m  map[string]parsedArgs // raw is nil: the key is the text
+}
+
+// Bounds of the memo: entries per scenario, and the longest text kept.
+const (
+	maxArgsMemo    = 1024
+	maxArgsMemoLen = 2048
+)
+
+func (a *argsMemo) get(raw []byte) (parsedArgs, bool) {
+	a.mu.RLock()
+	p, ok := a.m[string(raw)]
+	a.mu.RUnlock()
+	return p, ok
+}
+
+func (a *argsMemo) put(raw []byte, p parsedArgs) {
+	if len(raw) > maxArgsMemoLen {
+		return
+	}
+	a.mu.Lock()
+	if a.m == nil {
+		a.m = map[string]parsedArgs{}
+	}
+	if len(a.m) < maxArgsMemo {
+		a.m[string(raw)] = p
+	}
+	a.mu.Unlock()
 }
 
 // Prepare compiles a scenario for episodes.
@@ -209,16 +247,22 @@ type parsedArgs struct {
 // maxParsedMemo bounds the memo of parsed arguments (looked up linearly).
 const maxParsedMemo = 64
 
-// parseArgs is scenario.ParseArgs, remembered for the episode: the rule
-// judge replays the same calls. The maps are only read (the environment,
-// the drift detector and the judge copy what they change).
+// parseArgs is scenario.ParseArgs, remembered for the episode (the rule
+// judge replays the same calls) and for the scenario's other episodes
+// (argsMemo). The maps are only read (the environment, the drift detector
+// and the judge copy what they change).
 func (r *run) parseArgs(raw []byte) (map[string]any, error) {
 	for i := range r.parsed {
 		if bytes.Equal(r.parsed[i].raw, raw) {
 			return r.parsed[i].args, r.parsed[i].err
 		}
 	}
-	args, err := scenario.ParseArgs(raw)
+	p, ok := r.sc.args.get(raw)
+	if !ok {
+		p.args, p.err = scenario.ParseArgs(raw)
+		r.sc.args.put(raw, p)
+	}
+	args, err := p.args, p.err
 	if len(r.parsed) < maxParsedMemo {
 		r.parsed = append(r.parsed, parsedArgs{raw: raw, args: args, err: err})
 	}
