@@ -276,7 +276,7 @@ func begin(ctx context.Context, pol policy.Policy, ep Episode, lim Limits) (*run
 	if lim.WallTime > 0 {
 		ctx, cancel = context.WithTimeout(ctx, lim.WallTime)
 	}
-	r := &run{ctx: ctx, pol: pol, sc: ep.Scenario, seed: ep.Seed, lim: lim, e: ep.Scenario.Spec.New(), det: ep.Scenario.Detector.Episode(),
+	r := &run{ctx: ctx, pol: pol, sc: ep.Scenario, seed: ep.Seed, lim: lim, e: ep.Scenario.Spec.NewSharing(), det: ep.Scenario.Detector.Episode(),
 		pr: ep.Scenario.present(ep.Order)}
 	if isPermutation(ep.Order, len(ep.Scenario.tools)) {
 		r.res.ToolOrder = r.pr.names

@@ -173,6 +173,15 @@ func (sp *Spec) New() *Env {
 	return &Env{spec: sp, state: sp.initState}
 }
 
+// NewSharing is New for a caller that never modifies a call's arguments,
+// nor lets anyone modify them, after the call (the agent's and the rule
+// judge's parsed arguments, which are only read): the state may then hold
+// them, or parts of them, where New's holds copies. Everything else is
+// as with New.
+func (sp *Spec) NewSharing() *Env {
+	return &Env{spec: sp, state: sp.initState, sharing: true}
+}
+
 // Env is one episode's mock environment. It is not safe for concurrent use;
 // an episode calls its tools one at a time.
 type Env struct {
@@ -180,6 +189,9 @@ type Env struct {
 	state map[string]any
 	owned bool // state is this episode's own map, not the Spec's
 	deep  bool // and every value in it too (State was called)
+	// sharing: the arguments of calls are never modified after the call
+	// (NewSharing), so the state may hold them rather than copies.
+	sharing bool
 }
 
 // set sets a top-level state variable, copying the initial state first.
@@ -305,7 +317,9 @@ func (e *Env) call(name string, args map[string]any, withContent bool) (Result, 
 		if r.static {
 			res.Content = r.content
 		} else {
-			res.Content = render(substituteShared(r.ret, args), r.texts)
+			// Written out at once and never kept: copies only to turn a
+			// nil list or object empty, as a copy does.
+			res.Content = render(substituteShared(r.ret, args, hasTypedNil(args)), r.texts)
 		}
 		return res, args
 	}
@@ -320,12 +334,17 @@ func (e *Env) mayOpen(t *scenario.Tool, v string) bool {
 }
 
 func (e *Env) apply(t *scenario.Tool, fx *effectsSpec, args map[string]any) (dropped []string) {
+	// The state keeps what set and append substitute: copies of the
+	// arguments unless they are never modified (NewSharing), and always
+	// when they hold a nil list or object, which a copy makes empty.
+	nilInArgs := hasTypedNil(args)
+	copyArgs := !e.sharing || nilInArgs
 	for _, k := range fx.setKeys {
 		if !e.mayOpen(t, k) {
 			dropped = append(dropped, k)
 			continue
 		}
-		e.set(k, substituteShared(fx.set[k], args))
+		e.set(k, substituteShared(fx.set[k], args, copyArgs))
 	}
 	for _, k := range fx.appendKeys {
 		if !e.mayOpen(t, k) {
@@ -337,7 +356,7 @@ func (e *Env) apply(t *scenario.Tool, fx *effectsSpec, args map[string]any) (dro
 		// a reader of State.
 		grown := make([]any, len(list), len(list)+1)
 		copy(grown, list)
-		e.set(k, append(grown, substituteShared(fx.append[k], args)))
+		e.set(k, append(grown, substituteShared(fx.append[k], args, copyArgs)))
 	}
 	for _, k := range fx.removeKeys {
 		if !e.mayOpen(t, k) {
@@ -348,7 +367,7 @@ func (e *Env) apply(t *scenario.Tool, fx *effectsSpec, args map[string]any) (dro
 		if !ok {
 			continue
 		}
-		pattern := substituteShared(fx.remove[k], args)
+		pattern := substituteShared(fx.remove[k], args, nilInArgs) // only compared
 		kept := list[:0:0]
 		for _, el := range list {
 			if !Subset(pattern, el) {
@@ -617,20 +636,26 @@ func hasTypedNil(v any) bool {
 	return false
 }
 
-// substituteShared replaces "$args" with a copy of the call's arguments
-// and "$args.NAME" with a copy of one argument, anywhere in a value: the
-// caller may change its arguments afterwards. What refers to no argument
-// is not copied but is v's own value (the Spec's, which nothing modifies):
-// only the objects and lists on the way to a substitution are new. The
-// state holds the result, and nothing writes into a value the state holds
-// (State hands out a copy); render copies before it writes.
-func substituteShared(v any, args map[string]any) any {
+// substituteShared replaces "$args" with the call's arguments and
+// "$args.NAME" with one argument, anywhere in a value. copyArgs says they
+// go in as copies: the caller may change its arguments afterwards and the
+// state holds the result. What refers to no argument is not copied but is
+// v's own value (the Spec's, which nothing modifies): only the objects and
+// lists on the way to a substitution are new. Nothing writes into a value
+// the state holds (State hands out a copy); render copies before it writes.
+func substituteShared(v any, args map[string]any, copyArgs bool) any {
 	switch x := v.(type) {
 	case string:
 		if x == "$args" {
+			if !copyArgs {
+				return args
+			}
 			return deepCopy(args)
 		}
 		if len(x) > 6 && x[:6] == "$args." {
+			if !copyArgs {
+				return args[x[6:]]
+			}
 			return deepCopy(args[x[6:]])
 		}
 		return x
@@ -640,7 +665,7 @@ func substituteShared(v any, args map[string]any) any {
 		}
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			out[k] = substituteShared(e, args)
+			out[k] = substituteShared(e, args, copyArgs)
 		}
 		return out
 	case []any:
@@ -649,7 +674,7 @@ func substituteShared(v any, args map[string]any) any {
 		}
 		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = substituteShared(e, args)
+			out[i] = substituteShared(e, args, copyArgs)
 		}
 		return out
 	}

@@ -108,7 +108,12 @@ func TestRenderMatchesDeepCopySuites(t *testing.T) {
 					t.Fatalf("%s %s responses[%d]: %v", s.ID, tool.Name, i, err)
 				}
 				args := map[string]any{"id": "A-1", "note": "<b>&</b>", "list": []any{"x", json.Number("2")}}
-				checkRender(t, s.ID+" "+tool.Name, substituteShared(ret, args), carriedTexts(r))
+				checkRender(t, s.ID+" "+tool.Name, substituteShared(ret, args, true), carriedTexts(r))
+				// The call renders the arguments themselves, uncopied.
+				want := renderDeep(substituteShared(ret, args, true), carriedTexts(r))
+				if got := render(substituteShared(ret, args, false), carriedTexts(r)); got != want {
+					t.Errorf("%s %s responses[%d] with shared arguments:\n got %s\nwant %s", s.ID, tool.Name, i, got, want)
+				}
 				n++
 			}
 		}

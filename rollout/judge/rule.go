@@ -78,7 +78,7 @@ func (r Rule) Judge(spec *env.Spec, view []trajectory.Message) trajectory.Judgem
 // read.
 func (Rule) JudgeParsed(spec *env.Spec, view []trajectory.Message, parse func([]byte) (map[string]any, error)) trajectory.Judgement {
 	s := spec.S
-	e := spec.New()
+	e := spec.NewSharing() // parse's maps are only read
 	type made struct {
 		tool string
 		args map[string]any // normalised
