@@ -94,6 +94,11 @@ type Detector struct {
 	// same text in every episode): content → []bool, at most maxHeld.
 	held     sync.Map
 	heldSize atomic.Int64
+	// written memoises the form of each fact in a sink argument's text
+	// (rollouts of a scenario write the same texts again): text →
+	// []string, "" where the fact is absent, at most maxHeld.
+	written     sync.Map
+	writtenSize atomic.Int64
 }
 
 // maxHeld bounds the memo of tool messages' facts.
@@ -312,23 +317,41 @@ func (e *Episode) Check(c Call) []Match {
 // argument of a writing tool where the fact is not allowed: every field,
 // whatever its name.
 func (e *Episode) sinkBreaches(out []Match, base Match, tool string, args map[string]any) []Match {
-	buf := factTexts.Get().(*scenario.FactText)
-	defer factTexts.Put(buf)
 	scenario.WalkStrings(args, func(path, text string) {
-		var t *scenario.FactText
+		var forms []string
 		for _, cf := range e.d.facts {
 			if cf.F.Allows(tool, path) {
 				continue
 			}
-			if t == nil {
-				buf.Reset(text)
-				t = buf
+			if forms == nil {
+				forms = e.d.formsIn(text)
 			}
-			if form := cf.Find(t); form != "" {
+			if form := forms[cf.Index]; form != "" {
 				out = append(out, e.factMatch(base, cf, tool+"."+path, form))
 			}
 		}
 	})
+	return out
+}
+
+// formsIn is the form each fact takes in a text written to a sink ("" for
+// none), by fact index.
+func (d *Detector) formsIn(text string) []string {
+	if v, ok := d.written.Load(text); ok {
+		return v.([]string)
+	}
+	t := factTexts.Get().(*scenario.FactText)
+	t.Reset(text)
+	out := make([]string, len(d.facts))
+	for i, cf := range d.facts {
+		out[i] = cf.Find(t)
+	}
+	factTexts.Put(t)
+	if d.writtenSize.Load() < maxHeld {
+		if _, loaded := d.written.LoadOrStore(text, out); !loaded {
+			d.writtenSize.Add(1)
+		}
+	}
 	return out
 }
 
