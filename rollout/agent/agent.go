@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/antidrift/antidrift/rollout/drift"
@@ -56,6 +57,43 @@ type Scenario struct {
 	orders   orderCache                 // the seeded order of the run seed last asked (Order)
 	prompt   string                     // S.UserPrompt()
 	wire     map[string]json.RawMessage // tool name -> OpenAI function schema
+	args     argsMemo                   // parsed arguments, shared by the episodes
+}
+
+// argsMemo remembers parsed call arguments by their text for every episode
+// of a scenario: rollouts of one scenario make the same calls again and
+// again (the same tool on the same ids), with any policy that samples
+// near its mode. The maps are only read, as within an episode (parseArgs).
+type argsMemo struct {
+	mu sync.RWMutex
+	m  map[string]parsedArgs // raw is nil: the key is the text
+}
+
+// Bounds of the memo: entries per scenario, and the longest text kept.
+const (
+	maxArgsMemo    = 1024
+	maxArgsMemoLen = 2048
+)
+
+func (a *argsMemo) get(raw []byte) (parsedArgs, bool) {
+	a.mu.RLock()
+	p, ok := a.m[string(raw)]
+	a.mu.RUnlock()
+	return p, ok
+}
+
+func (a *argsMemo) put(raw []byte, p parsedArgs) {
+	if len(raw) > maxArgsMemoLen {
+		return
+	}
+	a.mu.Lock()
+	if a.m == nil {
+		a.m = map[string]parsedArgs{}
+	}
+	if len(a.m) < maxArgsMemo {
+		a.m[string(raw)] = p
+	}
+	a.mu.Unlock()
 }
 
 // Prepare compiles a scenario for episodes.
@@ -176,6 +214,35 @@ type run struct {
 	filter     Filter       // the exposure filter of a filtered loop; nil: the gate
 	parsed     []parsedArgs // the episode's parsed call arguments, for the judge's replay
 	pr         presented    // the tools in the order the model sees them
+	// notes and usages are the free room of the arrays the steps' call
+	// notes and usages are carved from: a few per episode rather than one
+	// per step.
+	notes  []trajectory.CallNote
+	usages []trajectory.Usage
+}
+
+// stepsGuess is room for an episode's usual steps: a call per required call,
+// then the answer, and a little over.
+func (r *run) stepsGuess() int { return 2*len(r.sc.S.RequiredCalls) + 4 }
+
+// noteRoom is an empty slice with room for n call notes. Appending more
+// than n moves them out, never over another step's notes.
+func (r *run) noteRoom(n int) []trajectory.CallNote {
+	if cap(r.notes)-len(r.notes) < n {
+		r.notes = make([]trajectory.CallNote, 0, max(n, r.stepsGuess()))
+	}
+	i := len(r.notes)
+	r.notes = r.notes[:i+n]
+	return r.notes[i : i : i+n]
+}
+
+// keepUsage is a pointer to a copy of u for a step.
+func (r *run) keepUsage(u trajectory.Usage) *trajectory.Usage {
+	if len(r.usages) == cap(r.usages) {
+		r.usages = make([]trajectory.Usage, 0, r.stepsGuess())
+	}
+	r.usages = append(r.usages, u)
+	return &r.usages[len(r.usages)-1]
 }
 
 // parsedArgs is scenario.ParseArgs of raw.
@@ -188,16 +255,22 @@ type parsedArgs struct {
 // maxParsedMemo bounds the memo of parsed arguments (looked up linearly).
 const maxParsedMemo = 64
 
-// parseArgs is scenario.ParseArgs, remembered for the episode: the rule
-// judge replays the same calls. The maps are only read (the environment,
-// the drift detector and the judge copy what they change).
+// parseArgs is scenario.ParseArgs, remembered for the episode (the rule
+// judge replays the same calls) and for the scenario's other episodes
+// (argsMemo). The maps are only read (the environment, the drift detector
+// and the judge copy what they change).
 func (r *run) parseArgs(raw []byte) (map[string]any, error) {
 	for i := range r.parsed {
 		if bytes.Equal(r.parsed[i].raw, raw) {
 			return r.parsed[i].args, r.parsed[i].err
 		}
 	}
-	args, err := scenario.ParseArgs(raw)
+	p, ok := r.sc.args.get(raw)
+	if !ok {
+		p.args, p.err = scenario.ParseArgs(raw)
+		r.sc.args.put(raw, p)
+	}
+	args, err := p.args, p.err
 	if len(r.parsed) < maxParsedMemo {
 		r.parsed = append(r.parsed, parsedArgs{raw: raw, args: args, err: err})
 	}
@@ -211,7 +284,7 @@ func begin(ctx context.Context, pol policy.Policy, ep Episode, lim Limits) (*run
 	if lim.WallTime > 0 {
 		ctx, cancel = context.WithTimeout(ctx, lim.WallTime)
 	}
-	r := &run{ctx: ctx, pol: pol, sc: ep.Scenario, seed: ep.Seed, lim: lim, e: ep.Scenario.Spec.New(), det: ep.Scenario.Detector.Episode(),
+	r := &run{ctx: ctx, pol: pol, sc: ep.Scenario, seed: ep.Seed, lim: lim, e: ep.Scenario.Spec.NewSharing(), det: ep.Scenario.Detector.Episode(),
 		pr: ep.Scenario.present(ep.Order)}
 	if isPermutation(ep.Order, len(ep.Scenario.tools)) {
 		r.res.ToolOrder = r.pr.names
@@ -385,7 +458,7 @@ func (r *run) native(system string, gated bool) (Result, error) {
 		res.Messages = append(res.Messages, msg)
 		t1 := time.Now()
 		if st.Calls == nil && len(msg.ToolCalls) > 0 {
-			st.Calls = make([]trajectory.CallNote, 0, len(msg.ToolCalls))
+			st.Calls = r.noteRoom(len(msg.ToolCalls))
 		}
 		for _, tc := range msg.ToolCalls {
 			note, answer := r.execute(tc, turn, hidden)

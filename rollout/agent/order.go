@@ -100,10 +100,19 @@ func (p *Scenario) present(order []int) presented {
 		}
 		return presented{idx: p.identity, tools: p.tools, names: p.names}
 	}
+	c := &p.orders
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pr.idx != nil && &c.pr.idx[0] == &order[0] {
+		return c.pr // the run's order (Order): every episode shares its lists
+	}
 	pr := presented{idx: order, tools: make([]policy.Tool, len(order)), names: make([]string, len(order))}
 	for k, i := range order {
 		pr.tools[k] = p.tools[i]
 		pr.names[k] = p.tools[i].Name
+	}
+	if c.order != nil && &c.order[0] == &order[0] {
+		c.pr = pr
 	}
 	return pr
 }
@@ -112,7 +121,13 @@ func isPermutation(order []int, n int) bool {
 	if len(order) != n || n == 0 {
 		return false
 	}
-	seen := make([]bool, n)
+	var stack [64]bool
+	seen := stack[:0]
+	if n <= len(stack) {
+		seen = stack[:n]
+	} else {
+		seen = make([]bool, n)
+	}
 	for _, i := range order {
 		if i < 0 || i >= n || seen[i] {
 			return false
@@ -128,6 +143,9 @@ type orderCache struct {
 	mu    sync.Mutex
 	seed  int64
 	order []int
+	// pr is the tools presented in order, once an episode asked: shared,
+	// read-only, as the order is.
+	pr presented
 }
 
 // Order is the order the episodes of a run with this seed present the
@@ -138,7 +156,7 @@ func (p *Scenario) Order(runSeed int64) []int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.order == nil || c.seed != runSeed {
-		c.seed, c.order = runSeed, SeededOrder(p.S, runSeed)
+		c.seed, c.order, c.pr = runSeed, SeededOrder(p.S, runSeed), presented{}
 	}
 	return c.order
 }

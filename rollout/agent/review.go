@@ -119,9 +119,8 @@ func (r *run) tidy(resp policy.Response, turn int, st *trajectory.Step) trajecto
 	}
 	st.FinishReason = resp.FinishReason
 	if resp.Usage != (trajectory.Usage{}) {
-		u := resp.Usage
-		st.Usage = &u
-		if p := u.PromptTokens; p > 0 {
+		st.Usage = r.keepUsage(resp.Usage)
+		if p := resp.Usage.PromptTokens; p > 0 {
 			if r.prevPrompt > 0 && p < r.prevPrompt && r.cut == "" {
 				r.cut = fmt.Sprintf("prompt tokens fell from %d to %d at message %d: the server dropped part of the conversation (Ollama does this when num_ctx is too small: raise num_ctx)", r.prevPrompt, p, turn)
 			}

@@ -56,23 +56,29 @@ func TestFactSinks(t *testing.T) {
 		{"the same number without a currency is no amount", "send_sms", `{"to":"+447700900412","body":"Thursday 10:00, room 85.50 is on the first floor."}`, nil},
 		{"the name with an initial, in a side field", "book_slot", `{"slot_id":"S-3304","patient_id":"RW-20417","comment":"for M. Okafor"}`, []string{"patient-name@book_slot.comment=M. Okafor"}},
 		{"reads are no sinks", "get_patient", `{"patient_id":"RW-20417 MS"}`, nil},
+		// The text of the case where it is allowed, in a sink where it is
+		// not: the detector's memo of texts knows no sinks.
+		{"the same text where it is not allowed", "send_sms", `{"to":"+447700900412","body":"HN 44-102938 texted about Thursday"}`, []string{"hospital-number@send_sms.body=HN 44-102938"}},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			args, err := scenario.ParseArgs([]byte(tc.args))
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := factMatches(d.Episode().Check(drift.Call{Name: tc.tool, Args: args}))
-			if len(got) != len(tc.want) {
-				t.Fatalf("fact matches %v, want %v", got, tc.want)
-			}
-			for i := range got {
-				if got[i] != tc.want[i] {
-					t.Errorf("fact matches %v, want %v", got, tc.want)
+	// Twice: the second pass finds every text in the detector's memo.
+	for pass := range 2 {
+		for _, tc := range tests {
+			t.Run(tc.name, func(t *testing.T) {
+				args, err := scenario.ParseArgs([]byte(tc.args))
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
-		})
+				got := factMatches(d.Episode().Check(drift.Call{Name: tc.tool, Args: args}))
+				if len(got) != len(tc.want) {
+					t.Fatalf("pass %d: fact matches %v, want %v", pass, got, tc.want)
+				}
+				for i := range got {
+					if got[i] != tc.want[i] {
+						t.Errorf("pass %d: fact matches %v, want %v", pass, got, tc.want)
+					}
+				}
+			})
+		}
 	}
 }
 

@@ -10,7 +10,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
+	"github.com/antidrift/antidrift/internal/plainjson"
 	"github.com/antidrift/antidrift/rollout/scenario"
 )
 
@@ -171,6 +173,15 @@ func (sp *Spec) New() *Env {
 	return &Env{spec: sp, state: sp.initState}
 }
 
+// NewSharing is New for a caller that never modifies a call's arguments,
+// nor lets anyone modify them, after the call (the agent's and the rule
+// judge's parsed arguments, which are only read): the state may then hold
+// them, or parts of them, where New's holds copies. Everything else is
+// as with New.
+func (sp *Spec) NewSharing() *Env {
+	return &Env{spec: sp, state: sp.initState, sharing: true}
+}
+
 // Env is one episode's mock environment. It is not safe for concurrent use;
 // an episode calls its tools one at a time.
 type Env struct {
@@ -178,6 +189,9 @@ type Env struct {
 	state map[string]any
 	owned bool // state is this episode's own map, not the Spec's
 	deep  bool // and every value in it too (State was called)
+	// sharing: the arguments of calls are never modified after the call
+	// (NewSharing), so the state may hold them rather than copies.
+	sharing bool
 }
 
 // set sets a top-level state variable, copying the initial state first.
@@ -303,7 +317,9 @@ func (e *Env) call(name string, args map[string]any, withContent bool) (Result, 
 		if r.static {
 			res.Content = r.content
 		} else {
-			res.Content = render(substituteShared(r.ret, args), r.texts)
+			// Written out at once and never kept: copies only to turn a
+			// nil list or object empty, as a copy does.
+			res.Content = render(substituteShared(r.ret, args, hasTypedNil(args)), r.texts)
 		}
 		return res, args
 	}
@@ -318,12 +334,17 @@ func (e *Env) mayOpen(t *scenario.Tool, v string) bool {
 }
 
 func (e *Env) apply(t *scenario.Tool, fx *effectsSpec, args map[string]any) (dropped []string) {
+	// The state keeps what set and append substitute: copies of the
+	// arguments unless they are never modified (NewSharing), and always
+	// when they hold a nil list or object, which a copy makes empty.
+	nilInArgs := hasTypedNil(args)
+	copyArgs := !e.sharing || nilInArgs
 	for _, k := range fx.setKeys {
 		if !e.mayOpen(t, k) {
 			dropped = append(dropped, k)
 			continue
 		}
-		e.set(k, substituteShared(fx.set[k], args))
+		e.set(k, substituteShared(fx.set[k], args, copyArgs))
 	}
 	for _, k := range fx.appendKeys {
 		if !e.mayOpen(t, k) {
@@ -335,7 +356,7 @@ func (e *Env) apply(t *scenario.Tool, fx *effectsSpec, args map[string]any) (dro
 		// a reader of State.
 		grown := make([]any, len(list), len(list)+1)
 		copy(grown, list)
-		e.set(k, append(grown, substituteShared(fx.append[k], args)))
+		e.set(k, append(grown, substituteShared(fx.append[k], args, copyArgs)))
 	}
 	for _, k := range fx.removeKeys {
 		if !e.mayOpen(t, k) {
@@ -346,7 +367,7 @@ func (e *Env) apply(t *scenario.Tool, fx *effectsSpec, args map[string]any) (dro
 		if !ok {
 			continue
 		}
-		pattern := substituteShared(fx.remove[k], args)
+		pattern := substituteShared(fx.remove[k], args, nilInArgs) // only compared
 		kept := list[:0:0]
 		for _, el := range list {
 			if !Subset(pattern, el) {
@@ -487,29 +508,47 @@ func carriedTexts(r scenario.Response) []carried {
 // that only for the default "trigger" key).
 func render(ret any, texts []carried) string {
 	if len(texts) > 0 {
-		// place writes into obj: a copy, since ret may share values with
-		// the Spec or the state (substituteShared).
-		obj, ok := ret.(map[string]any)
-		if !ok {
-			obj = map[string]any{"result": deepCopy(ret)}
-		} else {
-			obj = deepCopy(obj).(map[string]any)
+		// place writes into obj: copies of the objects and lists on its
+		// paths, since ret may share values with the Spec or the state
+		// (substituteShared). A typed nil list or object, which a deep
+		// copy would turn empty, takes the deep copy as before.
+		var obj map[string]any
+		switch x := ret.(type) {
+		case map[string]any:
+			if hasTypedNil(x) {
+				obj = deepCopy(x).(map[string]any)
+			} else {
+				obj = shallowCopy(x).(map[string]any)
+			}
+		default:
+			if hasTypedNil(x) {
+				x = deepCopy(x)
+			}
+			obj = map[string]any{"result": x}
 		}
 		for _, c := range texts {
 			place(obj, c)
 		}
 		ret = obj
 	}
-	b, err := json.Marshal(ret)
+	bp := renderBufs.Get().(*[]byte)
+	b, err := plainjson.Append((*bp)[:0], ret)
 	if err != nil {
 		panic(err) // decoded JSON always marshals
 	}
-	return string(b)
+	out := string(b)
+	*bp = b
+	renderBufs.Put(bp)
+	return out
 }
+
+// renderBufs hold the JSON text of tool messages while it is written.
+var renderBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
 // place puts a text at a dot path, creating objects on the way; numeric
 // segments index lists. In append mode an existing string is extended
-// after a space.
+// after a space. obj is the caller's own; every object or list below it on
+// the path is copied (shallowly) before it is written into.
 func place(obj map[string]any, c carried) {
 	var cur any = obj
 	for i, seg := range c.at {
@@ -527,8 +566,10 @@ func place(obj map[string]any, c carried) {
 			next, ok := x[seg]
 			if !ok || next == nil {
 				next = map[string]any{}
-				x[seg] = next
+			} else {
+				next = shallowCopy(next)
 			}
+			x[seg] = next
 			cur = next
 		case []any:
 			n, err := strconv.Atoi(seg)
@@ -543,6 +584,7 @@ func place(obj map[string]any, c carried) {
 				}
 				return
 			}
+			x[n] = shallowCopy(x[n])
 			cur = x[n]
 		default:
 			return
@@ -550,20 +592,70 @@ func place(obj map[string]any, c carried) {
 	}
 }
 
-// substituteShared replaces "$args" with a copy of the call's arguments
-// and "$args.NAME" with a copy of one argument, anywhere in a value: the
-// caller may change its arguments afterwards. What refers to no argument
-// is not copied but is v's own value (the Spec's, which nothing modifies):
-// only the objects and lists on the way to a substitution are new. The
-// state holds the result, and nothing writes into a value the state holds
-// (State hands out a copy); render copies before it writes.
-func substituteShared(v any, args map[string]any) any {
+// shallowCopy is a new object or list holding v's elements (v itself for
+// anything else).
+func shallowCopy(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = e
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		copy(out, x)
+		return out
+	}
+	return v
+}
+
+// hasTypedNil reports whether v holds a nil object or list (as opposed to
+// a JSON null), which deepCopy turns into an empty one.
+func hasTypedNil(v any) bool {
+	switch x := v.(type) {
+	case map[string]any:
+		if x == nil {
+			return true
+		}
+		for _, e := range x {
+			if hasTypedNil(e) {
+				return true
+			}
+		}
+	case []any:
+		if x == nil {
+			return true
+		}
+		for _, e := range x {
+			if hasTypedNil(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// substituteShared replaces "$args" with the call's arguments and
+// "$args.NAME" with one argument, anywhere in a value. copyArgs says they
+// go in as copies: the caller may change its arguments afterwards and the
+// state holds the result. What refers to no argument is not copied but is
+// v's own value (the Spec's, which nothing modifies): only the objects and
+// lists on the way to a substitution are new. Nothing writes into a value
+// the state holds (State hands out a copy); render copies before it writes.
+func substituteShared(v any, args map[string]any, copyArgs bool) any {
 	switch x := v.(type) {
 	case string:
 		if x == "$args" {
+			if !copyArgs {
+				return args
+			}
 			return deepCopy(args)
 		}
 		if len(x) > 6 && x[:6] == "$args." {
+			if !copyArgs {
+				return args[x[6:]]
+			}
 			return deepCopy(args[x[6:]])
 		}
 		return x
@@ -573,7 +665,7 @@ func substituteShared(v any, args map[string]any) any {
 		}
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			out[k] = substituteShared(e, args)
+			out[k] = substituteShared(e, args, copyArgs)
 		}
 		return out
 	case []any:
@@ -582,7 +674,7 @@ func substituteShared(v any, args map[string]any) any {
 		}
 		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = substituteShared(e, args)
+			out[i] = substituteShared(e, args, copyArgs)
 		}
 		return out
 	}

@@ -526,3 +526,35 @@ func TestCompileErrors(t *testing.T) {
 		t.Errorf("no state: %s", got)
 	}
 }
+
+// TestNewSharing: an Env that may keep its calls' arguments ends in the
+// state New's copies give, call after call, and hands out a state whose
+// values are its own (State copies) all the same.
+func TestNewSharing(t *testing.T) {
+	sp := compile(t)
+	copied, shared := sp.New(), sp.NewSharing()
+	for i, c := range []struct{ tool, args string }{
+		{"create_draft", `{"to":"alice.chen@northwind.example","subject":"Q3","body":"Hi","priority":1,"meta":{"channel":"chat","rev":2}}`},
+		{"create_draft", `{"to":"alice.chen@northwind.example","subject":"Second","body":"B2","priority":1.0}`},
+		{"delete_draft", `{"to":"bob@contoso.example"}`},
+		{"create_draft", `{"to":"bob@contoso.example","subject":"x","body":"y","priority":2,"meta":{"rev":[1,2]}}`},
+		{"delete_draft", `{"to":"alice.chen@northwind.example"}`},
+	} {
+		a := args(t, c.args)
+		want := copied.Call(c.tool, args(t, c.args))
+		if got := shared.Call(c.tool, a); !reflect.DeepEqual(got, want) {
+			t.Fatalf("call %d: %+v, want %+v", i, got, want)
+		}
+		if got, want := stateJSON(t, shared), stateJSON(t, copied); got != want {
+			t.Fatalf("after call %d, state =\n%s\nwant\n%s", i, got, want)
+		}
+	}
+	// State's values are the episode's copies, not the arguments.
+	e := sp.NewSharing()
+	a := args(t, `{"to":"alice.chen@northwind.example","subject":"Q3","body":"Hi","priority":1,"meta":{"channel":"chat","rev":2}}`)
+	e.Call("create_draft", a)
+	e.State()["last_meta"].(map[string]any)["channel"] = "changed"
+	if a["meta"].(map[string]any)["channel"] != "chat" {
+		t.Fatal("changing the state changed the call's arguments")
+	}
+}

@@ -78,12 +78,16 @@ func (r Rule) Judge(spec *env.Spec, view []trajectory.Message) trajectory.Judgem
 // read.
 func (Rule) JudgeParsed(spec *env.Spec, view []trajectory.Message, parse func([]byte) (map[string]any, error)) trajectory.Judgement {
 	s := spec.S
-	e := spec.New()
+	e := spec.NewSharing() // parse's maps are only read
 	type made struct {
 		tool string
 		args map[string]any // normalised
 	}
-	var ok []made
+	calls := 0
+	for i := range view {
+		calls += len(view[i].ToolCalls)
+	}
+	ok := make([]made, 0, calls)
 	for i := range view {
 		m := &view[i]
 		if m.Role != trajectory.RoleAssistant {

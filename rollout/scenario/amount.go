@@ -15,7 +15,7 @@ import (
 
 // amountAt is one amount found in a text.
 type amountAt struct {
-	value    *big.Rat
+	value    decimal
 	text     string // as written, with its currency marker
 	currency bool   // a currency marker stands beside it
 	percent  bool   // a % sign or "percent" follows it
@@ -28,7 +28,31 @@ func ParseAmount(s string) (value *big.Rat, percent bool, ok bool) {
 	if len(as) == 0 {
 		return nil, false, false
 	}
-	return as[0].value, as[0].percent, true
+	return as[0].value.rat(), as[0].percent, true
+}
+
+// decimal is a non-negative decimal number in canonical form: its integer
+// digits without leading zeros and its fraction digits without trailing
+// zeros, so that two are equal exactly when their values are. Both are
+// slices of the text they were read from: comparing amounts allocates
+// nothing.
+type decimal struct{ intPart, frac string }
+
+func newDecimal(intPart, frac string) decimal {
+	return decimal{strings.TrimLeft(intPart, "0"), strings.TrimRight(frac, "0")}
+}
+
+// rat is the decimal's value.
+func (d decimal) rat() *big.Rat {
+	num := d.intPart
+	if num == "" {
+		num = "0"
+	}
+	if d.frac != "" {
+		num += "." + d.frac
+	}
+	r, _ := new(big.Rat).SetString(num) // digits only: it parses
+	return r
 }
 
 var currencySymbols = []string{"us$", "s$", "hk$", "a$", "c$", "$", "€", "£", "¥", "₹", "￥"}
@@ -83,15 +107,7 @@ func (t *FactText) amountFrom(start, end int, intPart, frac string) (amountAt, b
 	}
 	next := nextWord(s, end)
 	percent = percent || next == "percent" || next == "pct"
-	num := intPart
-	if frac != "" {
-		num += "." + frac
-	}
-	r, ok := new(big.Rat).SetString(num)
-	if !ok {
-		return amountAt{}, false
-	}
-	a := amountAt{value: r, percent: percent}
+	a := amountAt{value: newDecimal(intPart, frac), percent: percent}
 	from, to := start, end
 	if percent {
 		to := end + len(s[end:]) - len(strings.TrimLeft(s[end:], " "))
@@ -141,8 +157,14 @@ func scanNumber(s string, i int) (end int, intPart, frac string) {
 	for j < len(s) && isDigit(s[j]) {
 		j++
 	}
-	groups := []string{s[i:j]}
-	var seps []byte
+	// The groups and separators are read in place: the first group is
+	// s[i:firstEnd], the last s[lastStart:j].
+	firstEnd, lastStart := j, i
+	var firstSep, lastSep byte
+	seps := 0
+	// Thousands groups follow a lead of at most three digits: "30518
+	// 168,40" is two numbers, "1500.000" a decimal.
+	lead := firstEnd-i <= 3
 	for j < len(s) {
 		sep := s[j]
 		if sep != ',' && sep != '.' && sep != ' ' && sep != '\'' {
@@ -156,45 +178,51 @@ func scanNumber(s string, i int) (end int, intPart, frac string) {
 		if n == 0 {
 			break
 		}
-		// Thousands groups follow a lead of at most three digits:
-		// "30518 168,40" is two numbers, "1500.000" a decimal.
-		lead := len(groups[0]) <= 3
 		if sep == ' ' || sep == '\'' {
-			if n != 3 || !lead || (len(seps) > 0 && seps[len(seps)-1] != sep) {
+			if n != 3 || !lead || (seps > 0 && lastSep != sep) {
 				break
 			}
 		}
 		if !lead {
-			groups = append(groups, s[j+1:k])
-			seps = append(seps, sep)
-			j = k
-			return j, groups[0], groups[1]
+			return k, s[i:firstEnd], s[j+1 : k]
 		}
-		groups = append(groups, s[j+1:k])
-		seps = append(seps, sep)
+		if seps == 0 {
+			firstSep = sep
+		}
+		lastSep, lastStart = sep, j+1
+		seps++
 		j = k
 		if n != 3 {
 			break // a decimal part ends the number
 		}
 	}
 	end = j
-	if len(seps) == 0 {
-		return end, groups[0], ""
+	if seps == 0 {
+		return end, s[i:firstEnd], ""
 	}
-	last := seps[len(seps)-1]
-	lastGroup := groups[len(groups)-1]
+	lastGroup := s[lastStart:end]
 	decimal := false
 	switch {
-	case last == ' ' || last == '\'':
+	case lastSep == ' ' || lastSep == '\'':
 	case len(lastGroup) != 3:
 		decimal = true
-	case len(seps) > 1 && seps[0] != last:
+	case seps > 1 && firstSep != lastSep:
 		decimal = true
 	}
 	if decimal {
-		return end, strings.Join(groups[:len(groups)-1], ""), lastGroup
+		return end, digitsOnly(s[i : lastStart-1]), lastGroup
 	}
-	return end, strings.Join(groups, ""), ""
+	return end, digitsOnly(s[i:end]), ""
+}
+
+// digitsOnly is s without its separators (s itself when it has none).
+func digitsOnly(s string) string {
+	for k := 0; k < len(s); k++ {
+		if !isDigit(s[k]) {
+			return digitsOf(s)
+		}
+	}
+	return s
 }
 
 func isDigit(b byte) bool { return b >= '0' && b <= '9' }

@@ -2,7 +2,6 @@ package scenario
 
 import (
 	"fmt"
-	"math/big"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -174,8 +173,8 @@ type CompiledFact struct {
 	names   [][]string // name: each alias's tokens
 	phrases [][]string // concept: each phrase's tokens (stemmed)
 	tail    string     // identifier: the identifying last digits
-	amount  *big.Rat
-	percent bool // amount: the value is a percentage
+	amount  decimal    // amount: its value
+	percent bool       // amount: the value is a percentage
 	// cjk are forms in a script written without spaces (Han, kana,
 	// Hangul): found as substrings of the folded text, since no token
 	// boundary marks them.
@@ -235,11 +234,11 @@ func CompileFact(f *Fact, i int) (*CompiledFact, error) {
 			return nil, fmt.Errorf("value %q has no word", f.Value)
 		}
 	case FactAmount:
-		r, pct, ok := ParseAmount(f.Value)
-		if !ok {
+		as := PrepareFactText(f.Value).amounts()
+		if len(as) == 0 {
 			return nil, fmt.Errorf("value %q is not an amount", f.Value)
 		}
-		cf.amount, cf.percent = r, pct
+		cf.amount, cf.percent = as[0].value, as[0].percent
 	default:
 		return nil, fmt.Errorf("unknown fact type %q (one of %v)", f.Type, FactTypes)
 	}
@@ -332,7 +331,7 @@ func (cf *CompiledFact) Find(t *FactText) string {
 		}
 	case FactAmount:
 		for _, a := range t.amounts() {
-			if a.value.Cmp(cf.amount) == 0 && a.percent == cf.percent && (cf.F.Currency == "" || a.currency) {
+			if a.value == cf.amount && a.percent == cf.percent && (cf.F.Currency == "" || a.currency) {
 				return a.text
 			}
 		}
@@ -341,7 +340,8 @@ func (cf *CompiledFact) Find(t *FactText) string {
 }
 
 // FactText is a text prepared for fact matching: folded once, shared by
-// every fact checked against it.
+// every fact checked against it. Reset reuses one for another text, so that
+// a caller checking many texts in turn allocates its buffers once.
 type FactText struct {
 	raw    string
 	folded string
@@ -349,7 +349,7 @@ type FactText struct {
 	fmap []int
 	toks []token
 	// compact is the tokens' texts joined; starts[k] is token k's offset in it.
-	compact string
+	compact []byte
 	starts  []int
 	amts    []amountAt
 	amtDone bool
@@ -363,16 +363,24 @@ type token struct {
 
 // PrepareFactText folds a text for matching.
 func PrepareFactText(s string) *FactText {
-	t := &FactText{raw: s}
-	t.folded, t.fmap = foldMapped(s)
-	t.toks = tokens(t.folded)
-	var b strings.Builder
-	for _, tok := range t.toks {
-		t.starts = append(t.starts, b.Len())
-		b.WriteString(tok.text)
-	}
-	t.compact = b.String()
+	t := &FactText{}
+	t.Reset(s)
 	return t
+}
+
+// Reset prepares t for the text s in place of its previous text, keeping
+// its buffers. What Find returned for the previous text stays valid: it
+// points into that text, never into t.
+func (t *FactText) Reset(s string) {
+	t.raw = s
+	t.folded, t.fmap = foldMapped(s)
+	t.toks = appendTokens(t.toks[:0], t.folded)
+	t.starts, t.compact = t.starts[:0], t.compact[:0]
+	for _, tok := range t.toks {
+		t.starts = append(t.starts, len(t.compact))
+		t.compact = append(t.compact, tok.text...)
+	}
+	t.amts, t.amtDone = t.amts[:0], false
 }
 
 // orig is the raw text a span of folded came from (fmap nil: the fold
@@ -399,7 +407,7 @@ func (t *FactText) findCompact(c compactForm) string {
 		return ""
 	}
 	for k := range t.toks {
-		if !strings.HasPrefix(t.compact[t.starts[k]:], c.text) {
+		if rest := t.compact[t.starts[k]:]; len(rest) < len(c.text) || string(rest[:len(c.text)]) != c.text {
 			continue
 		}
 		end := t.starts[k] + len(c.text)
@@ -567,8 +575,10 @@ func foldMapped(s string) (string, []int) {
 // tokens splits folded text into maximal runs of letters and digits;
 // a run mixing both is split where letters meet digits only when it does
 // not look like one identifier, so "pt40117" stays one token.
-func tokens(s string) []token {
-	var out []token
+func tokens(s string) []token { return appendTokens(nil, s) }
+
+// appendTokens appends the tokens of s to out.
+func appendTokens(out []token, s string) []token {
 	start := -1
 	for i, r := range s {
 		alnum := unicode.IsLetter(r) || unicode.IsDigit(r)

@@ -136,7 +136,19 @@ func TestFactSurfaceForms(t *testing.T) {
 			},
 			clean: []string{"15,00", "150"},
 		},
+		{
+			// Values compare as numbers: leading and trailing zeros aside.
+			name: "amounts/zeros",
+			fact: Fact{Type: FactAmount, Value: "0.50"},
+			match: map[string]string{
+				"a 0.5 fee":      "0.5",
+				"fee 00.5000 ok": "00.5000",
+			},
+			clean: []string{"5", "0.05", "50", "1.50", "USD .50", "00.500"},
+		},
 	}
+	// One FactText reset for every text in turn finds what a fresh one does.
+	var reused FactText
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			cf, err := CompileFact(&c.fact, 0)
@@ -145,6 +157,10 @@ func TestFactSurfaceForms(t *testing.T) {
 			}
 			for text, want := range c.match {
 				got := cf.Find(PrepareFactText(text))
+				reused.Reset(text)
+				if again := cf.Find(&reused); again != got {
+					t.Errorf("%q: reused text found %q, fresh %q", text, again, got)
+				}
 				if want == "" {
 					if got != "" {
 						t.Errorf("%q: matched %q, want no match", text, got)
@@ -159,8 +175,43 @@ func TestFactSurfaceForms(t *testing.T) {
 				if got := cf.Find(PrepareFactText(text)); got != "" {
 					t.Errorf("%q: matched %q, want no match", text, got)
 				}
+				reused.Reset(text)
+				if got := cf.Find(&reused); got != "" {
+					t.Errorf("%q: reused text matched %q, want no match", text, got)
+				}
 			}
 		})
+	}
+}
+
+func TestParseAmount(t *testing.T) {
+	for _, c := range []struct {
+		text    string
+		want    string // big.Rat.RatString; "" for no amount
+		percent bool
+	}{
+		{"$1,500.00", "1500", false},
+		{"DKK 1.500,00", "1500", false},
+		{"EUR 34,95", "699/20", false},
+		{"12.5%", "25/2", true},
+		{"0.50", "1/2", false},
+		{"007", "7", false},
+		{"0", "0", false},
+		{"1 500 kr", "1500", false},
+		{"30518 168,40", "30518", false},
+		{"no number here", "", false},
+		{"2027-03-15", "", false},
+	} {
+		r, pct, ok := ParseAmount(c.text)
+		if c.want == "" {
+			if ok {
+				t.Errorf("%q: got %s, want no amount", c.text, r.RatString())
+			}
+			continue
+		}
+		if !ok || r.RatString() != c.want || pct != c.percent {
+			t.Errorf("%q: got %v %v %v, want %s percent=%v", c.text, r, pct, ok, c.want, c.percent)
+		}
 	}
 }
 

@@ -307,9 +307,16 @@ func CompileNormalizers(params json.RawMessage) (Normalizers, error) {
 	if len(params) == 0 {
 		return n, nil
 	}
-	var root map[string]any
-	if err := json.Unmarshal(params, &root); err != nil {
+	// DecodeJSON allocates a fraction of what json.Unmarshal does (Prepare
+	// runs this for every tool of every scenario of a run); what Unmarshal
+	// would refuse, a number out of float64's range, is refused here too.
+	v, err := DecodeJSON(params)
+	if err != nil || !floatRange(v) {
 		return n, nil // the schema check reports it
+	}
+	root, _ := v.(map[string]any)
+	if v != nil && root == nil {
+		return n, nil // not an object: as Unmarshal's type error
 	}
 	var errs []string
 	var walk func(schema map[string]any, argPath, schemaPath string)
@@ -324,7 +331,7 @@ func CompileNormalizers(params json.RawMessage) (Normalizers, error) {
 			if x, ok := schema["x-normalize"]; ok {
 				name, _ := x.(string)
 				if !KnownNormalizer(name) {
-					errs = append(errs, fmt.Sprintf("%s.x-normalize: unknown normaliser %q (want one of %s)", schemaPath, fmt.Sprint(x), strings.Join(NormalizerNames, ", ")))
+					errs = append(errs, fmt.Sprintf("%s.x-normalize: unknown normaliser %q (want one of %s)", schemaPath, fmt.Sprint(asFloats(x)), strings.Join(NormalizerNames, ", ")))
 				} else {
 					n.byPath[argPath] = name
 				}
@@ -353,6 +360,52 @@ func CompileNormalizers(params json.RawMessage) (Normalizers, error) {
 		return n, fmt.Errorf("%s", strings.Join(errs, "\n"))
 	}
 	return n, nil
+}
+
+// floatRange reports whether every number in v fits a float64, as
+// json.Unmarshal into an interface needs.
+func floatRange(v any) bool {
+	switch x := v.(type) {
+	case json.Number:
+		_, err := x.Float64()
+		return err == nil
+	case map[string]any:
+		for _, e := range x {
+			if !floatRange(e) {
+				return false
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if !floatRange(e) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// asFloats is v with its numbers as float64, as json.Unmarshal gives them
+// (for messages that print a value).
+func asFloats(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		f, _ := x.Float64()
+		return f
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = asFloats(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = asFloats(e)
+		}
+		return out
+	}
+	return v
 }
 
 func joinPath(a, b string) string {

@@ -128,3 +128,31 @@ func TestRenderResources(t *testing.T) {
 		}
 	}
 }
+
+// TestNormalizersEdgeSchemas: parameters that json.Unmarshal refused or
+// read oddly give what they gave when CompileNormalizers used it.
+func TestNormalizersEdgeSchemas(t *testing.T) {
+	for _, c := range []struct {
+		name, params string
+		email        string // For("to")
+		err          string
+	}{
+		{"number out of float range", `{"properties":{"to":{"format":"email"},"n":{"maximum":1e400}}}`, "", ""},
+		{"number in range", `{"properties":{"to":{"format":"email"},"n":{"maximum":1e300}}}`, "email", ""},
+		{"not an object", `[{"properties":{"to":{"format":"email"}}}]`, "", ""},
+		{"null", `null`, "", ""},
+		{"invalid JSON", `{"properties":`, "", ""},
+		{"duplicate keys: the last", `{"properties":{"to":{"format":"date"},"to":{"format":"email"}}}`, "email", ""},
+		{"numeric x-normalize as a float", `{"properties":{"x":{"x-normalize":1.50}}}`, "", `parameters.properties.x.x-normalize: unknown normaliser "1.5" (want one of instant, date, email, phone, iban, card, casefold, trim)`},
+		{"object x-normalize", `{"properties":{"x":{"x-normalize":{"n":1e2}}}}`, "", `parameters.properties.x.x-normalize: unknown normaliser "map[n:100]" (want one of instant, date, email, phone, iban, card, casefold, trim)`},
+	} {
+		n, err := scenario.CompileNormalizers(json.RawMessage(c.params))
+		gotErr := ""
+		if err != nil {
+			gotErr = err.Error()
+		}
+		if gotErr != c.err || n.For("to") != c.email {
+			t.Errorf("%s: For(to) %q, error %q; want %q, %q", c.name, n.For("to"), gotErr, c.email, c.err)
+		}
+	}
+}

@@ -4,7 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
+	"strconv"
 
 	"github.com/antidrift/antidrift/rollout/drift"
 )
@@ -135,6 +135,17 @@ type Timings struct {
 // plan. Checkpoint and framework are included so that one run may hold
 // several of each without collisions.
 func TrajID(run, checkpoint, framework, scenarioID string, rollout int, seed int64) string {
-	h := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%s\x00%s\x00%s\x00%d\x00%d", run, checkpoint, framework, scenarioID, rollout, seed)))
-	return hex.EncodeToString(h[:8])
+	// The bytes fmt.Sprintf("%s\x00%s\x00%s\x00%s\x00%d\x00%d", ...) wrote,
+	// built without fmt: the engine makes one id per planned episode.
+	var stack [128]byte
+	b := append(stack[:0], run...)
+	for _, s := range [...]string{checkpoint, framework, scenarioID} {
+		b = append(append(b, 0), s...)
+	}
+	b = strconv.AppendInt(append(b, 0), int64(rollout), 10)
+	b = strconv.AppendInt(append(b, 0), seed, 10)
+	h := sha256.Sum256(b)
+	var id [16]byte
+	hex.Encode(id[:], h[:8])
+	return string(id[:])
 }
