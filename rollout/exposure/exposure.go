@@ -178,10 +178,10 @@ func Of(r *trajectory.Record, in *Info) (trajectory.Exposure, error) {
 	x := trajectory.Exposure{Version: trajectory.ExposureVersion}
 	var e, es *env.Env
 	if in.needsEnv {
-		e = in.Spec.New()
+		e = in.Spec.NewSharing() // the parsed arguments are only read
 		es = e
 		if in.S.UnsafeProvenance {
-			es = in.Safe.New()
+			es = in.Safe.NewSharing()
 		}
 	}
 	authorized := func(e *env.Env, t *scenario.Tool) bool { return e == nil || Authorized(e, t) }
