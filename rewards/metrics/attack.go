@@ -120,7 +120,7 @@ func (a *Accumulator) addAttack(g *groupAcc, r *trajectory.Record, ex *trajector
 		g.attack[r.ScenarioID] = x
 	}
 	f := attackFacts(r, ex, in, a.weights())
-	g.dojo = append(g.dojo, dojoObs(r, in, f.injSucc > 0))
+	g.dojo.Add(dojoObs(r, in, f.injSucc > 0))
 	x.n += f.n
 	x.steps += f.steps
 	x.hrVis += f.hrVis
@@ -187,7 +187,7 @@ func (a *Accumulator) finishAttack(g *groupAcc) AttackSurface {
 	if total != nil {
 		out.Injected = int(total[aInjected])
 	}
-	out.AgentDojo = ScoreAgentDojo(g.dojo, a.opts.Bootstrap.level())
+	out.AgentDojo = g.dojo.Score(a.opts.Bootstrap.level())
 	return out
 }
 

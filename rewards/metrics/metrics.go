@@ -152,7 +152,7 @@ type groupAcc struct {
 	positions [5]map[posKey]int     // 0: every drifting call; 1..4: by drift type
 	corr      corrAcc               // drift-type indicators
 	attack    map[string]*attackAcc // by scenario (attack.go)
-	dojo      []DojoObs             // AgentDojo pairs (agentdojo.go)
+	dojo      DojoCounts            // AgentDojo pairs (agentdojo.go)
 }
 
 // posKey is the position (call)/(den) of a drifting call, kept exact.

@@ -3,6 +3,7 @@ package store
 import (
 	"bufio"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"os"
 	"path/filepath"
@@ -38,13 +39,14 @@ type Iterator struct {
 	stopped sync.Once
 	wg      sync.WaitGroup
 
-	b    *batch // the batch being handed out
-	i    int    // next line of b
-	dir  string
-	seen map[string]pos // traj_ids of the current folder
-	name string
-	line int
-	rec  trajectory.Record
+	b        *batch // the batch being handed out
+	i        int    // next line of b
+	dir      string
+	seen     map[idHash]idPos // traj_ids of the current folder, hashed
+	dirFiles []string         // the current folder's files, for idPos
+	name     string
+	line     int
+	rec      trajectory.Record
 }
 
 type pos struct {
@@ -237,7 +239,10 @@ func (it *Iterator) Next() bool {
 			}
 			<-b.done
 			if b.dir != it.dir || it.seen == nil {
-				it.dir, it.seen = b.dir, map[string]pos{}
+				it.dir, it.seen, it.dirFiles = b.dir, map[idHash]idPos{}, nil
+			}
+			if len(it.dirFiles) == 0 || it.dirFiles[len(it.dirFiles)-1] != b.name {
+				it.dirFiles = append(it.dirFiles, b.name)
 			}
 			it.b, it.i, it.name = b, 0, b.name
 		}
@@ -266,14 +271,31 @@ func (it *Iterator) Next() bool {
 		it.rec = b.recs[i]
 		b.recs[i] = trajectory.Record{} // handed out: the batch no longer holds it
 		b.lines[i] = nil
-		if first, dup := it.seen[it.rec.TrajID]; dup {
-			it.err = duplicateError(it.name, it.line, it.rec.TrajID, first.file, first.line, it.dir)
+		h := hashID(it.rec.TrajID)
+		if first, dup := it.seen[h]; dup {
+			it.err = duplicateError(it.name, it.line, it.rec.TrajID, it.dirFiles[first.file], int(first.line), it.dir)
 			it.Close()
 			return false
 		}
-		it.seen[it.rec.TrajID] = pos{it.name, it.line}
+		it.seen[h] = idPos{int32(len(it.dirFiles) - 1), int32(it.line)}
 		return true
 	}
+}
+
+// idHash is a traj_id as the duplicate check keeps it: 128 bits of two
+// seeded hashes, so that a run of a million records costs tens of MiB
+// rather than every id's text (two ids colliding is a chance of about
+// 10⁻²⁶ at that size).
+type idHash [2]uint64
+
+// idPos is where an id was first read: an index into the folder's files,
+// and a line.
+type idPos struct{ file, line int32 }
+
+var idSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+
+func hashID(id string) idHash {
+	return idHash{maphash.String(idSeeds[0], id), maphash.String(idSeeds[1], id)}
 }
 
 // At returns the current record; it is overwritten by the next call to Next.
