@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/antidrift/antidrift/internal/corpus"
+	"github.com/antidrift/antidrift/internal/racetest"
 	"github.com/antidrift/antidrift/rollout/exposure"
 	"github.com/antidrift/antidrift/rollout/scenario"
 	"github.com/antidrift/antidrift/rollout/store"
@@ -37,6 +38,7 @@ func TestStoredExposureScoresAsAReplay(t *testing.T) {
 	// Injections, forged authorizations and broken provenance (the safe
 	// replay differs from the stated one).
 	t.Run("gating", func(t *testing.T) {
+		racetest.WholeSuiteStatistics(t, "the builtin subtest (the same decoding goroutines and replay)")
 		ss, ps := gating.Load(nil, scenario.Options{AllowUnsafeProvenance: true})
 		require.Empty(t, ps)
 		stored := filepath.Join(t.TempDir(), "stored")
