@@ -32,9 +32,13 @@ vet:
 
 # The command tests run whole pipelines (demo, kill/resume, browser): give
 # them more than go test's default 10 minutes on a loaded 2-core machine.
+# The race pass runs beside the plain one: each ends on one long package
+# (cmd/antidrift, rollout/queue) that leaves the other core idle.
 test: vet
-	$(GO) test -timeout 30m ./...
-	$(GO) test -race -timeout 30m $(RACE_PKGS)
+	@$(GO) test -timeout 30m ./... & plain=$$!; \
+	$(GO) test -race -timeout 30m $(RACE_PKGS); race=$$?; \
+	wait $$plain; plain=$$?; \
+	if [ $$plain -ne 0 ] || [ $$race -ne 0 ]; then echo "make test: failed (plain pass exit $$plain, race pass exit $$race)" >&2; exit 1; fi
 
 # The full coverage simulation of the printed intervals (docs/scoring.md):
 # 1000 simulated runs per interval type, rate and scenario count, with the
