@@ -22,7 +22,7 @@ func Append(dst []byte, v any) ([]byte, error) {
 	case nil:
 		return append(dst, "null"...), nil
 	case string:
-		return appendString(dst, x), nil
+		return AppendString(dst, x), nil
 	case bool:
 		return strconv.AppendBool(dst, x), nil
 	case json.Number:
@@ -53,7 +53,7 @@ func Append(dst []byte, v any) ([]byte, error) {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = append(appendString(dst, k), ':')
+			dst = append(AppendString(dst, k), ':')
 			var err error
 			if dst, err = Append(dst, x[k]); err != nil {
 				return dst, err
@@ -108,18 +108,30 @@ func appendFloat(dst []byte, f float64) []byte {
 
 const hexDigits = "0123456789abcdef"
 
-// appendString is encoding/json's string encoder with HTML escaping (what
-// Marshal uses): <, > and & as \u escapes, control characters escaped,
-// invalid UTF-8 as \ufffd, and U+2028 and U+2029 escaped.
-func appendString(dst []byte, s string) []byte {
+// htmlSafe[b] is encoding/json's htmlSafeSet: the ASCII bytes json.Marshal
+// writes as they are (printable, not '"', '\\', '<', '>' or '&'; DEL
+// included). Bytes from utf8.RuneSelf up are false: they take the rune path.
+var htmlSafe = func() (t [256]bool) {
+	for b := 0x20; b < utf8.RuneSelf; b++ {
+		t[b] = b != '"' && b != '\\' && b != '<' && b != '>' && b != '&'
+	}
+	return t
+}()
+
+// AppendString appends s as json.Marshal writes a string (HTML escaping
+// on): `"`, `\`, control characters, '<', '>', '&', U+2028 and U+2029
+// escaped as encoding/json escapes them, each byte of invalid UTF-8 as
+// \ufffd.
+func AppendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
-		if b := s[i]; b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
-				i++
-				continue
-			}
+		b := s[i]
+		if htmlSafe[b] {
+			i++
+			continue
+		}
+		if b < utf8.RuneSelf {
 			dst = append(dst, s[start:i]...)
 			switch b {
 			case '\\', '"':
@@ -145,7 +157,7 @@ func appendString(dst []byte, s string) []byte {
 		if c == utf8.RuneError && size == 1 {
 			dst = append(dst, s[start:i]...)
 			dst = append(dst, `\ufffd`...)
-			i += size
+			i++
 			start = i
 			continue
 		}

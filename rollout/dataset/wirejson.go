@@ -7,75 +7,13 @@ package dataset
 // scanner were a large share of an export's CPU. wirejson_test.go compares
 // them with encoding/json over hostile inputs and fuzzes them.
 
-import "unicode/utf8"
+import "github.com/antidrift/antidrift/internal/plainjson"
 
 const hexDigits = "0123456789abcdef"
 
-// htmlSafe[b] is encoding/json's htmlSafeSet: the ASCII bytes json.Marshal
-// writes as they are (printable, not '"', '\\', '<', '>' or '&'; DEL
-// included). Bytes from utf8.RuneSelf up are false: they take the rune path.
-var htmlSafe = func() (t [256]bool) {
-	for b := 0x20; b < utf8.RuneSelf; b++ {
-		t[b] = b != '"' && b != '\\' && b != '<' && b != '>' && b != '&'
-	}
-	return t
-}()
-
-// appendString appends s as json.Marshal writes a string (HTML escaping
-// on): `"`, `\`, control characters, '<', '>', '&', U+2028 and U+2029
-// escaped as encoding/json escapes them, each byte of invalid UTF-8 as
-// \ufffd.
-func appendString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		b := s[i]
-		if htmlSafe[b] {
-			i++
-			continue
-		}
-		if b < utf8.RuneSelf {
-			dst = append(dst, s[start:i]...)
-			switch b {
-			case '\\', '"':
-				dst = append(dst, '\\', b)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		c, size := utf8.DecodeRuneInString(s[i:])
-		if c == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		if c == '\u2028' || c == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[c&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
+// appendString appends s as json.Marshal writes a string
+// (plainjson.AppendString: one escaper for the module).
+func appendString(dst []byte, s string) []byte { return plainjson.AppendString(dst, s) }
 
 // appendCompact appends the JSON value v as json.Marshal embeds a
 // json.RawMessage: whitespace between tokens dropped, '<', '>', '&',

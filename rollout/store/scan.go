@@ -30,17 +30,15 @@ type scanJudgement struct {
 	Reason skipString `json:"reason"`
 }
 
-// knownStrings are the quoted values scoring compares (roles, call
-// outcomes), read without allocating.
-type knownString string
-
-var knownStrings = func() map[string]knownString {
-	m := map[string]knownString{}
+// knownStrings are the values scoring compares (roles, call outcomes),
+// read without allocating.
+var knownStrings = func() map[string]string {
+	m := map[string]string{}
 	for _, s := range []string{
 		trajectory.RoleSystem, trajectory.RoleUser, trajectory.RoleAssistant, trajectory.RoleTool,
 		"matched", "default", "invalid_args", "unknown_tool", "not_visible", "unparsed",
 	} {
-		m[s] = knownString(s)
+		m[s] = s
 	}
 	return m
 }()

@@ -481,28 +481,12 @@ func whole(b []byte, walk func(w *walker) error) error {
 
 func (m *scanMessages) walk(w *walker) error {
 	var out []scanMsg
-	isNull, err := w.array(func() error {
+	_, err := w.array(func() error {
 		var msg scanMsg
 		err := w.object(func(key []byte) error {
 			switch string(key) {
 			case "role":
-				switch w.peek() {
-				case 'n':
-					return w.literal("null")
-				case '"':
-					raw, ok := w.str()
-					if !ok {
-						return errScanKind
-					}
-					role, err := stringValue(raw)
-					if err != nil {
-						return err
-					}
-					msg.role = role
-				default:
-					return errScanKind
-				}
-				return nil
+				return w.stringInto(&msg.role)
 			case "content", "reasoning", "tool_call_id", "name":
 				return w.stringOrNull()
 			case "tool_calls":
@@ -538,22 +522,36 @@ func (m *scanMessages) walk(w *walker) error {
 	if err != nil {
 		return err
 	}
-	if isNull {
-		*m = nil
+	*m = out // only lengths are read: null and [] alike give none
+	return nil
+}
+
+// stringInto reads a field a Go string takes into *dst (null leaves it
+// as it is, as decoding does).
+func (w *walker) stringInto(dst *string) error {
+	switch w.peek() {
+	case 'n':
+		return w.literal("null")
+	case '"':
+		raw, ok := w.str()
+		if !ok {
+			return errScanKind
+		}
+		v, err := stringValue(raw)
+		if err != nil {
+			return err
+		}
+		*dst = v
 		return nil
 	}
-	if out == nil {
-		out = []scanMsg{}
-	}
-	*m = out
-	return nil
+	return errScanKind
 }
 
 // stringValue is a string's value: the known roles and outcomes without
 // allocating, others decoded.
 func stringValue(raw []byte) (string, error) {
 	if v, ok := knownStrings[string(raw)]; ok {
-		return string(v), nil
+		return v, nil
 	}
 	if plainASCII(raw) {
 		return string(raw), nil
@@ -577,7 +575,7 @@ func (s *scanSteps) UnmarshalJSON(b []byte) error { return whole(b, s.walk) }
 
 func (s *scanSteps) walk(w *walker) error {
 	var out []scanStp
-	isNull, err := w.array(func() error {
+	_, err := w.array(func() error {
 		var st scanStp
 		err := w.object(func(key []byte) error {
 			switch string(key) {
@@ -598,23 +596,7 @@ func (s *scanSteps) walk(w *walker) error {
 						case "id", "tool":
 							return w.stringOrNull()
 						case "outcome":
-							switch w.peek() {
-							case 'n':
-								return w.literal("null")
-							case '"':
-								raw, ok := w.str()
-								if !ok {
-									return errScanKind
-								}
-								v, err := stringValue(raw)
-								if err != nil {
-									return err
-								}
-								outcome = v
-							default:
-								return errScanKind
-							}
-							return nil
+							return w.stringInto(&outcome)
 						case "drift":
 							return w.boolOrNull()
 						}
@@ -647,14 +629,7 @@ func (s *scanSteps) walk(w *walker) error {
 	if err != nil {
 		return err
 	}
-	if isNull {
-		*s = nil
-		return nil
-	}
-	if out == nil {
-		out = []scanStp{}
-	}
-	*s = out
+	*s = out // only lengths are read: null and [] alike give none
 	return nil
 }
 
