@@ -21,7 +21,10 @@ import (
 const modulePath = "github.com/antidrift/antidrift"
 
 // datasetAllowed are the module packages rollout/dataset may import directly.
-var datasetAllowed = []string{"rollout/trajectory", "rollout/scenario", "rollout/store"}
+// internal/plainjson (encoding/json's bytes without reflection) imports
+// nothing of antidrift: the one string escaper the dataset layer shares
+// with the environment's tool messages.
+var datasetAllowed = []string{"rollout/trajectory", "rollout/scenario", "rollout/store", "internal/plainjson"}
 
 // datasetDataLibraries are the third-party modules rollout/dataset may
 // import (data libraries only: no HTTP client, no engine).
