@@ -5,5 +5,6 @@
 //
 // Owns: what a row holds and how a record becomes messages a trainer reads.
 // Must not import: pairs, rewards, export, or any rollout package beyond
-// rollout/trajectory, rollout/scenario and rollout/store (no engine, no HTTP).
+// rollout/trajectory, rollout/scenario and rollout/store, nor of this module
+// beyond those and internal/plainjson (no engine, no HTTP).
 package dataset
