@@ -65,6 +65,71 @@ func (ix *Index) Load(scenarioID string) ([]*trajectory.Record, error) {
 	return ix.ix.LoadGroup(g)
 }
 
+// Count is the number of trajectories of one scenario.
+func (ix *Index) Count(scenarioID string) int {
+	g := ix.groups[scenarioID]
+	return g.To - g.From
+}
+
+// Bytes is the size of one scenario's record lines: what Load would read
+// and hold decoded. Callers that must stay within a memory bound stream
+// a scenario (Each, EachAt) when it is large instead of loading it.
+func (ix *Index) Bytes(scenarioID string) int64 {
+	return ix.ix.Bytes(ix.groups[scenarioID])
+}
+
+// Key is the identity of a scenario's k-th trajectory (in traj_id order,
+// as Load returns them), read from the index without loading the record.
+func (ix *Index) Key(scenarioID string, k int) store.Key {
+	return ix.ix.Key(ix.groups[scenarioID].From + k)
+}
+
+// Each streams the records of one scenario in traj_id order, calling fn
+// with each one's rank k (its position in Load's slice). The record passed
+// to fn is overwritten later: keep what is needed, not the pointer.
+// Records are decoded ahead on every core; memory is a window of records,
+// whatever the scenario's size. It stops at the first error.
+func (ix *Index) Each(scenarioID string, fn func(k int, rec *trajectory.Record) error) error {
+	g, ok := ix.groups[scenarioID]
+	if !ok {
+		return nil
+	}
+	ks := make([]int, g.To-g.From)
+	for k := range ks {
+		ks[k] = k
+	}
+	return ix.EachAt(scenarioID, ks, fn)
+}
+
+// EachAt is Each over the trajectories of ranks ks, in the order given
+// (ranks may repeat).
+func (ix *Index) EachAt(scenarioID string, ks []int, fn func(k int, rec *trajectory.Record) error) error {
+	g, ok := ix.groups[scenarioID]
+	if !ok {
+		if len(ks) > 0 {
+			return fmt.Errorf("dataset: no scenario %q in the index", scenarioID)
+		}
+		return nil
+	}
+	pos := make([]int, len(ks))
+	for j, k := range ks {
+		if k < 0 || k >= g.To-g.From {
+			return fmt.Errorf("dataset: scenario %q has %d trajectories, no rank %d", scenarioID, g.To-g.From, k)
+		}
+		pos[j] = g.From + k
+	}
+	return ix.ix.EachAt(pos, func(i int, rec *trajectory.Record) error { return fn(i-g.From, rec) })
+}
+
+// LoadAt reads a scenario's k-th trajectory (in traj_id order).
+func (ix *Index) LoadAt(scenarioID string, k int) (*trajectory.Record, error) {
+	g, ok := ix.groups[scenarioID]
+	if !ok || k < 0 || k >= g.To-g.From {
+		return nil, fmt.Errorf("dataset: scenario %q has no trajectory of rank %d", scenarioID, k)
+	}
+	return ix.ix.Load(g.From + k)
+}
+
 // Where names the file and line of a trajectory, for messages.
 func (ix *Index) Where(trajID string) string {
 	i := ix.ix.Find(trajID)

@@ -78,3 +78,14 @@ func positions(from, to int) []int {
 	}
 	return out
 }
+
+// Bytes is the number of bytes of the record lines at positions [From, To)
+// of g, newlines included: what reading the group costs, for callers that
+// decide between holding a group and streaming it.
+func (ix *Index) Bytes(g Group) int64 {
+	var n int64
+	for i := g.From; i < g.To; i++ {
+		n += int64(ix.entries[i].n)
+	}
+	return n
+}
