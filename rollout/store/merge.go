@@ -2,7 +2,6 @@ package store
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -122,7 +121,7 @@ func merge(out string, shards []string, version string, now time.Time, again boo
 			return res, fmt.Errorf("merge: duplicate traj_id %s across shards", r.TrajID)
 		}
 		seen[r.TrajID] = true
-		b, err := json.Marshal(r)
+		b, err := MarshalRecord(r)
 		if err != nil {
 			return res, err
 		}

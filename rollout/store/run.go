@@ -104,6 +104,10 @@ func (w *Writer) tick(interval time.Duration) {
 	}
 }
 
+// maxPooledLine bounds the line buffer an encoder keeps for the next
+// record (Append copies each line into the file's buffered writer).
+const maxPooledLine = 1 << 20
+
 // Append writes one record. Safe for concurrent use. A full batch is
 // written under the lock but synced outside it, so that other episodes keep
 // appending while the disk catches up.
@@ -118,11 +122,19 @@ func (w *Writer) Append(rec *trajectory.Record) error {
 			rec = &cp
 		}
 	}
-	b, err := json.Marshal(rec)
-	if err != nil {
-		return fmt.Errorf("store: %w", err)
+	e := encoders.Get().(*recordEncoder)
+	defer encoders.Put(e)
+	b, ok := e.append(e.line[:0], rec)
+	if !ok {
+		var err error
+		if b, err = json.Marshal(rec); err != nil {
+			return fmt.Errorf("store: %w", err)
+		}
 	}
 	b = append(b, '\n')
+	if ok && cap(b) <= maxPooledLine {
+		e.line = b
+	}
 	w.mu.Lock()
 	if w.err != nil {
 		w.mu.Unlock()
@@ -146,7 +158,7 @@ func (w *Writer) Append(rec *trajectory.Record) error {
 	w.pending = 0
 	w.mu.Unlock()
 	w.syncMu.Lock()
-	err = w.f.Sync()
+	err := w.f.Sync()
 	w.syncMu.Unlock()
 	if err != nil {
 		w.mu.Lock()

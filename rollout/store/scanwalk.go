@@ -473,7 +473,8 @@ func whole(b []byte, walk func(w *walker) error) error {
 	if err := walk(w); err != nil {
 		return err
 	}
-	if w.peek() != 0 {
+	// nothing but whitespace after the value (peek's 0 would also be a NUL byte)
+	if w.ws(); w.i != len(w.b) {
 		return errScanKind
 	}
 	return nil

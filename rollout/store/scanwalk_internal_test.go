@@ -18,6 +18,7 @@ func TestWalkerValueMatchesJSONValid(t *testing.T) {
 		`[]`, `[ ]`, `[1,]`, `[,1]`, `[1 2]`, `[1,[2,[3]]]`, `[`, `]`,
 		`{}`, `{ }`, `{"a":1}`, `{"a":1,}`, `{"a" 1}`, `{"a":}`, `{a:1}`, `{"a":1 "b":2}`, `{"a":[{"b":null}]}`, `{"a":1}}`,
 		` [1] `, "\t{\"a\":\n1}\r\n",
+		"1\x00", "\"a\"\x00", "[1]\x00 ", "\x00",
 	}
 	rng := rand.New(rand.NewPCG(7, 9))
 	base := []string{`{"role":"assistant","tool_calls":[{"id":"c1","function":{"name":"f","arguments":"{\"a\":1}","parsed_arguments":{"a":[1,2.5e3,"x\u00e9",true,null]}}}]}`,
@@ -39,9 +40,7 @@ func TestWalkerValueMatchesJSONValid(t *testing.T) {
 		}
 	}
 	for _, c := range cases {
-		w := &walker{b: []byte(c)}
-		err := w.value()
-		got := err == nil && w.peek() == 0
+		got := whole([]byte(c), (*walker).value) == nil
 		if want := json.Valid([]byte(c)); got != want {
 			t.Errorf("%q: walker accepts %v, encoding/json.Valid %v", c, got, want)
 		}
