@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/antidrift/antidrift/rollout/secret"
+	"github.com/antidrift/antidrift/rollout/store"
 	"github.com/antidrift/antidrift/rollout/trajectory"
 	"github.com/klauspost/compress/zstd"
 	"github.com/nats-io/nats.go"
@@ -21,7 +22,7 @@ var (
 // (0: 256 KiB) is zstd-compressed, so that long episodes fit the server's
 // message size.
 func encodeRecord(subject string, rec *trajectory.Record, limit int) (*nats.Msg, error) {
-	b, err := json.Marshal(rec)
+	b, err := store.MarshalRecord(rec) // json.Marshal's bytes, faster
 	if err != nil {
 		return nil, fmt.Errorf("queue: %w", err)
 	}
