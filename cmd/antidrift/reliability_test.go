@@ -21,7 +21,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/antidrift/antidrift/rollout/policy/sim"
 	"github.com/antidrift/antidrift/rollout/store"
+	"github.com/antidrift/antidrift/rollout/suite"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -97,7 +99,26 @@ func countRecordLines(t *testing.T, dir string) (n int, ids map[string]int) {
 // Item 1: two real rollout processes on one folder: the second is refused
 // with the holder's PID and host; the first finishes the plan, once.
 func TestTwoWritersOneFolderRefused(t *testing.T) {
-	url := simServer(t, 40*time.Millisecond)
+	// Once the first has the lock, the model server answers nothing until
+	// the second writer has been refused: the first cannot finish (and
+	// free the folder) first, however slowly the machine starts the
+	// second. (Its endpoint check, before the lock, is answered.)
+	ss, err := suite.Load()
+	require.NoError(t, err)
+	var held atomic.Bool
+	gate := make(chan struct{})
+	var once sync.Once
+	release := func() { once.Do(func() { close(gate) }) }
+	inner := sim.NewServer(ss, 40*time.Millisecond)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if held.Load() {
+			<-gate
+		}
+		inner.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(release) // before srv.Close, which waits for held requests
+	url := srv.URL + "/v1"
 	dir := t.TempDir()
 	args := []string{"rollout", "--policy", "openai:sim:base", "--base-url", url, "--rollouts", "2", "--limit", "6",
 		"--concurrency", "2", "--out", dir, "--json"}
@@ -109,17 +130,20 @@ func TestTwoWritersOneFolderRefused(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if b, err := os.ReadFile(lock); err == nil && bytes.Contains(b, []byte(`"pid"`)) {
+			held.Store(true)
 			break
 		}
 		require.True(t, time.Now().Before(deadline), "the first rollout never took the lock")
 		time.Sleep(10 * time.Millisecond)
 	}
-	code, _, stderr := execBin(t, nil, args...)
+	// (the second skips the endpoint check, whose requests are held now)
+	code, _, stderr := execBin(t, nil, append(args, "--skip-endpoint-check")...)
 	assert.Equal(t, 1, code)
 	host, _ := os.Hostname()
 	assert.Contains(t, stderr, fmt.Sprintf("pid %d on host %s", first.Process.Pid, host))
 	assert.Contains(t, stderr, "in use by another antidrift process")
 	assert.Equal(t, 1, strings.Count(errorLines(stderr), "\n"), "one line: %s", stderr)
+	release()
 	require.NoError(t, first.Wait(), firstErr.String())
 
 	n, ids := countRecordLines(t, dir)
