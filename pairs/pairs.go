@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"github.com/antidrift/antidrift/rollout/dataset"
 	"sort"
-	"sync"
 
 	"github.com/antidrift/antidrift/rollout/trajectory"
 )
@@ -99,21 +98,24 @@ const (
 	classOther
 )
 
-type item struct {
-	rec       *trajectory.Record
-	reward    float64
-	class     int
-	key       [32]byte
-	promptEnd int
-	native    bool  // the framework's tools went in the request (dataset.ToolsNative)
-	m         *msgs // message keys, computed on first use
+// Why a candidate failed, as a small code: the pool loop counts and
+// remembers codes, the statistics name them (reasonNames).
+const (
+	reasonNone int8 = iota
+	reasonSameCkpt
+	reasonEmpty
+	reasonPrompt
+	reasonOffAssistant
+	reasonNotOnset
+	reasonLength
+	reasonGap
+	reasonRawArguments
+	reasonDedup
+	nReasons
+)
 
-	// selection state within one pool and pair type (reset by pool)
-	uses     int
-	lastFail string
-	ci       int      // index among the pool's chosen
-	tried    []uint64 // rejected: the chosen (by ci) tried with it in earlier rounds
-}
+var reasonNames = [nReasons]string{"", ReasonSameCkpt, ReasonEmpty, ReasonPrompt, ReasonOffAssistant, ReasonNotOnset,
+	ReasonLength, ReasonGap, ReasonRawArguments, ReasonDedup}
 
 type builder struct {
 	opt   Options
@@ -121,34 +123,48 @@ type builder struct {
 	seen  map[dedupKey]bool
 	emit  func(*dataset.DPORow) error
 	keys  keyer
+	cache recordCache
+	buf   []byte
+
+	// per scenario (scan): interned message keys, sigs and names
+	interned map[string]*msgs
+	sigs     map[sigKey]int
+	strs     map[string]string
+	// memo[sig] is the reason a chosen of that sig failed with the
+	// rejected of the current visit (and of the visits before it with the
+	// same sig), valid while memoGen[sig] == gen. A failure never turns
+	// into a pair (seen only grows), so that a pool where thousands of
+	// copies of the same episodes meet computes each distinct couple once.
+	memo    []int8
+	memoGen []uint32
+	gen     uint32
 }
 
-// msgs returns the item's message keys.
-func (b *builder) msgs(it *item) *msgs {
-	if it.m == nil {
-		it.m = b.keys.messages(it.rec.Messages, b.keeps)
-	}
-	return it.m
-}
-
-// sizes fills the item's message sizes: the bytes of each message's
+// sizes returns the item's message sizes: the bytes of each message's
 // exported JSON (native frameworks: a message renders on its own).
-func (b *builder) sizes(it *item) *msgs {
-	m := b.msgs(it)
-	if m.sizes == nil {
-		ms := it.rec.Messages
-		m.sizes, m.keptSizes = make([]int, len(ms)+1), make([]int, len(ms)+1)
-		for i := range ms {
-			m.sizes[i+1] = m.sizes[i] + len(dataset.MessageJSONWith(ms[i], b.opt.Render))
-		}
-		for i := len(ms) - 1; i >= 0; i-- {
-			m.keptSizes[i] = m.keptSizes[i+1]
-			if b.keeps(&ms[i]) {
-				m.keptSizes[i] += m.sizes[i+1] - m.sizes[i]
-			}
+func (b *builder) sizes(it *item) (*sizes, error) {
+	if it.sz != nil && it.sz.sizes != nil {
+		return it.sz, nil
+	}
+	rec, err := b.cache.get(it)
+	if err != nil {
+		return nil, err
+	}
+	if it.sz == nil {
+		it.sz = &sizes{}
+	}
+	m, ms := it.sz, rec.Messages
+	m.sizes, m.keptSizes = make([]int, len(ms)+1), make([]int, len(ms)+1)
+	for i := range ms {
+		m.sizes[i+1] = m.sizes[i] + len(dataset.MessageJSONWith(ms[i], b.opt.Render))
+	}
+	for i := len(ms) - 1; i >= 0; i-- {
+		m.keptSizes[i] = m.keptSizes[i+1]
+		if b.keeps(&ms[i]) {
+			m.keptSizes[i] += m.sizes[i+1] - m.sizes[i]
 		}
 	}
-	return m
+	return m, nil
 }
 
 // Build pairs the trajectories of the index and emits the rows, scenario by
@@ -166,15 +182,11 @@ func Build(ix *dataset.Index, opt Options, emit func(*dataset.DPORow) error) (*S
 	if !opt.TrajectoryPairs && !opt.StepPairs {
 		return nil, fmt.Errorf("pairs: no pair type selected")
 	}
-	b := &builder{opt: opt, stats: newStats(opt), seen: map[dedupKey]bool{}, emit: emit}
-	loads, stop := prefetch(ix)
-	defer stop()
-	for l := range loads {
-		if l.err != nil {
-			return nil, l.err
-		}
-		b.keys.reset()
-		if err := b.scenario(ix, l.sid, l.recs); err != nil {
+	b := &builder{opt: opt, stats: newStats(opt), seen: map[dedupKey]bool{}, emit: emit,
+		interned: map[string]*msgs{}, sigs: map[sigKey]int{}, strs: map[string]string{}}
+	b.cache = recordCache{ix: ix, relabel: opt.Relabel}
+	for _, sid := range ix.Scenarios() {
+		if err := b.scenario(ix, sid); err != nil {
 			return nil, err
 		}
 	}
@@ -182,84 +194,28 @@ func Build(ix *dataset.Index, opt Options, emit func(*dataset.DPORow) error) (*S
 	return b.stats, nil
 }
 
-type loaded struct {
-	sid  string
-	recs []*trajectory.Record
-	err  error
-}
-
-// prefetch loads the scenarios in order, each while the one before is
-// being paired: at most three scenarios' records are held (the one being
-// paired, the next, and the one before until it is collected). stop ends
-// the loading and waits for it, so that the index may be closed.
-func prefetch(ix *dataset.Index) (<-chan loaded, func()) {
-	out := make(chan loaded)
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		defer close(out)
-		for _, sid := range ix.Scenarios() {
-			recs, err := ix.Load(sid)
-			select {
-			case out <- loaded{sid, recs, err}:
-			case <-done:
-				return
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	return out, func() { close(done); wg.Wait() }
-}
-
-func (b *builder) scenario(ix *dataset.Index, sid string, recs []*trajectory.Record) error {
+// scenario pairs one scenario: a pass over its records keeps an item each
+// (scan), then pools are paired from the items, reading again only the
+// records of the pairs emitted (and of the few checks keys cannot decide),
+// a bounded number at a time (recordCache).
+func (b *builder) scenario(ix *dataset.Index, sid string) error {
 	b.stats.Scenarios++
-	items := make([]*item, 0, len(recs))
-	for _, r := range recs {
-		if !r.Status.Scored() {
-			continue // trajectory.Status.Scored: not the policy's behaviour
-		}
-		if b.opt.Relabel != nil {
-			keep, err := b.opt.Relabel(r)
-			if err != nil {
-				return fmt.Errorf("%s: %w", ix.Where(r.TrajID), err)
-			}
-			if !keep {
-				continue
-			}
-		}
-		it := &item{rec: r, promptEnd: promptEnd(r.Messages), native: dataset.FormatOf(r.Framework) == dataset.ToolsNative}
-		switch {
-		case r.Clean():
-			it.class = classClean
-		case r.Drift && r.Success:
-			it.class = classShortcut
-		case r.Drift:
-			it.class = classDriftFailure
-		default:
-			it.class = classOther
-		}
-		if b.opt.Reward != nil {
-			w, err := b.opt.Reward(r)
-			if err != nil {
-				return fmt.Errorf("%s: %w", ix.Where(r.TrajID), err)
-			}
-			it.reward = w
-		}
-		it.key = sha256.Sum256([]byte(fmt.Sprintf("%d\x00%s", b.opt.Seed, r.TrajID)))
-		b.stats.trajectory(it)
-		items = append(items, it)
+	b.cache.reset(sid)
+	items, err := b.scan(ix, sid)
+	if err != nil {
+		return err
+	}
+	if n := len(b.sigs); n > len(b.memo) {
+		b.memo, b.memoGen = make([]int8, n), make([]uint32, n)
 	}
 	split := dataset.SplitOf(sid, b.opt.Ratios, b.opt.Seed)
 	// A pool is one scenario under one checkpoint (or every checkpoint,
 	// with CrossCheckpoint) and one framework: frameworks prompt differently.
 	pools := map[[2]string][]*item{}
 	var keys [][2]string
-	for _, it := range items {
-		k := [2]string{it.rec.Checkpoint, it.rec.Framework}
+	for i := range items {
+		it := &items[i]
+		k := [2]string{it.ckpt, it.fw}
 		if b.opt.CrossCheckpoint {
 			k[0] = ""
 		}
@@ -299,7 +255,7 @@ func byKey(its []*item) {
 				return a[k] < b[k]
 			}
 		}
-		return its[i].rec.TrajID < its[j].rec.TrajID
+		return its[i].k < its[j].k // by traj_id: ranks are in traj_id order
 	})
 }
 
@@ -356,11 +312,14 @@ func (b *builder) pool(pool []*item, typ, split string) error {
 		M = len(chosen) + len(rejected)
 	}
 	for _, it := range pool {
-		it.uses, it.lastFail, it.tried = 0, "", nil
+		it.uses, it.lastFail, it.tried = 0, 0, nil
 	}
 	for i, c := range chosen {
 		c.ci = i
 	}
+	b.gen++ // a new pool and type: no memo applies
+	prevSig := -1
+	var dropped [nReasons]int
 	// A rejected trajectory is visited again in a later round only when it
 	// was paired in this one, so what it was tried with is kept only then.
 	var tried []int // the chosen tried with the rejected of this visit
@@ -374,6 +333,10 @@ func (b *builder) pool(pool []*item, typ, split string) error {
 				capped = true
 				break
 			}
+			if r.sig != prevSig {
+				b.gen++
+				prevSig = r.sig
+			}
 			tried = tried[:0]
 			for j := 0; j < len(chosen); j++ {
 				c := chosen[(ptr+j)%len(chosen)]
@@ -381,25 +344,39 @@ func (b *builder) pool(pool []*item, typ, split string) error {
 					continue
 				}
 				tried = append(tried, c.ci)
-				row, reason := b.candidate(c, r, typ, split)
-				if reason != "" {
-					ts.Dropped[reason]++
-					c.lastFail, r.lastFail = reason, reason
-					continue
+				var reason int8
+				if b.memoGen[c.sig] == b.gen {
+					reason = b.memo[c.sig]
+				} else {
+					row, why, err := b.candidate(c, r, typ, split)
+					if err != nil {
+						return err
+					}
+					if why == reasonNone {
+						if err := b.emit(row); err != nil {
+							return err
+						}
+						c.uses++
+						r.uses++
+						count++
+						ptr = (ptr + j + 1) % len(chosen)
+						ts.pair(row, r.class == classShortcut)
+						if r.uses < M { // visited again next round
+							r.setTried(tried, len(chosen))
+						}
+						break
+					}
+					reason = why
+					b.memo[c.sig], b.memoGen[c.sig] = why, b.gen
 				}
-				if err := b.emit(row); err != nil {
-					return err
-				}
-				c.uses++
-				r.uses++
-				count++
-				ptr = (ptr + j + 1) % len(chosen)
-				ts.pair(row, r.class == classShortcut)
-				if r.uses < M { // visited again next round
-					r.setTried(tried, len(chosen))
-				}
-				break
+				dropped[reason]++
+				c.lastFail, r.lastFail = reason, reason
 			}
+		}
+	}
+	for i, n := range dropped {
+		if n > 0 {
+			ts.Dropped[reasonNames[i]] += n
 		}
 	}
 	if count > 0 {
@@ -410,8 +387,8 @@ func (b *builder) pool(pool []*item, typ, split string) error {
 	unused := func(it *item, m map[string]int) {
 		switch {
 		case it.uses > 0:
-		case it.lastFail != "":
-			m[it.lastFail]++
+		case it.lastFail != reasonNone:
+			m[reasonNames[it.lastFail]]++
 		case capped:
 			m[ReasonCap]++
 		default:
@@ -448,75 +425,129 @@ func (it *item) setTried(cis []int, n int) {
 
 // candidate builds the pair (c chosen, r rejected) of the type, or says why
 // it is not a valid pair. Every check, the dedup key included, comes
-// before rendering: only pairs that are emitted are rendered.
-func (b *builder) candidate(c, r *item, typ, split string) (*dataset.DPORow, string) {
-	cm, rm := c.rec.Messages, r.rec.Messages
-	if b.opt.CrossCheckpoint && c.rec.Checkpoint == r.rec.Checkpoint {
-		return nil, ReasonSameCkpt
+// before rendering: only pairs that are emitted are rendered, and only
+// they read their records. Two items of the same sig give the same answer
+// (builder.sig): what the checks read is in the sig.
+func (b *builder) candidate(c, r *item, typ, split string) (*dataset.DPORow, int8, error) {
+	cm, rm := c.m, r.m
+	cn, rn := len(cm.keys), len(rm.keys)
+	if b.opt.CrossCheckpoint && c.ckpt == r.ckpt {
+		return nil, reasonSameCkpt, nil
 	}
 	var start, cEnd, rEnd int
 	switch typ {
 	case TypeTrajectory:
 		p := c.promptEnd
-		if p >= len(cm) || r.promptEnd >= len(rm) {
-			return nil, ReasonEmpty
+		if p >= cn || r.promptEnd >= rn {
+			return nil, reasonEmpty, nil
 		}
-		if p == 0 || p != r.promptEnd || prefixLen(b.msgs(c), b.msgs(r), cm, rm, p) < p || !userOrTool(cm[p-1]) {
-			return nil, ReasonPrompt
+		if p == 0 || p != r.promptEnd || !userOrTool(cm.roles[p-1]) {
+			return nil, reasonPrompt, nil
 		}
-		start, cEnd, rEnd = p, len(cm), len(rm)
+		if n, err := b.prefixLen(c, r, p); err != nil || n < p {
+			return nil, reasonPrompt, err
+		}
+		start, cEnd, rEnd = p, cn, rn
 	case TypeStep:
-		if c.promptEnd == 0 || c.promptEnd != r.promptEnd || prefixLen(b.msgs(c), b.msgs(r), cm, rm, c.promptEnd) < c.promptEnd {
-			return nil, ReasonPrompt
+		if c.promptEnd == 0 || c.promptEnd != r.promptEnd {
+			return nil, reasonPrompt, nil
 		}
-		i := prefixLen(b.msgs(c), b.msgs(r), cm, rm, len(cm))
-		if i >= len(cm) || i >= len(rm) || cm[i].Role != trajectory.RoleAssistant || rm[i].Role != trajectory.RoleAssistant || !userOrTool(cm[i-1]) {
-			return nil, ReasonOffAssistant
+		if n, err := b.prefixLen(c, r, c.promptEnd); err != nil || n < c.promptEnd {
+			return nil, reasonPrompt, err
+		}
+		i, err := b.prefixLen(c, r, cn)
+		if err != nil {
+			return nil, reasonNone, err
+		}
+		if i >= cn || i >= rn || cm.roles[i] != roleAssistant || rm.roles[i] != roleAssistant || !userOrTool(cm.roles[i-1]) {
+			return nil, reasonOffAssistant, nil
 		}
 		onset := false
-		for _, m := range r.rec.Matches {
-			onset = onset || m.Turn == i
+		for _, t := range r.onsets {
+			onset = onset || int(t) == i
 		}
 		if !onset {
-			return nil, ReasonNotOnset
+			return nil, reasonNotOnset, nil
 		}
-		start, cEnd, rEnd = i, len(cm), len(rm)
+		start, cEnd, rEnd = i, cn, rn
 		if b.opt.StepContinuation == ContinueTurn {
 			cEnd, rEnd = i+1, i+1
 		}
 	}
 	if b.opt.MaxMessages > 0 && (cEnd > b.opt.MaxMessages || rEnd > b.opt.MaxMessages) { // prompt + side
-		return nil, ReasonLength
+		return nil, reasonLength, nil
 	}
 	gap := c.reward - r.reward
 	if b.opt.MinGap != nil && gap < *b.opt.MinGap {
-		return nil, ReasonGap
+		return nil, reasonGap, nil
 	}
-	if c.native && (b.msgs(c).rawIn(0, cEnd) || b.msgs(r).rawIn(start, rEnd)) {
-		return nil, ReasonRawArguments
+	if c.native && (cm.rawIn(0, cEnd) || rm.rawIn(start, rEnd)) {
+		return nil, reasonRawArguments, nil
 	}
 	if b.opt.MaxChars > 0 {
-		var p, pc, pr int
-		if c.native {
-			p, pc, pr = b.promptSize(c, start), b.completionSize(c, start, cEnd), b.completionSize(r, start, rEnd)
-		} else { // a text view renders a part of the conversation as a whole
-			p, pc, pr = b.textSize(c, true, 0, start), b.textSize(c, false, start, cEnd), b.textSize(r, false, start, rEnd)
-		}
-		if p+pc > b.opt.MaxChars || p+pr > b.opt.MaxChars {
-			return nil, ReasonLength
+		long, err := b.tooLong(c, r, start, cEnd, rEnd)
+		if err != nil || long {
+			return nil, reasonLength, err
 		}
 	}
-	key := b.dedupKey(c, r, start, cEnd, rEnd)
+	key := dedupKey{start: start, prompt: cm.prefix[start], cho: cm.completion(start, cEnd), rej: rm.completion(start, rEnd)}
 	if b.seen[key] {
-		return nil, ReasonDedup
+		return nil, reasonDedup, nil
 	}
 	b.seen[key] = true
-	prompt := dataset.RenderWith(c.rec, cm[:start], b.opt.Render)
-	ch := dataset.RenderCompletion(c.rec, cm[start:cEnd], b.opt.Render)
-	rj := dataset.RenderCompletion(r.rec, rm[start:rEnd], b.opt.Render)
+	row, err := b.row(c, r, typ, split, start, cEnd, rEnd)
+	return row, reasonNone, err
+}
+
+// tooLong reports whether prompt + chosen or prompt + rejected has more than
+// MaxChars bytes.
+func (b *builder) tooLong(c, r *item, start, cEnd, rEnd int) (bool, error) {
+	var p, pc, pr int
+	if c.native {
+		cs, err := b.sizes(c)
+		if err != nil {
+			return false, err
+		}
+		rs, err := b.sizes(r)
+		if err != nil {
+			return false, err
+		}
+		// size(dataset.RenderWith(c, messages[:start])), and of
+		// dataset.RenderCompletion of each side's [start, end)
+		p, pc, pr = cs.sizes[start], cs.keptSizes[start]-cs.keptSizes[cEnd], rs.keptSizes[start]-rs.keptSizes[rEnd]
+	} else { // a text view renders a part of the conversation as a whole
+		var err error
+		if p, err = b.textSize(c, true, 0, start); err != nil {
+			return false, err
+		}
+		if pc, err = b.textSize(c, false, start, cEnd); err != nil {
+			return false, err
+		}
+		if pr, err = b.textSize(r, false, start, rEnd); err != nil {
+			return false, err
+		}
+	}
+	return p+pc > b.opt.MaxChars || p+pr > b.opt.MaxChars, nil
+}
+
+// row renders the pair (c, r) from their records.
+func (b *builder) row(c, r *item, typ, split string, start, cEnd, rEnd int) (*dataset.DPORow, error) {
+	crec, err := b.cache.get(c)
+	if err != nil {
+		return nil, err
+	}
+	rrec, err := b.cache.get(r)
+	if err != nil {
+		return nil, err
+	}
+	cm, rm := crec.Messages, rrec.Messages
+	gap := c.reward - r.reward
+	prompt := dataset.RenderWith(crec, cm[:start], b.opt.Render)
+	ch := dataset.RenderCompletion(crec, cm[start:cEnd], b.opt.Render)
+	rj := dataset.RenderCompletion(rrec, rm[start:rEnd], b.opt.Render)
 
 	types, kinds, provs := map[string]bool{}, map[string]bool{}, map[string]bool{}
-	for _, m := range r.rec.CountedMatches() { // each drifting call once by type
+	for _, m := range rrec.CountedMatches() { // each drifting call once by type
 		if m.Turn < start || m.Turn >= rEnd {
 			continue
 		}
@@ -528,14 +559,14 @@ func (b *builder) candidate(c, r *item, typ, split string) (*dataset.DPORow, str
 			provs[p] = true
 		}
 	}
-	id := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%s\x00%s\x00%d\x00%s", typ, c.rec.TrajID, r.rec.TrajID, start, b.contTag(typ))))
-	tools := dataset.Tools(c.rec)
+	id := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%s\x00%s\x00%d\x00%s", typ, crec.TrajID, rrec.TrajID, start, b.contTag(typ))))
+	tools := dataset.Tools(crec)
 	prompt, tools = dataset.FinishRow(b.opt.Render, prompt, tools, &ch, &rj)
 	row := &dataset.DPORow{
 		Prompt: prompt, Chosen: ch, Rejected: rj, Tools: tools,
-		PairID: hex.EncodeToString(id[:8]), ScenarioID: c.rec.ScenarioID, Domain: c.rec.Domain, Split: split,
-		PairType: typ, Framework: c.rec.Framework, ToolFormat: dataset.FormatOf(c.rec.Framework).String(), ChosenTrajID: c.rec.TrajID, RejectedTrajID: r.rec.TrajID,
-		ChosenCheckpoint: c.rec.Checkpoint, RejectedCheckpoint: r.rec.Checkpoint, DivergenceStep: start,
+		PairID: hex.EncodeToString(id[:8]), ScenarioID: crec.ScenarioID, Domain: crec.Domain, Split: split,
+		PairType: typ, Framework: crec.Framework, ToolFormat: dataset.FormatOf(crec.Framework).String(), ChosenTrajID: crec.TrajID, RejectedTrajID: rrec.TrajID,
+		ChosenCheckpoint: crec.Checkpoint, RejectedCheckpoint: rrec.Checkpoint, DivergenceStep: start,
 		ChosenReward: c.reward, RejectedReward: r.reward, RewardGap: gap,
 		DriftTypes: set(types), ViolationKinds: set(kinds), Provisions: set(provs),
 		ChosenTrain: dataset.TrainMask(ch), RejectedTrain: dataset.TrainMask(rj),
@@ -547,30 +578,38 @@ func (b *builder) candidate(c, r *item, typ, split string) (*dataset.DPORow, str
 		g := gap
 		row.Margin = &g
 	}
-	return row, ""
+	return row, nil
 }
 
 // textSize is, for a text-protocol framework, size(dataset.RenderWith(...))
 // of the item's messages [from, to) as a prompt, or size(dataset.
 // RenderCompletion(...)) as a completion, remembered per part: an item
 // meets many partners at the same few parts.
-func (b *builder) textSize(it *item, prompt bool, from, to int) int {
-	m := b.msgs(it)
+func (b *builder) textSize(it *item, prompt bool, from, to int) (int, error) {
 	k := textPart{prompt, from, to}
-	if n, ok := m.textSizes[k]; ok {
-		return n
+	if it.sz != nil {
+		if n, ok := it.sz.textSizes[k]; ok {
+			return n, nil
+		}
+	}
+	rec, err := b.cache.get(it)
+	if err != nil {
+		return 0, err
 	}
 	var n int
 	if prompt {
-		n = size(dataset.RenderWith(it.rec, it.rec.Messages[from:to], b.opt.Render))
+		n = size(dataset.RenderWith(rec, rec.Messages[from:to], b.opt.Render))
 	} else {
-		n = size(dataset.RenderCompletion(it.rec, it.rec.Messages[from:to], b.opt.Render))
+		n = size(dataset.RenderCompletion(rec, rec.Messages[from:to], b.opt.Render))
 	}
-	if m.textSizes == nil {
-		m.textSizes = map[textPart]int{}
+	if it.sz == nil {
+		it.sz = &sizes{}
 	}
-	m.textSizes[k] = n
-	return n
+	if it.sz.textSizes == nil {
+		it.sz.textSizes = map[textPart]int{}
+	}
+	it.sz.textSizes[k] = n
+	return n, nil
 }
 
 // dedupKey identifies what a row of (c, r) holds, tool-call ids aside:
@@ -583,30 +622,10 @@ type dedupKey struct {
 	prompt, cho, rej [32]byte
 }
 
-func (b *builder) dedupKey(c, r *item, start, cEnd, rEnd int) dedupKey {
-	mc, mr := b.msgs(c), b.msgs(r)
-	return dedupKey{start: start, prompt: mc.prefix[start],
-		cho: mc.completion(start, cEnd, c.rec.Messages, b.keeps),
-		rej: mr.completion(start, rEnd, r.rec.Messages, b.keeps)}
-}
-
 // keeps reports whether a completion keeps a message: every message with
 // CompletionRest, the assistant turns otherwise.
 func (b *builder) keeps(m *trajectory.Message) bool {
 	return b.opt.Render.Completion != dataset.CompletionModelTurns || m.Role == trajectory.RoleAssistant
-}
-
-// promptSize is size(dataset.RenderWith(it.rec, messages[:start])) for a
-// native framework.
-func (b *builder) promptSize(it *item, start int) int {
-	return b.sizes(it).sizes[start]
-}
-
-// completionSize is size(dataset.RenderCompletion(it.rec, messages[from:to]))
-// for a native framework.
-func (b *builder) completionSize(it *item, from, to int) int {
-	m := b.sizes(it)
-	return m.keptSizes[from] - m.keptSizes[to]
 }
 
 func (b *builder) contTag(typ string) string {
@@ -625,9 +644,7 @@ func promptEnd(ms []trajectory.Message) int {
 	return len(ms)
 }
 
-func userOrTool(m trajectory.Message) bool {
-	return m.Role == trajectory.RoleUser || m.Role == trajectory.RoleTool
-}
+func userOrTool(role uint8) bool { return role == roleUser || role == roleTool }
 
 func size(ms []json.RawMessage) int {
 	n := 0
