@@ -26,7 +26,7 @@ type item struct {
 	m         *msgs    // message keys (clean and drifting items), shared
 	onsets    []int32  // drifting items: the turns of their matches (step pairs' onset)
 	sig       int      // items with the same sig fail a candidate alike (builder.sig)
-	sz        *sizes   // for MaxChars, computed on first use
+	sz        *sizes   // for MaxChars: native frameworks' by scan, text views' parts on first use
 
 	// selection state within one pool and pair type (reset by pool)
 	uses     int
@@ -92,6 +92,9 @@ func (b *builder) scan(ix *dataset.Index, sid string) ([]item, error) {
 					it.onsets[i] = int32(m.Turn)
 				}
 			}
+			if b.opt.MaxChars > 0 && it.native {
+				it.sz = b.sizesOf(r.Messages) // while the record is here
+			}
 			it.sig = b.sig(&it)
 		}
 		b.stats.trajectory(&it)
@@ -143,19 +146,23 @@ func (b *builder) internMsgs(m *msgs) *msgs {
 // sigKey is everything candidate reads of an item but its identity: two
 // items with the same sigKey give the same reason, or the same dedup key,
 // with any partner. Items whose candidates read their record (keys that
-// are not exact, MaxChars) get a sig of their own.
+// are not exact, MaxChars through a text view) get a sig of their own.
 type sigKey struct {
 	m      *msgs
 	reward uint64
 	ckpt   string
 	onsets string
+	sizes  string // MaxChars, native: the message sizes
 	own    int
 }
 
 func (b *builder) sig(it *item) int {
 	k := sigKey{m: it.m, ckpt: it.ckpt, onsets: fmt.Sprint(it.onsets), own: -1}
 	k.reward = math.Float64bits(it.reward)
-	if !it.m.exact || b.opt.MaxChars > 0 {
+	if it.sz != nil {
+		k.sizes = fmt.Sprint(it.sz.sizes, it.sz.keptSizes)
+	}
+	if !it.m.exact || (b.opt.MaxChars > 0 && !it.native) {
 		k.own = it.k
 	}
 	if s, ok := b.sigs[k]; ok {

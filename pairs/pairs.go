@@ -140,21 +140,11 @@ type builder struct {
 	gen     uint32
 }
 
-// sizes returns the item's message sizes: the bytes of each message's
-// exported JSON (native frameworks: a message renders on its own).
-func (b *builder) sizes(it *item) (*sizes, error) {
-	if it.sz != nil && it.sz.sizes != nil {
-		return it.sz, nil
-	}
-	rec, err := b.cache.get(it)
-	if err != nil {
-		return nil, err
-	}
-	if it.sz == nil {
-		it.sz = &sizes{}
-	}
-	m, ms := it.sz, rec.Messages
-	m.sizes, m.keptSizes = make([]int, len(ms)+1), make([]int, len(ms)+1)
+// sizesOf computes a record's message sizes (sizes.sizes, keptSizes): the
+// bytes of each message's exported JSON (native frameworks: a message
+// renders on its own).
+func (b *builder) sizesOf(ms []trajectory.Message) *sizes {
+	m := &sizes{sizes: make([]int, len(ms)+1), keptSizes: make([]int, len(ms)+1)}
 	for i := range ms {
 		m.sizes[i+1] = m.sizes[i] + len(dataset.MessageJSONWith(ms[i], b.opt.Render))
 	}
@@ -164,7 +154,7 @@ func (b *builder) sizes(it *item) (*sizes, error) {
 			m.keptSizes[i] += m.sizes[i+1] - m.sizes[i]
 		}
 	}
-	return m, nil
+	return m
 }
 
 // Build pairs the trajectories of the index and emits the rows, scenario by
@@ -504,14 +494,7 @@ func (b *builder) candidate(c, r *item, typ, split string) (*dataset.DPORow, int
 func (b *builder) tooLong(c, r *item, start, cEnd, rEnd int) (bool, error) {
 	var p, pc, pr int
 	if c.native {
-		cs, err := b.sizes(c)
-		if err != nil {
-			return false, err
-		}
-		rs, err := b.sizes(r)
-		if err != nil {
-			return false, err
-		}
+		cs, rs := c.sz, r.sz // computed by scan
 		// size(dataset.RenderWith(c, messages[:start])), and of
 		// dataset.RenderCompletion of each side's [start, end)
 		p, pc, pr = cs.sizes[start], cs.keptSizes[start]-cs.keptSizes[cEnd], rs.keptSizes[start]-rs.keptSizes[rEnd]
