@@ -138,6 +138,7 @@ type builder struct {
 	memo    []int8
 	memoGen []uint32
 	gen     uint32
+	noMemo  bool // tests: every candidate computed
 }
 
 // sizesOf computes a record's message sizes (sizes.sizes, keptSizes): the
@@ -163,6 +164,14 @@ func (b *builder) sizesOf(ms []trajectory.Message) *sizes {
 // the options, never on the order of records in the files or of the runs on
 // the command line (the statistics list checkpoints in the runs' order).
 func Build(ix *dataset.Index, opt Options, emit func(*dataset.DPORow) error) (*Stats, error) {
+	b, err := newBuilder(ix, opt, emit)
+	if err != nil {
+		return nil, err
+	}
+	return b.build(ix)
+}
+
+func newBuilder(ix *dataset.Index, opt Options, emit func(*dataset.DPORow) error) (*builder, error) {
 	if opt.StepContinuation == "" {
 		opt.StepContinuation = ContinueRest
 	}
@@ -175,6 +184,10 @@ func Build(ix *dataset.Index, opt Options, emit func(*dataset.DPORow) error) (*S
 	b := &builder{opt: opt, stats: newStats(opt), seen: map[dedupKey]bool{}, emit: emit,
 		interned: map[string]*msgs{}, sigs: map[sigKey]int{}, strs: map[string]string{}}
 	b.cache = recordCache{ix: ix, relabel: opt.Relabel}
+	return b, nil
+}
+
+func (b *builder) build(ix *dataset.Index) (*Stats, error) {
 	for _, sid := range ix.Scenarios() {
 		if err := b.scenario(ix, sid); err != nil {
 			return nil, err
@@ -335,7 +348,7 @@ func (b *builder) pool(pool []*item, typ, split string) error {
 				}
 				tried = append(tried, c.ci)
 				var reason int8
-				if b.memoGen[c.sig] == b.gen {
+				if b.memoGen[c.sig] == b.gen && !b.noMemo {
 					reason = b.memo[c.sig]
 				} else {
 					row, why, err := b.candidate(c, r, typ, split)
