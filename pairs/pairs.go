@@ -163,6 +163,17 @@ func (b *builder) sizesOf(ms []trajectory.Message) *sizes {
 // pairs before step pairs. The rows depend only on the set of records and
 // the options, never on the order of records in the files or of the runs on
 // the command line (the statistics list checkpoints in the runs' order).
+//
+// Memory does not grow with the records' size: each scenario is streamed
+// once (dataset.Index.Each) into an item per trajectory (about 200 bytes:
+// class, reward, seeded key, the message keys of its episode, shared by the
+// copies of that episode) and pairing reads records again only to render
+// the pairs it emits, at most cacheRecords at a time. What grows is the
+// items of the largest scenario, with its rollouts. Time is one decoding
+// pass plus the candidates; candidates between items that read alike (the
+// same sig) are decided once per visit of a rejected trajectory, so that a
+// pool where thousands of copies of an episode meet costs a few
+// nanoseconds a candidate.
 func Build(ix *dataset.Index, opt Options, emit func(*dataset.DPORow) error) (*Stats, error) {
 	b, err := newBuilder(ix, opt, emit)
 	if err != nil {
