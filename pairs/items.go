@@ -30,7 +30,8 @@ type item struct {
 
 	// selection state within one pool and pair type (reset by pool)
 	uses     int
-	lastFail int8     // the reason (reasonCode) of the last candidate that failed, or 0
+	lastFail int8     // the reason of the last candidate that failed, or reasonNone
+	touched  int      // the visit that set lastFail (sweeps set it later, at once)
 	ci       int      // index among the pool's chosen
 	tried    []uint64 // rejected: the chosen (by ci) tried with it in earlier rounds
 }

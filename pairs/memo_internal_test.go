@@ -54,10 +54,10 @@ func copiesRun(t *testing.T, scenarios, perScenario int) string {
 				turn := len(r.Messages)
 				cid := fmt.Sprintf("call_%s_%d%s", id, j, strings.Repeat("z", 40*rng.IntN(3))) // sizes differ by ids
 				args, parsed := `{"x":1}`, json.RawMessage(`{"x":1}`)
-				if rng.IntN(20) == 0 {
+				if rng.IntN(40) == 0 {
 					args, parsed = `{"x":`, json.RawMessage(`{"_raw":"{\"x\":"}`)
 				}
-				if rng.IntN(25) == 0 {
+				if rng.IntN(100) == 0 {
 					args, parsed = `{"x":1e999}`, json.RawMessage(`{"x":1e999}`) // does not unmarshal: keys not exact
 				}
 				r.Messages = append(r.Messages,
@@ -125,11 +125,12 @@ func buildWith(t *testing.T, ix *dataset.Index, opt Options, noMemo bool) ([]byt
 	return out.Bytes(), b
 }
 
-// The memo (a failed couple of sigs fails again) changes no row and no
+// The memo (a failed couple of sigs fails again) and the sweeps (a visit
+// whose candidates all fail, counted per sig) change no row and no
 // statistic: every option that a candidate reads, against computing every
-// candidate.
+// candidate one by one.
 func TestMemoChangesNothing(t *testing.T) {
-	ix, err := dataset.OpenIndex(copiesRun(t, 3, 400))
+	ix, err := dataset.OpenIndex(copiesRun(t, 3, 1200))
 	require.NoError(t, err)
 	defer ix.Close()
 	gap := 0.5
@@ -153,7 +154,7 @@ func TestMemoChangesNothing(t *testing.T) {
 	} {
 		opt := DefaultOptions()
 		mod(&opt)
-		memo, _ := buildWith(t, ix, opt, false)
+		memo, mb := buildWith(t, ix, opt, false)
 		direct, _ := buildWith(t, ix, opt, true)
 		if !bytes.Equal(direct, memo) {
 			d, m := bytes.Split(direct, []byte("\n")), bytes.Split(memo, []byte("\n"))
@@ -165,6 +166,7 @@ func TestMemoChangesNothing(t *testing.T) {
 			t.Fatalf("options %d: %d rows with the memo, %d without", i, len(m)-1, len(d)-1)
 		}
 		require.Contains(t, string(memo), `"pair_id"`, "options %d: no pair: the case tests nothing", i)
+		require.Positive(t, mb.sweeps, "options %d: no visit swept", i)
 		if opt.MaxChars > 0 {
 			require.Contains(t, string(memo), `"too_long":`, "options %d: MaxChars drops nothing", i)
 		}

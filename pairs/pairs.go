@@ -138,7 +138,66 @@ type builder struct {
 	memo    []int8
 	memoGen []uint32
 	gen     uint32
-	noMemo  bool // tests: every candidate computed
+	noMemo  bool // tests: every candidate computed, one by one
+	// per sig, within a pool (sigsOf): the chosen with uses left, one of
+	// them, and the reasons of the last sweep
+	sigLeft []int
+	sigRep  []*item
+	swept   []int8
+	sweeps  int // visits decided by sweep (tests)
+}
+
+// sigsOf lists the distinct sigs of the chosen and counts them (sigLeft).
+func (b *builder) sigsOf(chosen []*item) []int {
+	var sigs []int
+	for _, c := range chosen {
+		if b.sigLeft[c.sig] == 0 {
+			sigs = append(sigs, c.sig)
+			b.sigRep[c.sig] = c
+		}
+		b.sigLeft[c.sig]++
+	}
+	return sigs
+}
+
+func (b *builder) resetSigs(sigs []int) {
+	for _, s := range sigs {
+		b.sigLeft[s], b.sigRep[s] = 0, nil
+	}
+}
+
+// sweepShare: a visit is swept when the chosen with uses left are at least
+// this many times their sigs. A sweep that finds a pair wastes at most
+// the sigs' candidates the visit would not have reached (their failures
+// stay in the memo): a quarter of a visit at most.
+const sweepShare = 4
+
+// sweep decides the visit of r at once when every chosen with uses left
+// fails with it: one candidate per sig (memo), the failures counted per
+// sig, and the reasons kept for the chosen's last failure (builder.swept).
+// It reports false, having changed nothing but the memo, when some sig
+// would give a pair: then the visit goes candidate by candidate, in order.
+// A pool of copies of a few episodes thus costs its sigs per visit, not
+// its trajectories.
+func (b *builder) sweep(r *item, typ string, sigs []int, dropped *[nReasons]int) (bool, error) {
+	for _, s := range sigs {
+		if b.sigLeft[s] == 0 || b.memoGen[s] == b.gen {
+			continue
+		}
+		why, err := b.wouldFail(b.sigRep[s], r, typ)
+		if err != nil || why == reasonNone {
+			return false, err
+		}
+		b.memo[s], b.memoGen[s] = why, b.gen
+	}
+	for _, s := range sigs {
+		if b.sigLeft[s] > 0 {
+			dropped[b.memo[s]] += b.sigLeft[s]
+			b.swept[s] = b.memo[s]
+		}
+	}
+	b.sweeps++
+	return true, nil
 }
 
 // sizesOf computes a record's message sizes (sizes.sizes, keptSizes): the
@@ -221,6 +280,7 @@ func (b *builder) scenario(ix *dataset.Index, sid string) error {
 	}
 	if n := len(b.sigs); n > len(b.memo) {
 		b.memo, b.memoGen = make([]int8, n), make([]uint32, n)
+		b.sigLeft, b.sigRep, b.swept = make([]int, n), make([]*item, n), make([]int8, n)
 	}
 	split := dataset.SplitOf(sid, b.opt.Ratios, b.opt.Seed)
 	// A pool is one scenario under one checkpoint (or every checkpoint,
@@ -326,8 +386,13 @@ func (b *builder) pool(pool []*item, typ, split string) error {
 		M = len(chosen) + len(rejected)
 	}
 	for _, it := range pool {
-		it.uses, it.lastFail, it.tried = 0, 0, nil
+		it.uses, it.lastFail, it.touched, it.tried = 0, 0, 0, nil
 	}
+	// The chosen's distinct sigs, with how many of each have uses left: a
+	// visit whose every candidate fails is counted per sig (sweep).
+	sigs := b.sigsOf(chosen)
+	defer b.resetSigs(sigs)
+	eligible := len(chosen)
 	for i, c := range chosen {
 		c.ci = i
 	}
@@ -338,6 +403,7 @@ func (b *builder) pool(pool []*item, typ, split string) error {
 	// was paired in this one, so what it was tried with is kept only then.
 	var tried []int // the chosen tried with the rejected of this visit
 	count, ptr, capped := 0, 0, false
+	visit, swept := 0, 0 // visits so far; the last visit counted by sweep
 	for round := 0; round < M && !capped; round++ {
 		for _, r := range rejected {
 			if r.uses != round {
@@ -350,6 +416,24 @@ func (b *builder) pool(pool []*item, typ, split string) error {
 			if r.sig != prevSig {
 				b.gen++
 				prevSig = r.sig
+			}
+			visit++
+			if r.tried == nil && !b.noMemo && len(sigs)*sweepShare <= eligible {
+				ok, err := b.sweep(r, typ, sigs, &dropped)
+				if err != nil {
+					return err
+				}
+				if ok {
+					// the last chosen tried: the last with uses left before ptr
+					for j := len(chosen) - 1; j >= 0; j-- {
+						if c := chosen[(ptr+j)%len(chosen)]; c.uses < M {
+							r.lastFail = b.memo[c.sig]
+							break
+						}
+					}
+					swept = visit
+					continue
+				}
 			}
 			tried = tried[:0]
 			for j := 0; j < len(chosen); j++ {
@@ -373,6 +457,10 @@ func (b *builder) pool(pool []*item, typ, split string) error {
 						c.uses++
 						r.uses++
 						count++
+						if c.uses == M {
+							b.sigLeft[c.sig]--
+							eligible--
+						}
 						ptr = (ptr + j + 1) % len(chosen)
 						ts.pair(row, r.class == classShortcut)
 						if r.uses < M { // visited again next round
@@ -384,7 +472,16 @@ func (b *builder) pool(pool []*item, typ, split string) error {
 					b.memo[c.sig], b.memoGen[c.sig] = why, b.gen
 				}
 				dropped[reason]++
-				c.lastFail, r.lastFail = reason, reason
+				c.lastFail, r.lastFail, c.touched = reason, reason, visit
+			}
+		}
+	}
+	// A sweep tried every chosen with uses left, and those never used
+	// (the only ones whose last failure is reported) always had uses left.
+	if swept > 0 {
+		for _, c := range chosen {
+			if c.touched < swept {
+				c.lastFail = b.swept[c.sig]
 			}
 		}
 	}
@@ -437,51 +534,49 @@ func (it *item) setTried(cis []int, n int) {
 	}
 }
 
-// candidate builds the pair (c chosen, r rejected) of the type, or says why
-// it is not a valid pair. Every check, the dedup key included, comes
-// before rendering: only pairs that are emitted are rendered, and only
-// they read their records. Two items of the same sig give the same answer
-// (builder.sig): what the checks read is in the sig.
-func (b *builder) candidate(c, r *item, typ, split string) (*dataset.DPORow, int8, error) {
+// check makes every check of candidate but the dedup key. Two items of
+// the same sig give the same answer (builder.sig): what the checks read is
+// in the sig.
+func (b *builder) check(c, r *item, typ string) (sp span, why int8, err error) {
 	cm, rm := c.m, r.m
 	cn, rn := len(cm.keys), len(rm.keys)
 	if b.opt.CrossCheckpoint && c.ckpt == r.ckpt {
-		return nil, reasonSameCkpt, nil
+		return sp, reasonSameCkpt, nil
 	}
 	var start, cEnd, rEnd int
 	switch typ {
 	case TypeTrajectory:
 		p := c.promptEnd
 		if p >= cn || r.promptEnd >= rn {
-			return nil, reasonEmpty, nil
+			return sp, reasonEmpty, nil
 		}
 		if p == 0 || p != r.promptEnd || !userOrTool(cm.roles[p-1]) {
-			return nil, reasonPrompt, nil
+			return sp, reasonPrompt, nil
 		}
 		if n, err := b.prefixLen(c, r, p); err != nil || n < p {
-			return nil, reasonPrompt, err
+			return sp, reasonPrompt, err
 		}
 		start, cEnd, rEnd = p, cn, rn
 	case TypeStep:
 		if c.promptEnd == 0 || c.promptEnd != r.promptEnd {
-			return nil, reasonPrompt, nil
+			return sp, reasonPrompt, nil
 		}
 		if n, err := b.prefixLen(c, r, c.promptEnd); err != nil || n < c.promptEnd {
-			return nil, reasonPrompt, err
+			return sp, reasonPrompt, err
 		}
 		i, err := b.prefixLen(c, r, cn)
 		if err != nil {
-			return nil, reasonNone, err
+			return sp, reasonNone, err
 		}
 		if i >= cn || i >= rn || cm.roles[i] != roleAssistant || rm.roles[i] != roleAssistant || !userOrTool(cm.roles[i-1]) {
-			return nil, reasonOffAssistant, nil
+			return sp, reasonOffAssistant, nil
 		}
 		onset := false
 		for _, t := range r.onsets {
 			onset = onset || int(t) == i
 		}
 		if !onset {
-			return nil, reasonNotOnset, nil
+			return sp, reasonNotOnset, nil
 		}
 		start, cEnd, rEnd = i, cn, rn
 		if b.opt.StepContinuation == ContinueTurn {
@@ -489,28 +584,60 @@ func (b *builder) candidate(c, r *item, typ, split string) (*dataset.DPORow, int
 		}
 	}
 	if b.opt.MaxMessages > 0 && (cEnd > b.opt.MaxMessages || rEnd > b.opt.MaxMessages) { // prompt + side
-		return nil, reasonLength, nil
+		return sp, reasonLength, nil
 	}
 	gap := c.reward - r.reward
 	if b.opt.MinGap != nil && gap < *b.opt.MinGap {
-		return nil, reasonGap, nil
+		return sp, reasonGap, nil
 	}
 	if c.native && (cm.rawIn(0, cEnd) || rm.rawIn(start, rEnd)) {
-		return nil, reasonRawArguments, nil
+		return sp, reasonRawArguments, nil
 	}
 	if b.opt.MaxChars > 0 {
 		long, err := b.tooLong(c, r, start, cEnd, rEnd)
 		if err != nil || long {
-			return nil, reasonLength, err
+			return sp, reasonLength, err
 		}
 	}
-	key := dedupKey{start: start, prompt: cm.prefix[start], cho: cm.completion(start, cEnd), rej: rm.completion(start, rEnd)}
+	return span{start, cEnd, rEnd}, reasonNone, nil
+}
+
+// wouldFail is candidate's answer without its effect: the reason, or
+// reasonNone where candidate would give a pair.
+func (b *builder) wouldFail(c, r *item, typ string) (int8, error) {
+	sp, why, err := b.check(c, r, typ)
+	if err != nil || why != reasonNone {
+		return why, err
+	}
+	if b.seen[b.dedupKey(c, r, sp)] {
+		return reasonDedup, nil
+	}
+	return reasonNone, nil
+}
+
+// candidate builds the pair (c chosen, r rejected) of the type, or says why
+// it is not a valid pair. Every check, the dedup key included, comes
+// before rendering: only pairs that are emitted are rendered, and only
+// they read their records.
+func (b *builder) candidate(c, r *item, typ, split string) (*dataset.DPORow, int8, error) {
+	sp, why, err := b.check(c, r, typ)
+	if err != nil || why != reasonNone {
+		return nil, why, err
+	}
+	key := b.dedupKey(c, r, sp)
 	if b.seen[key] {
 		return nil, reasonDedup, nil
 	}
 	b.seen[key] = true
-	row, err := b.row(c, r, typ, split, start, cEnd, rEnd)
+	row, err := b.row(c, r, typ, split, sp.start, sp.cEnd, sp.rEnd)
 	return row, reasonNone, err
+}
+
+// span is a candidate's divergence and the ends of its sides.
+type span struct{ start, cEnd, rEnd int }
+
+func (b *builder) dedupKey(c, r *item, sp span) dedupKey {
+	return dedupKey{start: sp.start, prompt: c.m.prefix[sp.start], cho: c.m.completion(sp.start, sp.cEnd), rej: r.m.completion(sp.start, sp.rEnd)}
 }
 
 // tooLong reports whether prompt + chosen or prompt + rejected has more than
