@@ -25,7 +25,7 @@ import (
 // scenario yields pairs. With copies, the records of a scenario are two
 // episodes under many traj_ids (tool-call ids aside), as a simulated
 // policy gives: candidates are dropped as duplicates by the thousand.
-func writeScaleRun(t *testing.T, scenarios, perScenario int, copies bool) string {
+func writeScaleRun(t testing.TB, scenarios, perScenario int, copies bool) string {
 	t.Helper()
 	dir := t.TempDir()
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "trajectories"), 0o755))
