@@ -43,10 +43,9 @@ type msgs struct {
 	// SHA-256(domPrompt, prefix[i], keys[i].d)), so that a prompt's part of
 	// the dedup key costs one copy.
 	prefix [][32]byte
-	// rest[i] is the completion digest (completionDigest) of the messages
-	// [i, len) that a completion keeps, and kept[i] their number.
+	// rest[i] is the completion digest (see link) of the messages [i, len)
+	// that a completion keeps.
 	rest [][32]byte
-	kept []int
 	// raw lists the messages with a tool call whose arguments never parsed
 	// as an object (dataset.RawArguments), ascending.
 	raw []int
@@ -190,7 +189,7 @@ func appendString(b []byte, s string) []byte {
 // completion keeps.
 func (k *keyer) messages(ms []trajectory.Message, keeps func(*trajectory.Message) bool) *msgs {
 	n := len(ms)
-	out := &msgs{keys: make([]msgKey, n), roles: make([]uint8, n), keep: make([]bool, n), prefix: make([][32]byte, n+1), rest: make([][32]byte, n+1), kept: make([]int, n+1), exact: true}
+	out := &msgs{keys: make([]msgKey, n), roles: make([]uint8, n), keep: make([]bool, n), prefix: make([][32]byte, n+1), rest: make([][32]byte, n+1), exact: true}
 	for i := range ms {
 		var exact bool
 		k.buf, exact = k.appendCanonical(append(k.buf[:0], domMessage), &ms[i])
@@ -203,14 +202,14 @@ func (k *keyer) messages(ms []trajectory.Message, keeps func(*trajectory.Message
 			out.raw = append(out.raw, i)
 		}
 	}
+	found := false // a message of [i+1, n) is kept
 	for i := n - 1; i >= 0; i-- {
-		out.rest[i], out.kept[i] = out.rest[i+1], out.kept[i+1]
+		out.rest[i] = out.rest[i+1]
 		if out.keep[i] {
-			out.kept[i]++
-			if out.kept[i+1] == 0 {
-				out.rest[i] = out.keys[i].d
-			} else {
+			if found {
 				out.rest[i] = link(domCompletion, &out.keys[i].d, &out.rest[i+1])
+			} else {
+				out.rest[i], found = out.keys[i].d, true
 			}
 		}
 	}
