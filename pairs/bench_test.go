@@ -1,6 +1,7 @@
 package pairs_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -87,6 +88,38 @@ func BenchmarkBuild(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*n), "µs/trajectory")
 			b.ReportMetric(float64(rows), "rows")
+		})
+	}
+}
+
+// BenchmarkBuildRolloutsPerScenario pairs scenarios of copied episodes
+// (writeScaleRun: two episodes under many traj_ids, every pool trying
+// candidates by the thousand) at 1,000 and 10,000 rollouts per scenario,
+// trajectory and step pairs: time per trajectory stays flat where trying
+// every candidate grew with the rollouts.
+func BenchmarkBuildRolloutsPerScenario(b *testing.B) {
+	for _, per := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("rollouts-%d", per), func(b *testing.B) {
+			dir := writeScaleRun(b, 2, per, true)
+			ix, err := dataset.OpenIndex(dir)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer ix.Close()
+			o := pairs.DefaultOptions()
+			o.StepPairs = true
+			b.ReportAllocs()
+			rows := 0
+			for b.Loop() {
+				rows = 0
+				if _, err := pairs.Build(ix, o, func(*dataset.DPORow) error { rows++; return nil }); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if rows == 0 {
+				b.Fatal("no pairs")
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*ix.Len()), "µs/trajectory")
 		})
 	}
 }

@@ -29,27 +29,60 @@ const (
 )
 
 // msgs is what an item's candidates read of its messages, computed once
-// per item (lazily: only items that reach a structural check need it).
+// per item while the scenario is streamed, and shared by the items whose
+// messages have the same keys (interned: a scenario's rollouts repeat the
+// same episodes), so that pairing reads no record to compare two items.
 type msgs struct {
 	keys []msgKey
+	// roles are the messages' roles (roleAssistant, …): what the
+	// structural checks and the completion's kept messages read.
+	roles []uint8
+	// keep[i]: a completion keeps the i-th message (builder.keeps).
+	keep []bool
 	// prefix[i] digests the messages [0, i) (a chain: prefix[i+1] =
 	// SHA-256(domPrompt, prefix[i], keys[i].d)), so that a prompt's part of
 	// the dedup key costs one copy.
 	prefix [][32]byte
-	// rest[i] is the completion digest (completionDigest) of the messages
-	// [i, len) that a completion keeps, and kept[i] their number.
+	// rest[i] is the completion digest (see link) of the messages [i, len)
+	// that a completion keeps.
 	rest [][32]byte
-	kept []int
 	// raw lists the messages with a tool call whose arguments never parsed
 	// as an object (dataset.RawArguments), ascending.
 	raw []int
-	// sizes[i] is the number of bytes of the exported JSON (with the render
-	// options) of the messages [0, i), and keptSizes[i] that of the
-	// messages [i, len) a completion keeps, for MaxChars; nil until needed.
+	// exact: every key is exact (msgKey.exact): two items' messages
+	// compare by their keys alone.
+	exact bool
+}
+
+// Message roles as msgs keeps them.
+const (
+	roleOther uint8 = iota
+	roleAssistant
+	roleUser
+	roleTool
+)
+
+func roleOf(r string) uint8 {
+	switch r {
+	case trajectory.RoleAssistant:
+		return roleAssistant
+	case trajectory.RoleUser:
+		return roleUser
+	case trajectory.RoleTool:
+		return roleTool
+	}
+	return roleOther
+}
+
+// sizes are an item's message sizes for MaxChars: sizes[i] is the number
+// of bytes of the exported JSON (with the render options) of the messages
+// [0, i), and keptSizes[i] that of the messages [i, len) a completion keeps;
+// textSizes are the sizes of parts rendered through a text view
+// (builder.textSize). They depend on tool-call ids and reasoning, which the
+// keys leave out: one per item, not shared.
+type sizes struct {
 	sizes, keptSizes []int
-	// textSizes are the sizes of parts rendered through a text view
-	// (builder.textSize).
-	textSizes map[textPart]int
+	textSizes        map[textPart]int
 }
 
 type textPart struct {
@@ -100,11 +133,19 @@ func (k *keyer) canonical(parsed json.RawMessage) canonArgs {
 	if k.args == nil {
 		k.args = map[string]canonArgs{}
 	}
+	if len(k.args) >= maxArgs {
+		k.reset()
+	}
 	k.args[string(parsed)] = c
 	return c
 }
 
+// reset forgets the canonical forms; a scenario whose calls rarely repeat
+// also forgets them every maxArgs distinct arguments, so that the cache
+// stays small whatever the scenario's size (it only saves work).
 func (k *keyer) reset() { clear(k.args) }
+
+const maxArgs = 1 << 16
 
 // appendCanonical appends a message as the dedup key sees it, like
 // sameMessage, without tool-call ids: role, content, name, the number of
@@ -148,24 +189,27 @@ func appendString(b []byte, s string) []byte {
 // completion keeps.
 func (k *keyer) messages(ms []trajectory.Message, keeps func(*trajectory.Message) bool) *msgs {
 	n := len(ms)
-	out := &msgs{keys: make([]msgKey, n), prefix: make([][32]byte, n+1), rest: make([][32]byte, n+1), kept: make([]int, n+1)}
+	out := &msgs{keys: make([]msgKey, n), roles: make([]uint8, n), keep: make([]bool, n), prefix: make([][32]byte, n+1), rest: make([][32]byte, n+1), exact: true}
 	for i := range ms {
 		var exact bool
 		k.buf, exact = k.appendCanonical(append(k.buf[:0], domMessage), &ms[i])
 		out.keys[i] = msgKey{d: sha256.Sum256(k.buf), exact: exact}
+		out.roles[i] = roleOf(ms[i].Role)
+		out.keep[i] = keeps(&ms[i])
+		out.exact = out.exact && exact
 		out.prefix[i+1] = link(domPrompt, &out.prefix[i], &out.keys[i].d)
 		if dataset.RawArguments(ms[i : i+1]) {
 			out.raw = append(out.raw, i)
 		}
 	}
+	found := false // a message of [i+1, n) is kept
 	for i := n - 1; i >= 0; i-- {
-		out.rest[i], out.kept[i] = out.rest[i+1], out.kept[i+1]
-		if keeps(&ms[i]) {
-			out.kept[i]++
-			if out.kept[i+1] == 0 {
-				out.rest[i] = out.keys[i].d
-			} else {
+		out.rest[i] = out.rest[i+1]
+		if out.keep[i] {
+			if found {
 				out.rest[i] = link(domCompletion, &out.keys[i].d, &out.rest[i+1])
+			} else {
+				out.rest[i], found = out.keys[i].d, true
 			}
 		}
 	}
@@ -173,14 +217,14 @@ func (k *keyer) messages(ms []trajectory.Message, keeps func(*trajectory.Message
 }
 
 // completion is the digest of the kept messages [from, to) (see link).
-func (m *msgs) completion(from, to int, ms []trajectory.Message, keeps func(*trajectory.Message) bool) [32]byte {
+func (m *msgs) completion(from, to int) [32]byte {
 	if to == len(m.keys) {
 		return m.rest[from]
 	}
 	var d [32]byte // the kept messages [i, to): none yet
 	found := false
 	for i := to - 1; i >= from; i-- {
-		if !keeps(&ms[i]) {
+		if !m.keep[i] {
 			continue
 		}
 		if found {
@@ -202,7 +246,7 @@ func (m *msgs) rawIn(from, to int) bool {
 	return false
 }
 
-// same reports sameMessage(&a[i], &b[j]) from the keys: digests differ
+// same reports sameMessage(&a[i], &b[i]) from the keys: digests differ
 // exactly when the messages differ, unless one has arguments that never
 // parsed as JSON, which sameMessage decides itself.
 func same(x, y *msgs, a, b []trajectory.Message, i int) bool {
@@ -213,13 +257,32 @@ func same(x, y *msgs, a, b []trajectory.Message, i int) bool {
 	return sameMessage(&a[i], &b[i])
 }
 
-// prefixLen is commonPrefix(a[:n], b[:n]) through the keys.
-func prefixLen(x, y *msgs, a, b []trajectory.Message, n int) int {
-	n = min(n, len(a), len(b))
+// prefixLen is commonPrefix of the two items' messages [0, n) through the
+// keys. Items whose keys are all exact compare by them alone; the others
+// need their records (loaded through the cache: rare).
+func (b *builder) prefixLen(x, y *item, n int) (int, error) {
+	n = min(n, len(x.m.keys), len(y.m.keys))
+	if x.m.exact && y.m.exact {
+		kx, ky := x.m.keys[:n], y.m.keys[:n]
+		for i := range kx {
+			if kx[i].d != ky[i].d {
+				return i, nil
+			}
+		}
+		return n, nil
+	}
+	rx, err := b.cache.get(x)
+	if err != nil {
+		return 0, err
+	}
+	ry, err := b.cache.get(y)
+	if err != nil {
+		return 0, err
+	}
 	for i := 0; i < n; i++ {
-		if !same(x, y, a, b, i) {
-			return i
+		if !same(x.m, y.m, rx.Messages, ry.Messages, i) {
+			return i, nil
 		}
 	}
-	return n
+	return n, nil
 }

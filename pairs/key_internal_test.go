@@ -175,7 +175,7 @@ func TestCompletionDigests(t *testing.T) {
 							old += string(d[:])
 						}
 					}
-					rs = append(rs, span{ci, from, to, m.completion(from, to, ms, keeps), old})
+					rs = append(rs, span{ci, from, to, m.completion(from, to), old})
 				}
 			}
 		}

@@ -1,14 +1,11 @@
 package pairs
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/antidrift/antidrift/rollout/dataset"
 	"sort"
-	"sync"
 
+	"github.com/antidrift/antidrift/rollout/dataset"
 	"github.com/antidrift/antidrift/rollout/trajectory"
 )
 
@@ -99,21 +96,24 @@ const (
 	classOther
 )
 
-type item struct {
-	rec       *trajectory.Record
-	reward    float64
-	class     int
-	key       [32]byte
-	promptEnd int
-	native    bool  // the framework's tools went in the request (dataset.ToolsNative)
-	m         *msgs // message keys, computed on first use
+// Why a candidate failed, as a small code: the pool loop counts and
+// remembers codes, the statistics name them (reasonNames).
+const (
+	reasonNone int8 = iota
+	reasonSameCkpt
+	reasonEmpty
+	reasonPrompt
+	reasonOffAssistant
+	reasonNotOnset
+	reasonLength
+	reasonGap
+	reasonRawArguments
+	reasonDedup
+	nReasons
+)
 
-	// selection state within one pool and pair type (reset by pool)
-	uses     int
-	lastFail string
-	ci       int      // index among the pool's chosen
-	tried    []uint64 // rejected: the chosen (by ci) tried with it in earlier rounds
-}
+var reasonNames = [nReasons]string{"", ReasonSameCkpt, ReasonEmpty, ReasonPrompt, ReasonOffAssistant, ReasonNotOnset,
+	ReasonLength, ReasonGap, ReasonRawArguments, ReasonDedup}
 
 type builder struct {
 	opt   Options
@@ -121,34 +121,28 @@ type builder struct {
 	seen  map[dedupKey]bool
 	emit  func(*dataset.DPORow) error
 	keys  keyer
-}
+	cache recordCache
+	buf   []byte
 
-// msgs returns the item's message keys.
-func (b *builder) msgs(it *item) *msgs {
-	if it.m == nil {
-		it.m = b.keys.messages(it.rec.Messages, b.keeps)
-	}
-	return it.m
-}
-
-// sizes fills the item's message sizes: the bytes of each message's
-// exported JSON (native frameworks: a message renders on its own).
-func (b *builder) sizes(it *item) *msgs {
-	m := b.msgs(it)
-	if m.sizes == nil {
-		ms := it.rec.Messages
-		m.sizes, m.keptSizes = make([]int, len(ms)+1), make([]int, len(ms)+1)
-		for i := range ms {
-			m.sizes[i+1] = m.sizes[i] + len(dataset.MessageJSONWith(ms[i], b.opt.Render))
-		}
-		for i := len(ms) - 1; i >= 0; i-- {
-			m.keptSizes[i] = m.keptSizes[i+1]
-			if b.keeps(&ms[i]) {
-				m.keptSizes[i] += m.sizes[i+1] - m.sizes[i]
-			}
-		}
-	}
-	return m
+	// per scenario (scan): interned message keys, sigs and names
+	interned map[string]*msgs
+	sigs     map[sigKey]int
+	strs     map[string]string
+	// memo[sig] is the reason a chosen of that sig failed with the
+	// rejected of the current visit (and of the visits before it with the
+	// same sig), valid while memoGen[sig] == gen. A failure never turns
+	// into a pair (seen only grows), so that a pool where thousands of
+	// copies of the same episodes meet computes each distinct couple once.
+	memo    []int8
+	memoGen []uint32
+	gen     uint32
+	noMemo  bool // tests: every candidate computed, one by one
+	// per sig, within a pool (sigsOf): the chosen with uses left, one of
+	// them, and the reasons of the last sweep
+	sigLeft []int
+	sigRep  []*item
+	swept   []int8
+	sweeps  int // visits decided by sweep (tests)
 }
 
 // Build pairs the trajectories of the index and emits the rows, scenario by
@@ -156,7 +150,26 @@ func (b *builder) sizes(it *item) *msgs {
 // pairs before step pairs. The rows depend only on the set of records and
 // the options, never on the order of records in the files or of the runs on
 // the command line (the statistics list checkpoints in the runs' order).
+//
+// Memory does not grow with the records' size: each scenario is streamed
+// once (dataset.Index.Each) into an item per trajectory (about 200 bytes:
+// class, reward, seeded key, the message keys of its episode, shared by the
+// copies of that episode) and pairing reads records again only to render
+// the pairs it emits, at most cacheRecords at a time. What grows is the
+// items of the largest scenario, with its rollouts. Time is one decoding
+// pass plus the candidates; candidates between items that read alike (the
+// same sig) are decided once per visit of a rejected trajectory, so that a
+// pool where thousands of copies of an episode meet costs a few
+// nanoseconds a candidate.
 func Build(ix *dataset.Index, opt Options, emit func(*dataset.DPORow) error) (*Stats, error) {
+	b, err := newBuilder(ix, opt, emit)
+	if err != nil {
+		return nil, err
+	}
+	return b.build(ix)
+}
+
+func newBuilder(ix *dataset.Index, opt Options, emit func(*dataset.DPORow) error) (*builder, error) {
 	if opt.StepContinuation == "" {
 		opt.StepContinuation = ContinueRest
 	}
@@ -166,15 +179,15 @@ func Build(ix *dataset.Index, opt Options, emit func(*dataset.DPORow) error) (*S
 	if !opt.TrajectoryPairs && !opt.StepPairs {
 		return nil, fmt.Errorf("pairs: no pair type selected")
 	}
-	b := &builder{opt: opt, stats: newStats(opt), seen: map[dedupKey]bool{}, emit: emit}
-	loads, stop := prefetch(ix)
-	defer stop()
-	for l := range loads {
-		if l.err != nil {
-			return nil, l.err
-		}
-		b.keys.reset()
-		if err := b.scenario(ix, l.sid, l.recs); err != nil {
+	b := &builder{opt: opt, stats: newStats(opt), seen: map[dedupKey]bool{}, emit: emit,
+		interned: map[string]*msgs{}, sigs: map[sigKey]int{}, strs: map[string]string{}}
+	b.cache = recordCache{ix: ix, relabel: opt.Relabel}
+	return b, nil
+}
+
+func (b *builder) build(ix *dataset.Index) (*Stats, error) {
+	for _, sid := range ix.Scenarios() {
+		if err := b.scenario(ix, sid); err != nil {
 			return nil, err
 		}
 	}
@@ -182,84 +195,29 @@ func Build(ix *dataset.Index, opt Options, emit func(*dataset.DPORow) error) (*S
 	return b.stats, nil
 }
 
-type loaded struct {
-	sid  string
-	recs []*trajectory.Record
-	err  error
-}
-
-// prefetch loads the scenarios in order, each while the one before is
-// being paired: at most three scenarios' records are held (the one being
-// paired, the next, and the one before until it is collected). stop ends
-// the loading and waits for it, so that the index may be closed.
-func prefetch(ix *dataset.Index) (<-chan loaded, func()) {
-	out := make(chan loaded)
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		defer close(out)
-		for _, sid := range ix.Scenarios() {
-			recs, err := ix.Load(sid)
-			select {
-			case out <- loaded{sid, recs, err}:
-			case <-done:
-				return
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	return out, func() { close(done); wg.Wait() }
-}
-
-func (b *builder) scenario(ix *dataset.Index, sid string, recs []*trajectory.Record) error {
+// scenario pairs one scenario: a pass over its records keeps an item each
+// (scan), then pools are paired from the items, reading again only the
+// records of the pairs emitted (and of the few checks keys cannot decide),
+// a bounded number at a time (recordCache).
+func (b *builder) scenario(ix *dataset.Index, sid string) error {
 	b.stats.Scenarios++
-	items := make([]*item, 0, len(recs))
-	for _, r := range recs {
-		if !r.Status.Scored() {
-			continue // trajectory.Status.Scored: not the policy's behaviour
-		}
-		if b.opt.Relabel != nil {
-			keep, err := b.opt.Relabel(r)
-			if err != nil {
-				return fmt.Errorf("%s: %w", ix.Where(r.TrajID), err)
-			}
-			if !keep {
-				continue
-			}
-		}
-		it := &item{rec: r, promptEnd: promptEnd(r.Messages), native: dataset.FormatOf(r.Framework) == dataset.ToolsNative}
-		switch {
-		case r.Clean():
-			it.class = classClean
-		case r.Drift && r.Success:
-			it.class = classShortcut
-		case r.Drift:
-			it.class = classDriftFailure
-		default:
-			it.class = classOther
-		}
-		if b.opt.Reward != nil {
-			w, err := b.opt.Reward(r)
-			if err != nil {
-				return fmt.Errorf("%s: %w", ix.Where(r.TrajID), err)
-			}
-			it.reward = w
-		}
-		it.key = sha256.Sum256([]byte(fmt.Sprintf("%d\x00%s", b.opt.Seed, r.TrajID)))
-		b.stats.trajectory(it)
-		items = append(items, it)
+	b.cache.reset(sid)
+	items, err := b.scan(ix, sid)
+	if err != nil {
+		return err
+	}
+	if n := len(b.sigs); n > len(b.memo) {
+		b.memo, b.memoGen = make([]int8, n), make([]uint32, n)
+		b.sigLeft, b.sigRep, b.swept = make([]int, n), make([]*item, n), make([]int8, n)
 	}
 	split := dataset.SplitOf(sid, b.opt.Ratios, b.opt.Seed)
 	// A pool is one scenario under one checkpoint (or every checkpoint,
 	// with CrossCheckpoint) and one framework: frameworks prompt differently.
 	pools := map[[2]string][]*item{}
 	var keys [][2]string
-	for _, it := range items {
-		k := [2]string{it.rec.Checkpoint, it.rec.Framework}
+	for i := range items {
+		it := &items[i]
+		k := [2]string{it.ckpt, it.fw}
 		if b.opt.CrossCheckpoint {
 			k[0] = ""
 		}
@@ -291,322 +249,10 @@ func (b *builder) scenario(ix *dataset.Index, sid string, recs []*trajectory.Rec
 	return nil
 }
 
-func byKey(its []*item) {
-	sort.Slice(its, func(i, j int) bool {
-		a, b := its[i].key, its[j].key
-		for k := range a {
-			if a[k] != b[k] {
-				return a[k] < b[k]
-			}
-		}
-		return its[i].rec.TrajID < its[j].rec.TrajID
-	})
-}
-
-// pool selects pairs of one type within one pool.
-//
-// Chosen are the clean successes; rejected the drifting trajectories,
-// shortcuts (drifting successes) first, then drifting failures, each class
-// in a seeded order. Selection goes in rounds: in each round every rejected
-// trajectory (in order) is paired with the next chosen (round-robin) that
-// has uses left, has not been tried with it and gives a valid pair; round r
-// only takes rejected trajectories used r times, so that distinct
-// trajectories are paired before any is reused. It stops at K pairs or when
-// no trajectory has uses left.
-func (b *builder) pool(pool []*item, typ, split string) error {
-	ts := b.stats.typ(typ)
-	var chosen, shortcuts, failures []*item
-	for _, it := range pool {
-		switch it.class {
-		case classClean:
-			chosen = append(chosen, it)
-		case classShortcut:
-			shortcuts = append(shortcuts, it)
-		case classDriftFailure:
-			failures = append(failures, it)
-		}
-	}
-	byKey(chosen)
-	byKey(shortcuts)
-	byKey(failures)
-	rejected := append(shortcuts, failures...)
-	ts.Pools++
-	switch {
-	case len(chosen) == 0 && len(rejected) == 0:
-		ts.PoolsNeither++
-		return nil
-	case len(chosen) == 0:
-		ts.PoolsNoClean++
-		for range rejected {
-			ts.UnusedRejected[ReasonNoClean]++
-		}
-		return nil
-	case len(rejected) == 0:
-		ts.PoolsNoDrift++
-		for range chosen {
-			ts.UnusedChosen[ReasonNoDrift]++
-		}
-		return nil
-	}
-	K, M := b.opt.MaxPerScenario, b.opt.MaxReuse
-	if K <= 0 {
-		K = int(^uint(0) >> 1)
-	}
-	if M <= 0 {
-		M = len(chosen) + len(rejected)
-	}
-	for _, it := range pool {
-		it.uses, it.lastFail, it.tried = 0, "", nil
-	}
-	for i, c := range chosen {
-		c.ci = i
-	}
-	// A rejected trajectory is visited again in a later round only when it
-	// was paired in this one, so what it was tried with is kept only then.
-	var tried []int // the chosen tried with the rejected of this visit
-	count, ptr, capped := 0, 0, false
-	for round := 0; round < M && !capped; round++ {
-		for _, r := range rejected {
-			if r.uses != round {
-				continue
-			}
-			if count >= K {
-				capped = true
-				break
-			}
-			tried = tried[:0]
-			for j := 0; j < len(chosen); j++ {
-				c := chosen[(ptr+j)%len(chosen)]
-				if c.uses >= M || r.wasTried(c.ci) {
-					continue
-				}
-				tried = append(tried, c.ci)
-				row, reason := b.candidate(c, r, typ, split)
-				if reason != "" {
-					ts.Dropped[reason]++
-					c.lastFail, r.lastFail = reason, reason
-					continue
-				}
-				if err := b.emit(row); err != nil {
-					return err
-				}
-				c.uses++
-				r.uses++
-				count++
-				ptr = (ptr + j + 1) % len(chosen)
-				ts.pair(row, r.class == classShortcut)
-				if r.uses < M { // visited again next round
-					r.setTried(tried, len(chosen))
-				}
-				break
-			}
-		}
-	}
-	if count > 0 {
-		ts.PoolsWithPairs++
-	} else {
-		ts.PoolsNoValidPair++
-	}
-	unused := func(it *item, m map[string]int) {
-		switch {
-		case it.uses > 0:
-		case it.lastFail != "":
-			m[it.lastFail]++
-		case capped:
-			m[ReasonCap]++
-		default:
-			m[ReasonReuse]++
-		}
-	}
-	for _, c := range chosen {
-		if c.uses > 0 {
-			ts.ChosenUsed++
-		}
-		unused(c, ts.UnusedChosen)
-	}
-	for _, r := range rejected {
-		if r.uses > 0 {
-			ts.RejectedUsed++
-		}
-		unused(r, ts.UnusedRejected)
-	}
-	return nil
-}
-
-func (it *item) wasTried(ci int) bool {
-	return it.tried != nil && it.tried[ci/64]&(1<<(ci%64)) != 0
-}
-
-func (it *item) setTried(cis []int, n int) {
-	if it.tried == nil {
-		it.tried = make([]uint64, (n+63)/64)
-	}
-	for _, ci := range cis {
-		it.tried[ci/64] |= 1 << (ci % 64)
-	}
-}
-
-// candidate builds the pair (c chosen, r rejected) of the type, or says why
-// it is not a valid pair. Every check, the dedup key included, comes
-// before rendering: only pairs that are emitted are rendered.
-func (b *builder) candidate(c, r *item, typ, split string) (*dataset.DPORow, string) {
-	cm, rm := c.rec.Messages, r.rec.Messages
-	if b.opt.CrossCheckpoint && c.rec.Checkpoint == r.rec.Checkpoint {
-		return nil, ReasonSameCkpt
-	}
-	var start, cEnd, rEnd int
-	switch typ {
-	case TypeTrajectory:
-		p := c.promptEnd
-		if p >= len(cm) || r.promptEnd >= len(rm) {
-			return nil, ReasonEmpty
-		}
-		if p == 0 || p != r.promptEnd || prefixLen(b.msgs(c), b.msgs(r), cm, rm, p) < p || !userOrTool(cm[p-1]) {
-			return nil, ReasonPrompt
-		}
-		start, cEnd, rEnd = p, len(cm), len(rm)
-	case TypeStep:
-		if c.promptEnd == 0 || c.promptEnd != r.promptEnd || prefixLen(b.msgs(c), b.msgs(r), cm, rm, c.promptEnd) < c.promptEnd {
-			return nil, ReasonPrompt
-		}
-		i := prefixLen(b.msgs(c), b.msgs(r), cm, rm, len(cm))
-		if i >= len(cm) || i >= len(rm) || cm[i].Role != trajectory.RoleAssistant || rm[i].Role != trajectory.RoleAssistant || !userOrTool(cm[i-1]) {
-			return nil, ReasonOffAssistant
-		}
-		onset := false
-		for _, m := range r.rec.Matches {
-			onset = onset || m.Turn == i
-		}
-		if !onset {
-			return nil, ReasonNotOnset
-		}
-		start, cEnd, rEnd = i, len(cm), len(rm)
-		if b.opt.StepContinuation == ContinueTurn {
-			cEnd, rEnd = i+1, i+1
-		}
-	}
-	if b.opt.MaxMessages > 0 && (cEnd > b.opt.MaxMessages || rEnd > b.opt.MaxMessages) { // prompt + side
-		return nil, ReasonLength
-	}
-	gap := c.reward - r.reward
-	if b.opt.MinGap != nil && gap < *b.opt.MinGap {
-		return nil, ReasonGap
-	}
-	if c.native && (b.msgs(c).rawIn(0, cEnd) || b.msgs(r).rawIn(start, rEnd)) {
-		return nil, ReasonRawArguments
-	}
-	if b.opt.MaxChars > 0 {
-		var p, pc, pr int
-		if c.native {
-			p, pc, pr = b.promptSize(c, start), b.completionSize(c, start, cEnd), b.completionSize(r, start, rEnd)
-		} else { // a text view renders a part of the conversation as a whole
-			p, pc, pr = b.textSize(c, true, 0, start), b.textSize(c, false, start, cEnd), b.textSize(r, false, start, rEnd)
-		}
-		if p+pc > b.opt.MaxChars || p+pr > b.opt.MaxChars {
-			return nil, ReasonLength
-		}
-	}
-	key := b.dedupKey(c, r, start, cEnd, rEnd)
-	if b.seen[key] {
-		return nil, ReasonDedup
-	}
-	b.seen[key] = true
-	prompt := dataset.RenderWith(c.rec, cm[:start], b.opt.Render)
-	ch := dataset.RenderCompletion(c.rec, cm[start:cEnd], b.opt.Render)
-	rj := dataset.RenderCompletion(r.rec, rm[start:rEnd], b.opt.Render)
-
-	types, kinds, provs := map[string]bool{}, map[string]bool{}, map[string]bool{}
-	for _, m := range r.rec.CountedMatches() { // each drifting call once by type
-		if m.Turn < start || m.Turn >= rEnd {
-			continue
-		}
-		types[string(m.Drift)] = true
-		if m.Kind != "" {
-			kinds[string(m.Kind)] = true
-		}
-		for _, p := range m.Provisions {
-			provs[p] = true
-		}
-	}
-	id := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%s\x00%s\x00%d\x00%s", typ, c.rec.TrajID, r.rec.TrajID, start, b.contTag(typ))))
-	tools := dataset.Tools(c.rec)
-	prompt, tools = dataset.FinishRow(b.opt.Render, prompt, tools, &ch, &rj)
-	row := &dataset.DPORow{
-		Prompt: prompt, Chosen: ch, Rejected: rj, Tools: tools,
-		PairID: hex.EncodeToString(id[:8]), ScenarioID: c.rec.ScenarioID, Domain: c.rec.Domain, Split: split,
-		PairType: typ, Framework: c.rec.Framework, ToolFormat: dataset.FormatOf(c.rec.Framework).String(), ChosenTrajID: c.rec.TrajID, RejectedTrajID: r.rec.TrajID,
-		ChosenCheckpoint: c.rec.Checkpoint, RejectedCheckpoint: r.rec.Checkpoint, DivergenceStep: start,
-		ChosenReward: c.reward, RejectedReward: r.reward, RewardGap: gap,
-		DriftTypes: set(types), ViolationKinds: set(kinds), Provisions: set(provs),
-		ChosenTrain: dataset.TrainMask(ch), RejectedTrain: dataset.TrainMask(rj),
-		SchemaVersion: dataset.SchemaVersion,
-	}
-	row.PromptTokensEst = dataset.EstimatePromptTokens(prompt, tools)
-	row.ChosenTokensEst, row.RejectedTokensEst = dataset.EstimateTokens(ch), dataset.EstimateTokens(rj)
-	if b.opt.Margin {
-		g := gap
-		row.Margin = &g
-	}
-	return row, ""
-}
-
-// textSize is, for a text-protocol framework, size(dataset.RenderWith(...))
-// of the item's messages [from, to) as a prompt, or size(dataset.
-// RenderCompletion(...)) as a completion, remembered per part: an item
-// meets many partners at the same few parts.
-func (b *builder) textSize(it *item, prompt bool, from, to int) int {
-	m := b.msgs(it)
-	k := textPart{prompt, from, to}
-	if n, ok := m.textSizes[k]; ok {
-		return n
-	}
-	var n int
-	if prompt {
-		n = size(dataset.RenderWith(it.rec, it.rec.Messages[from:to], b.opt.Render))
-	} else {
-		n = size(dataset.RenderCompletion(it.rec, it.rec.Messages[from:to], b.opt.Render))
-	}
-	if m.textSizes == nil {
-		m.textSizes = map[textPart]int{}
-	}
-	m.textSizes[k] = n
-	return n
-}
-
-// dedupKey identifies what a row of (c, r) holds, tool-call ids aside:
-// the prompt c's messages [0, start), the continuations c's [start, cEnd)
-// and r's [start, rEnd) (with model-turns completions, their assistant
-// turns). Two candidates get the same key exactly when those three
-// sequences are the same messages (by sameMessage's canonical form).
-type dedupKey struct {
-	start            int
-	prompt, cho, rej [32]byte
-}
-
-func (b *builder) dedupKey(c, r *item, start, cEnd, rEnd int) dedupKey {
-	mc, mr := b.msgs(c), b.msgs(r)
-	return dedupKey{start: start, prompt: mc.prefix[start],
-		cho: mc.completion(start, cEnd, c.rec.Messages, b.keeps),
-		rej: mr.completion(start, rEnd, r.rec.Messages, b.keeps)}
-}
-
 // keeps reports whether a completion keeps a message: every message with
 // CompletionRest, the assistant turns otherwise.
 func (b *builder) keeps(m *trajectory.Message) bool {
 	return b.opt.Render.Completion != dataset.CompletionModelTurns || m.Role == trajectory.RoleAssistant
-}
-
-// promptSize is size(dataset.RenderWith(it.rec, messages[:start])) for a
-// native framework.
-func (b *builder) promptSize(it *item, start int) int {
-	return b.sizes(it).sizes[start]
-}
-
-// completionSize is size(dataset.RenderCompletion(it.rec, messages[from:to]))
-// for a native framework.
-func (b *builder) completionSize(it *item, from, to int) int {
-	m := b.sizes(it)
-	return m.keptSizes[from] - m.keptSizes[to]
 }
 
 func (b *builder) contTag(typ string) string {
@@ -625,9 +271,7 @@ func promptEnd(ms []trajectory.Message) int {
 	return len(ms)
 }
 
-func userOrTool(m trajectory.Message) bool {
-	return m.Role == trajectory.RoleUser || m.Role == trajectory.RoleTool
-}
+func userOrTool(role uint8) bool { return role == roleUser || role == roleTool }
 
 func size(ms []json.RawMessage) int {
 	n := 0

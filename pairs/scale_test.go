@@ -22,8 +22,10 @@ import (
 
 // writeScaleRun writes a run folder of scenarios × perScenario records,
 // streamed to disk: half clean, half drifting shortcuts, so that every
-// scenario yields pairs.
-func writeScaleRun(t *testing.T, scenarios, perScenario int) string {
+// scenario yields pairs. With copies, the records of a scenario are two
+// episodes under many traj_ids (tool-call ids aside), as a simulated
+// policy gives: candidates are dropped as duplicates by the thousand.
+func writeScaleRun(t testing.TB, scenarios, perScenario int, copies bool) string {
 	t.Helper()
 	dir := t.TempDir()
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "trajectories"), 0o755))
@@ -38,6 +40,9 @@ func writeScaleRun(t *testing.T, scenarios, perScenario int) string {
 			r := rec(id, sid, "ck", true, "a", "b")
 			if i%2 == 1 {
 				r = rec(id, sid, "ck", true, "a", "!x", "b")
+			}
+			if copies {
+				r.Messages[len(r.Messages)-1].Content = "done"
 			}
 			b, err := json.Marshal(r)
 			require.NoError(t, err)
@@ -98,7 +103,7 @@ func TestPairsMemoryBoundedByOneScenario(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(25)) // keep garbage small: measure what is held
 	const perScenario = 100
 	measure := func(scenarios int) (uint64, uint64, int) {
-		dir := writeScaleRun(t, scenarios, perScenario)
+		dir := writeScaleRun(t, scenarios, perScenario, false)
 		rows := 0
 		var ix *dataset.Index
 		index := peakHeap(func() {
@@ -122,5 +127,42 @@ func TestPairsMemoryBoundedByOneScenario(t *testing.T) {
 		float64(small)/(1<<20), float64(large)/(1<<20), smallRows, largeRows, float64(smallIndex)/(1<<20), float64(largeIndex)/(1<<20))
 	if large > small+slack {
 		t.Fatalf("peak heap %.1f MiB at 10⁵ records, %.1f MiB at 10⁴: grows with the records, not bounded by one scenario's", float64(large)/(1<<20), float64(small)/(1<<20))
+	}
+}
+
+// Pairs holds no scenario's records: at 20,000 rollouts of one scenario
+// (copies of two episodes, so that every pool tries candidates by the
+// thousand) its peak heap is a fraction of what the scenario's records
+// take loaded (dataset.Index.Load, what pairing held before). What it
+// keeps is an item per trajectory and the keys of each distinct episode.
+func TestPairsMemoryBelowOneScenarioRecords(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 2·10⁴ records")
+	}
+	defer debug.SetGCPercent(debug.SetGCPercent(25)) // keep garbage small: measure what is held
+	dir := writeScaleRun(t, 1, 20000, true)
+	ix, err := dataset.OpenIndex(dir)
+	require.NoError(t, err)
+	defer ix.Close()
+	var recs int
+	loaded := peakHeap(func() {
+		rs, err := ix.Load(ix.Scenarios()[0])
+		require.NoError(t, err)
+		recs = len(rs)
+	})
+	rows := 0
+	var st *pairs.Stats
+	peak := peakHeap(func() {
+		opt := pairs.DefaultOptions()
+		opt.StepPairs = true
+		st, err = pairs.Build(ix, opt, func(*dataset.DPORow) error { rows++; return nil })
+		require.NoError(t, err)
+	})
+	require.Equal(t, 20000, recs)
+	require.Positive(t, rows)
+	require.Greater(t, st.Trajectory.Dropped[pairs.ReasonDedup], 10000, "pools must try many candidates")
+	t.Logf("peak heap of pairing %.1f MiB; the scenario's records loaded %.1f MiB", float64(peak)/(1<<20), float64(loaded)/(1<<20))
+	if peak > loaded/3 {
+		t.Fatalf("peak heap %.1f MiB pairing one scenario of 20,000 rollouts, its records %.1f MiB: records are held", float64(peak)/(1<<20), float64(loaded)/(1<<20))
 	}
 }

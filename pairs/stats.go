@@ -124,7 +124,7 @@ func (s *Stats) checkpoint(name string) *CheckpointStats {
 
 func (s *Stats) trajectory(it *item) {
 	s.Trajectories++
-	c := s.checkpoint(it.rec.Checkpoint)
+	c := s.checkpoint(it.ckpt)
 	c.Trajectories++
 	switch it.class {
 	case classClean:
