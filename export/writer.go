@@ -13,6 +13,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/antidrift/antidrift/internal/tempgate"
 )
 
 // Formats the writer knows, in the order their files are listed.
@@ -575,7 +577,7 @@ type tempFile struct {
 
 func createTemp(final string) (*tempFile, error) {
 	dir, base := filepath.Split(final)
-	f, err := os.CreateTemp(dir, "."+base+".*.tmp")
+	f, err := tempgate.CreateTemp(dir, "."+base+".*.tmp")
 	if err != nil {
 		return nil, fmt.Errorf("export: %w", err)
 	}

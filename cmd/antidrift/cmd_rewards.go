@@ -18,6 +18,8 @@ import (
 	"github.com/antidrift/antidrift/rollout/scenario"
 	"github.com/antidrift/antidrift/rollout/store"
 	"github.com/spf13/cobra"
+
+	"github.com/antidrift/antidrift/internal/tempgate"
 )
 
 func init() { register(newRewardsCmd) }
@@ -189,7 +191,7 @@ func newOutputDir(command, dir string, inputs, owned []string) (*outputDir, erro
 	if err != nil {
 		return nil, err
 	}
-	tmp, err := os.MkdirTemp(dir, ".antidrift-tmp-")
+	tmp, err := tempgate.MkdirTemp(dir, ".antidrift-tmp-")
 	if err != nil {
 		claim.release()
 		return nil, err

@@ -6,6 +6,8 @@ import (
 	"os/signal"
 	"sync"
 	"syscall"
+
+	"github.com/antidrift/antidrift/internal/tempgate"
 )
 
 // Commands that write output folders (export, pairs, rewards, pareto,
@@ -54,6 +56,9 @@ func handleInterrupts(ch chan os.Signal) {
 	if !ok {
 		return
 	}
+	// no temporary file is made from here on (one being made is finished
+	// first, and swept below)
+	tempgate.Close()
 	interrupts.Lock()
 	interrupts.fired = true
 	fns := make([]func(), 0, len(interrupts.fns))

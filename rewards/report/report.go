@@ -12,6 +12,8 @@ import (
 	"github.com/antidrift/antidrift/rewards/pareto"
 	"github.com/antidrift/antidrift/rewards/skills"
 	"github.com/antidrift/antidrift/rollout/scenario"
+
+	"github.com/antidrift/antidrift/internal/tempgate"
 )
 
 // Report is report.json.
@@ -178,7 +180,7 @@ func (r *Report) writeFiles(dir string) error {
 }
 
 func writeAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	tmp, err := tempgate.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return fmt.Errorf("report: %w", err)
 	}

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/antidrift/antidrift/internal/tempgate"
 )
 
 // StagingPrefix starts the name of a report's staging folder (beside the
@@ -28,7 +30,7 @@ func writeWhole(dir string, write func(staging string) error) error {
 			os.RemoveAll(o) // a killed earlier write
 		}
 	}
-	staging, err := os.MkdirTemp(parent, prefix+"*")
+	staging, err := tempgate.MkdirTemp(parent, prefix+"*")
 	if err != nil {
 		return fmt.Errorf("report: %w", err)
 	}

@@ -21,6 +21,8 @@ import (
 
 	"github.com/antidrift/antidrift/rollout/secret"
 	"github.com/antidrift/antidrift/rollout/trajectory"
+
+	"github.com/antidrift/antidrift/internal/tempgate"
 )
 
 // Manifest describes a run. Plan holds everything that decides which
@@ -263,7 +265,7 @@ func WriteManifest(dir string, m Manifest) error {
 }
 
 func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	tmp, err := tempgate.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
