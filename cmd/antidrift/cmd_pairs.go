@@ -126,6 +126,9 @@ func runPairs(cmd *cobra.Command, dirs []string, f pairsFlags) error {
 		return err
 	}
 	defer ix.Close()
+	// peak memory bounded whatever the run's size, as for export and
+	// rewards (GOMEMLIMIT wins)
+	defer export.LimitMemory(export.DefaultMemoryBudget)()
 	rc, err := f.reward.config(ix)
 	if err != nil {
 		return err

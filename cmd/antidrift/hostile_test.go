@@ -50,6 +50,7 @@ func TestHostileCorpus(t *testing.T) {
 	}
 	for _, tc := range append(corpus.Cases, extra...) {
 		t.Run(tc.Name, func(t *testing.T) {
+			t.Parallel() // each case is a process of its own, in folders of its own
 			root := t.TempDir()
 			in := filepath.Join(root, "in")
 			require.NoError(t, os.CopyFS(in, os.DirFS(filepath.Join("testdata", "hostile"))))
@@ -132,6 +133,7 @@ func snapshotFiles(t *testing.T, dir string) map[string]string {
 // (the hostile tester's count) through the real command: each ends in
 // output or a one-line error naming the file, never a crash or a hang.
 func TestInspectMutatedFiles(t *testing.T) {
+	t.Parallel() // processes of their own on copies of their own
 	dir := t.TempDir()
 	for _, name := range []string{"good.arrow", "good.parquet"} {
 		orig, err := os.ReadFile(filepath.Join("testdata", "hostile", "files", name))

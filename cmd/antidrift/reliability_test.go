@@ -99,6 +99,7 @@ func countRecordLines(t *testing.T, dir string) (n int, ids map[string]int) {
 // Item 1: two real rollout processes on one folder: the second is refused
 // with the holder's PID and host; the first finishes the plan, once.
 func TestTwoWritersOneFolderRefused(t *testing.T) {
+	t.Parallel() // real processes on folders of their own
 	// Once the first has the lock, the model server answers nothing until
 	// the second writer has been refused: the first cannot finish (and
 	// free the folder) first, however slowly the machine starts the
@@ -308,6 +309,7 @@ func TestOutputFolderGuards(t *testing.T) {
 // Item 3: a credentialed base URL and a key in the environment reach no
 // file and no output of any command.
 func TestSecretsReachNoFileOrOutput(t *testing.T) {
+	t.Parallel() // real processes on folders of their own
 	const password, token, key = "PASSW0RD-9f8e7d", "QTOKEN-1a2b3c4d", "sk-live-5e6f7a8b9c0d1e2f3a4b5c6d"
 	plain := simServer(t, 0)
 	cred := strings.Replace(plain, "http://", "http://operator:"+password+"@", 1) + "?token=" + token
