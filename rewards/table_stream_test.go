@@ -1,0 +1,152 @@
+package rewards_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/antidrift/antidrift/rewards"
+	"github.com/antidrift/antidrift/rollout/dataset"
+	"github.com/antidrift/antidrift/rollout/scenario"
+	"github.com/antidrift/antidrift/rollout/trajectory"
+)
+
+// TestTableStreamsAsOnePass: Table reads each scenario twice and holds a
+// few bytes per trajectory; its rows, Summary, error and the sequence of
+// Keep and emit calls (what a stateful Keep such as export.Writer.Admit
+// sees) are those of the one-pass Table that held a scenario's rows,
+// whether every group is streamed (holdBytes 0, Keep's rows rendered
+// twice), every group held, or a mix.
+func TestTableStreamsAsOnePass(t *testing.T) {
+	ss, byID, dirs := simFamily(t, 3, "base", "dpo-1")
+	dirs = append(dirs, oddRun(t))
+	all := rewards.Default()
+	all.Schemes = rewards.AllSchemes
+	all.Scenarios = map[string]*scenario.Scenario{"s1": testScenario()}
+	for id, s := range byID {
+		all.Scenarios[id] = s
+	}
+	missing := rewards.Default()
+	missing.Schemes = []rewards.Scheme{rewards.Risk}
+	missing.Scenarios = map[string]*scenario.Scenario{"s1": testScenario()}
+	for _, s := range ss[:len(ss)/2] {
+		missing.Scenarios[s.ID] = s // the others fail to score
+	}
+	type result struct {
+		rows, sum, calls, err string
+	}
+	run := func(table func(*dataset.Index, rewards.Config, rewards.TableOptions, func(*dataset.RewardRow) error) (*rewards.Summary, error),
+		c rewards.Config, turn bool, stopAt int, keep func(r *dataset.RewardRow) (bool, error)) result {
+		ix, err := dataset.OpenIndex(dirs...)
+		require.NoError(t, err)
+		defer ix.Close()
+		opt := rewards.TableOptions{Ratios: dataset.DefaultRatios, Seed: 1, Scenarios: byID}
+		if turn {
+			opt.Render.Completion = dataset.CompletionTurn
+		}
+		var calls strings.Builder
+		if keep != nil {
+			opt.Keep = func(r *dataset.RewardRow) (bool, error) {
+				ok, err := keep(r)
+				fmt.Fprintf(&calls, "keep %s %s %d %v\n", r.GroupID, r.TrajID, r.Turn, ok)
+				return ok, err
+			}
+		}
+		var rows []*dataset.RewardRow
+		sum, err := table(ix, c, opt, func(r *dataset.RewardRow) error {
+			if len(rows) == stopAt {
+				return errors.New("emit failed")
+			}
+			fmt.Fprintf(&calls, "emit %s %s %d\n", r.GroupID, r.TrajID, r.Turn)
+			rows = append(rows, r)
+			return nil
+		})
+		res := result{rows: string(jsonl(t, rows)), calls: calls.String()}
+		if err != nil {
+			res.err = err.Error()
+		}
+		if sum != nil {
+			b, err := json.Marshal(sum)
+			require.NoError(t, err)
+			res.sum = string(b)
+		}
+		return res
+	}
+	// o7 is its group's one member: the group loses every row
+	short := func(r *dataset.RewardRow) (bool, error) { return r.CompletionTokensEst < 60 && r.TrajID != "o7", nil }
+	failing := func(r *dataset.RewardRow) (bool, error) {
+		if strings.HasSuffix(r.TrajID, "3") && r.Turn > 4 {
+			return false, errors.New("keep failed")
+		}
+		return r.CompletionTokensEst < 80, nil
+	}
+	for _, tc := range []struct {
+		name   string
+		c      rewards.Config
+		turn   bool
+		stopAt int
+		keep   func(*dataset.RewardRow) (bool, error)
+		err    string
+	}{
+		{"every row", all, false, -1, nil, ""},
+		{"rows kept", all, false, -1, short, ""},
+		{"per turn", all, true, -1, nil, ""},
+		{"per turn, rows kept", all, true, -1, short, ""},
+		{"emit fails", all, false, 300, nil, "emit failed"},
+		{"emit fails per turn, rows kept", all, true, 700, short, "emit failed"},
+		{"keep fails", all, true, -1, failing, "keep failed"},
+		{"scoring fails", missing, false, -1, nil, "is not among the loaded scenarios"},
+		{"scoring fails, rows kept", missing, true, -1, short, "is not among the loaded scenarios"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want := run(rewards.TableOnePass, tc.c, tc.turn, tc.stopAt, tc.keep)
+			if tc.err == "" {
+				require.Empty(t, want.err)
+				require.NotEmpty(t, want.rows)
+				var sum rewards.Summary
+				require.NoError(t, json.Unmarshal([]byte(want.sum), &sum))
+				// the odd run's trajectories reach the summary
+				require.Equal(t, 1, sum.RawArguments)
+				require.Equal(t, 1, sum.NoCompletion)
+				require.Equal(t, 1, sum.SplitPrompts)
+				if tc.keep != nil {
+					require.Positive(t, sum.Dropped)
+					require.Positive(t, sum.GroupsDropped)
+				}
+			} else {
+				require.Contains(t, want.err, tc.err)
+			}
+			for _, hold := range []int64{0, 40_000, 1 << 40} {
+				restore := rewards.SetHoldBytes(hold)
+				got := run(rewards.Table, tc.c, tc.turn, tc.stopAt, tc.keep)
+				restore()
+				require.Equal(t, want.err, got.err, "hold %d", hold)
+				require.Equal(t, want.sum, got.sum, "hold %d", hold)
+				require.Equal(t, want.calls, got.calls, "hold %d", hold)
+				require.Equal(t, want.rows, got.rows, "hold %d", hold)
+			}
+		})
+	}
+}
+
+// oddRun is a run of scenario s1 with what a table leaves out or splits:
+// unparsed tool-call arguments, no completion, an unscored episode, two
+// first requests under one checkpoint.
+func oddRun(t *testing.T) string {
+	raw := rec("o1", "s1", "A", true, call{tool: "a"})
+	raw.Messages[2].ToolCalls[0].Function.Parsed = json.RawMessage(`"not an object"`)
+	noCompletion := rec("o2", "s1", "A", false)
+	noCompletion.Messages = noCompletion.Messages[:2]
+	unscored := rec("o3", "s1", "A", true, call{tool: "a"})
+	unscored.Status = trajectory.StatusInfraError
+	other := rec("o4", "s1", "A", false, call{tool: "x", drift: true})
+	other.Messages[1].Content += " (edited)"
+	return writeRun(t, t.TempDir(), raw, noCompletion, unscored, other,
+		rec("o5", "s1", "A", true, call{tool: "a"}, call{tool: "b"}),
+		rec("o6", "s1", "A", false, call{tool: "a"}, call{tool: "x", drift: true}),
+		rec("o7", "s1", "B", true, call{tool: "a"}))
+}
