@@ -14,12 +14,14 @@ import (
 	"github.com/antidrift/antidrift/rollout/trajectory"
 )
 
-// holdBytes bounds the groups Table renders once and holds while Keep
-// decides on their rows: a run of consecutive groups whose records come
-// to at most this many bytes of JSONL (estimated from the scenario's mean
-// line) is rendered together. A larger group is streamed, rendered twice
-// when Keep is set. A variable so that tests force either path.
-var holdBytes int64 = 8 << 20
+// holdBytes bounds what Table renders once and holds: a scenario whose
+// records come to at most this many bytes of JSONL is read once, its rows
+// rendered in the first pass and held (as Table always did); in a larger
+// scenario, a run of consecutive groups within it (estimated from the
+// scenario's mean line) is rendered together in the second pass and held
+// while Keep decides on its rows, and a larger group is streamed, rendered
+// twice when Keep is set. A variable so that tests force each path.
+var holdBytes int64 = 16 << 20
 
 // batchPerCore is how many records each core scores and renders at a
 // time: enough to keep every core busy between reads, few enough that a
@@ -65,6 +67,9 @@ type scenarioTable struct {
 	boundary []string
 	briefs   []brief  // by rank (traj_id order)
 	ckpts    []string // checkpoint names, in order of appearance
+	// held are the rows of a scenario within holdBytes, by rank,
+	// rendered in the first pass; nil for a larger one.
+	held map[int][]*dataset.RewardRow
 }
 
 func (t *scenarioTable) run() error {
@@ -116,6 +121,15 @@ func (t *scenarioTable) run() error {
 		}
 		return bytes.Compare(a.hash[:], b.hash[:]) < 0
 	})
+	if t.held != nil {
+		src := t.heldSource(t.held)
+		for _, key := range keys {
+			if err := t.group(key, groups[key], src); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	line := t.ix.Bytes(t.sid) / int64(max(1, t.ix.Count(t.sid)))
 	var held []groupKey
 	var heldN int64
@@ -135,14 +149,7 @@ func (t *scenarioTable) run() error {
 		if err := t.render(ks, func(k int, rs []*dataset.RewardRow) error { rows[k] = rs; return nil }); err != nil {
 			return err
 		}
-		src := func(ks []int, fn func(int, []*dataset.RewardRow) error) error {
-			for _, k := range ks {
-				if err := fn(k, rows[k]); err != nil {
-					return err
-				}
-			}
-			return nil
-		}
+		src := t.heldSource(rows)
 		for _, key := range held {
 			if err := t.group(key, groups[key], src); err != nil {
 				return err
@@ -170,6 +177,18 @@ func (t *scenarioTable) run() error {
 		held, heldN = append(held, key), heldN+n
 	}
 	return flush()
+}
+
+// heldSource gives the rows of rows, by rank.
+func (t *scenarioTable) heldSource(rows map[int][]*dataset.RewardRow) rowSource {
+	return func(ks []int, fn func(int, []*dataset.RewardRow) error) error {
+		for _, k := range ks {
+			if err := fn(k, rows[k]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 }
 
 // group emits the rows of one GRPO group, members in traj_id order.
@@ -272,17 +291,28 @@ func (t *scenarioTable) group(key groupKey, members []int, src rowSource) error 
 }
 
 // survey is the first pass: a brief of every trajectory of the scenario,
-// computed on every core.
+// computed on every core, and the rows of a scenario within holdBytes.
 func (t *scenarioTable) survey() error {
 	n := t.ix.Count(t.sid)
 	t.briefs = make([]brief, n)
+	hold := t.ix.Bytes(t.sid) <= holdBytes
+	if hold {
+		t.held = map[int][]*dataset.RewardRow{}
+	}
 	ks := make([]int, n)
 	for k := range ks {
 		ks[k] = k
 	}
 	names := map[string]int32{}
 	return t.inBatches(ks, func(recs []trajectory.Record, at []int) error {
-		parallelFor(len(recs), func(i int) { t.briefs[at[i]] = t.briefOf(&recs[i]) })
+		rows := make([][]*dataset.RewardRow, len(recs))
+		parallelFor(len(recs), func(i int) {
+			var res Result
+			t.briefs[at[i]], res = t.briefOf(&recs[i])
+			if hold && t.briefs[at[i]].renders() {
+				rows[i] = t.rowsWith(&recs[i], res)
+			}
+		})
 		for i, k := range at {
 			c, ok := names[recs[i].Checkpoint]
 			if !ok {
@@ -291,29 +321,33 @@ func (t *scenarioTable) survey() error {
 				t.ckpts = append(t.ckpts, recs[i].Checkpoint)
 			}
 			t.briefs[k].ckpt = c
+			if rows[i] != nil {
+				t.held[k] = rows[i]
+			}
 		}
 		return nil
 	})
 }
 
-func (t *scenarioTable) briefOf(r *trajectory.Record) brief {
+// briefOf is the brief of a record, and its score.
+func (t *scenarioTable) briefOf(r *trajectory.Record) (brief, Result) {
 	var b brief
 	if b.scored = r.Status.Scored(); !b.scored {
-		return b
+		return b, Result{}
 	}
 	_, completion := dataset.SplitPrompt(r.Messages)
 	if b.completion = len(completion) > 0; !b.completion {
-		return b
+		return b, Result{}
 	}
 	b.hash = firstRequestSum(r)
 	if dataset.FormatOf(r.Framework) == dataset.ToolsNative && dataset.RawArguments(r.Messages) {
 		b.rawArguments = true
-		return b
+		return b, Result{}
 	}
 	res, err := t.cfg.Score(r)
 	if err != nil {
 		b.err = err
-		return b
+		return b, Result{}
 	}
 	b.reward, b.success, b.drift = res.Reward, r.Success, r.Drift
 	b.rows = 1
@@ -325,7 +359,7 @@ func (t *scenarioTable) briefOf(r *trajectory.Record) brief {
 			}
 		}
 	}
-	return b
+	return b, res
 }
 
 // render is the second pass over the records of ranks ks: scored and
@@ -382,13 +416,18 @@ func (t *scenarioTable) inBatches(ks []int, fn func(recs []trajectory.Record, at
 	return flush()
 }
 
-// rowsOf scores a record and renders its rows: one for the whole
-// completion, or one per assistant turn with that turn's process reward.
+// rowsOf scores a record and renders its rows.
 func (t *scenarioTable) rowsOf(r *trajectory.Record) ([]*dataset.RewardRow, error) {
 	res, err := t.cfg.Score(r)
 	if err != nil {
 		return nil, err
 	}
+	return t.rowsWith(r, res), nil
+}
+
+// rowsWith renders the rows of a record scored res: one for the whole
+// completion, or one per assistant turn with that turn's process reward.
+func (t *scenarioTable) rowsWith(r *trajectory.Record, res Result) []*dataset.RewardRow {
 	opt := t.opt
 	prompt, completion := dataset.SplitPrompt(r.Messages)
 	base := dataset.RewardRow{
@@ -409,7 +448,7 @@ func (t *scenarioTable) rowsOf(r *trajectory.Record) ([]*dataset.RewardRow, erro
 		row.Prompt, row.Tools = dataset.FinishRow(opt.Render, row.Prompt, row.Tools, &row.Completion)
 		row.PromptTokensEst = dataset.EstimatePromptTokens(row.Prompt, row.Tools)
 		row.CompletionTokensEst = dataset.EstimateTokens(row.Completion)
-		return []*dataset.RewardRow{&row}, nil
+		return []*dataset.RewardRow{&row}
 	}
 	// one row per assistant turn, with that turn's process reward
 	// (res.Process has one per assistant turn of the completion)
@@ -425,7 +464,7 @@ func (t *scenarioTable) rowsOf(r *trajectory.Record) ([]*dataset.RewardRow, erro
 		row.CompletionTokensEst = dataset.EstimateTokens(row.Completion)
 		rows = append(rows, &row)
 	}
-	return rows, nil
+	return rows
 }
 
 // parallelFor calls fn(0..n-1) on GOMAXPROCS goroutines.

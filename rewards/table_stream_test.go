@@ -19,8 +19,8 @@ import (
 // few bytes per trajectory; its rows, Summary, error and the sequence of
 // Keep and emit calls (what a stateful Keep such as export.Writer.Admit
 // sees) are those of the one-pass Table that held a scenario's rows,
-// whether every group is streamed (holdBytes 0, Keep's rows rendered
-// twice), every group held, or a mix.
+// whether a scenario is held (one pass) or read twice, its groups held
+// together, one by one, or streamed (Keep's rows rendered twice).
 func TestTableStreamsAsOnePass(t *testing.T) {
 	ss, byID, dirs := simFamily(t, 3, "base", "dpo-1")
 	dirs = append(dirs, oddRun(t))
@@ -35,6 +35,15 @@ func TestTableStreamsAsOnePass(t *testing.T) {
 	missing.Scenarios = map[string]*scenario.Scenario{"s1": testScenario()}
 	for _, s := range ss[:len(ss)/2] {
 		missing.Scenarios[s.ID] = s // the others fail to score
+	}
+	// every scenario held; none; the odd run's groups held together and
+	// the family's groups streamed; each family group held on its own
+	holds := []int64{1 << 40, 0}
+	{
+		ix, err := dataset.OpenIndex(dirs...)
+		require.NoError(t, err)
+		holds = append(holds, ix.Bytes("s1")-1, ix.Bytes(ss[0].ID)*2/3)
+		require.NoError(t, ix.Close())
 	}
 	type result struct {
 		rows, sum, calls, err string
@@ -120,7 +129,7 @@ func TestTableStreamsAsOnePass(t *testing.T) {
 			} else {
 				require.Contains(t, want.err, tc.err)
 			}
-			for _, hold := range []int64{0, 40_000, 1 << 40} {
+			for _, hold := range holds {
 				restore := rewards.SetHoldBytes(hold)
 				got := run(rewards.Table, tc.c, tc.turn, tc.stopAt, tc.keep)
 				restore()
