@@ -97,9 +97,18 @@ func Table(ix *dataset.Index, cfg Config, opt TableOptions, emit func(*dataset.R
 		return nil, err
 	}
 	sum := &Summary{Splits: map[string]int{}, byCheckpoint: map[string]*CheckpointSummary{}}
-	for _, sid := range ix.Scenarios() {
-		t := &scenarioTable{ix: ix, sid: sid, cfg: cfg, opt: opt, sum: sum, emit: emit}
-		if err := t.run(); err != nil {
+	ahead := surveyAhead(ix, func(sid string) *scenarioTable {
+		return &scenarioTable{ix: ix, sid: sid, cfg: cfg, opt: opt, sum: sum, emit: emit}
+	})
+	defer ahead.stop()
+	for range ix.Scenarios() {
+		t, err := ahead.next()
+		if err != nil {
+			return nil, err
+		}
+		err = t.run()
+		close(t.read)
+		if err != nil {
 			return nil, err
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -70,17 +71,77 @@ type scenarioTable struct {
 	// held are the rows of a scenario within holdBytes, by rank,
 	// rendered in the first pass; nil for a larger one.
 	held map[int][]*dataset.RewardRow
+	// read is closed when run no longer reads the index.
+	read chan struct{}
 }
 
+// scenarioAhead runs the first pass of the scenarios of an index in order,
+// one ahead of the one whose rows are being emitted: as when Table held
+// every scenario, memory holds two scenarios within holdBytes at most. A
+// larger scenario's second pass reads the index, so the next first pass
+// waits for it (the index's files are read by one goroutine at a time).
+type scenarioAhead struct {
+	surveyed chan surveyed
+	done     chan struct{}
+}
+
+type surveyed struct {
+	t   *scenarioTable
+	err error
+}
+
+func surveyAhead(ix *dataset.Index, table func(sid string) *scenarioTable) *scenarioAhead {
+	a := &scenarioAhead{surveyed: make(chan surveyed), done: make(chan struct{})}
+	go func() {
+		defer close(a.surveyed)
+		for _, sid := range ix.Scenarios() {
+			t := table(sid)
+			t.read = make(chan struct{})
+			err := t.survey()
+			select {
+			case a.surveyed <- surveyed{t, err}:
+			case <-a.done:
+				return
+			}
+			if err != nil {
+				return
+			}
+			if t.held == nil {
+				select {
+				case <-t.read:
+				case <-a.done:
+					return
+				}
+			}
+		}
+	}()
+	return a
+}
+
+// next returns the next scenario, its first pass done.
+func (a *scenarioAhead) next() (*scenarioTable, error) {
+	s, ok := <-a.surveyed
+	if !ok {
+		return nil, errors.New("rewards: no more scenarios") // unreachable: one per scenario id
+	}
+	return s.t, s.err
+}
+
+// stop ends the first passes and waits for them, so that the index's
+// files are no longer read when Table returns.
+func (a *scenarioAhead) stop() {
+	close(a.done)
+	for range a.surveyed {
+	}
+}
+
+// run emits the rows of a scenario whose first pass is done.
 func (t *scenarioTable) run() error {
 	t.split = dataset.SplitOf(t.sid, t.opt.Ratios, t.opt.Seed)
 	t.boundary = []string{}
 	if s := t.opt.Scenarios[t.sid]; s != nil {
 		t.boundary = append(t.boundary, s.Boundary.Tools...)
 		sort.Strings(t.boundary)
-	}
-	if err := t.survey(); err != nil {
-		return err
 	}
 	// A GRPO group is the rollouts of one first request: one checkpoint
 	// (one policy's samples) and the same first request — the messages
@@ -364,24 +425,76 @@ func (t *scenarioTable) briefOf(r *trajectory.Record) (brief, Result) {
 
 // render is the second pass over the records of ranks ks: scored and
 // rendered on every core a batch at a time, fn called with each one's
-// rows (group, split and advantage left to fill) in the order of ks.
+// rows (group, split and advantage left to fill) in the order of ks. The
+// next batch is read and rendered while fn writes this one's rows; the
+// index is no longer read when render returns.
 func (t *scenarioTable) render(ks []int, fn func(k int, rows []*dataset.RewardRow) error) error {
-	return t.inBatches(ks, func(recs []trajectory.Record, at []int) error {
-		rows, errs := make([][]*dataset.RewardRow, len(recs)), make([]error, len(recs))
-		parallelFor(len(recs), func(i int) { rows[i], errs[i] = t.rowsOf(&recs[i]) })
-		for i, k := range at {
-			if errs[i] == nil && len(rows[i]) != int(t.briefs[k].rows) {
-				errs[i] = errors.New("changed while being read (a run still writing?)")
+	out := make(chan renderedBatch, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(out)
+		sent := false // the error that ended the reading is sent, or fn's
+		err := t.inBatches(ks, func(recs []trajectory.Record, at []int) error {
+			b := t.renderBatch(recs, at)
+			select {
+			case out <- b:
+			case <-done:
+				sent = true
+				return errors.New("rewards: rendering stopped")
 			}
-			if errs[i] != nil {
-				return fmt.Errorf("%s: %w", t.ix.Where(recs[i].TrajID), errs[i])
-			}
-			if err := fn(k, rows[i]); err != nil {
-				return err
+			sent = b.err != nil
+			return b.err
+		})
+		if err != nil && !sent {
+			select {
+			case out <- renderedBatch{err: err}:
+			case <-done:
 			}
 		}
-		return nil
-	})
+	}()
+	var err error
+	for b := range out {
+		for i, k := range b.at {
+			if err = fn(k, b.rows[i]); err != nil {
+				break
+			}
+		}
+		if err == nil {
+			err = b.err
+		}
+		if err != nil {
+			break
+		}
+	}
+	close(done)
+	for range out {
+	}
+	return err
+}
+
+// renderedBatch holds the rows of the records of ranks at, up to the
+// first that failed (err).
+type renderedBatch struct {
+	at   []int
+	rows [][]*dataset.RewardRow
+	err  error
+}
+
+func (t *scenarioTable) renderBatch(recs []trajectory.Record, at []int) renderedBatch {
+	b := renderedBatch{at: slices.Clone(at), rows: make([][]*dataset.RewardRow, len(recs))}
+	errs := make([]error, len(recs))
+	parallelFor(len(recs), func(i int) { b.rows[i], errs[i] = t.rowsOf(&recs[i]) })
+	for i, k := range at {
+		if errs[i] == nil && len(b.rows[i]) != int(t.briefs[k].rows) {
+			errs[i] = errors.New("changed while being read (a run still writing?)")
+		}
+		if errs[i] != nil {
+			b.at, b.rows = b.at[:i], b.rows[:i]
+			b.err = fmt.Errorf("%s: %w", t.ix.Where(recs[i].TrajID), errs[i])
+			break
+		}
+	}
+	return b
 }
 
 // inBatches reads the records of ranks ks in that order (decoded on every
@@ -402,7 +515,7 @@ func (t *scenarioTable) inBatches(ks []int, fn func(recs []trajectory.Record, at
 		return err
 	}
 	err := t.ix.EachAt(t.sid, ks, func(k int, r *trajectory.Record) error {
-		// a copy of the record's header: its contents are never reused
+		// a shallow copy of the record's header: its contents are never reused
 		// by the reader (as store.Index.LoadGroup relies on)
 		recs, at = append(recs, *r), append(at, k)
 		if len(recs) == size {
@@ -411,6 +524,11 @@ func (t *scenarioTable) inBatches(ks []int, fn func(recs []trajectory.Record, at
 		return nil
 	})
 	if err != nil {
+		// the records before the one that failed, as reading one at a
+		// time would have given them
+		if ferr := flush(); ferr != nil {
+			return ferr
+		}
 		return err
 	}
 	return flush()
