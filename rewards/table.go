@@ -79,14 +79,17 @@ type CheckpointSummary struct {
 // group-relative advantage, ordered by scenario, checkpoint name, group
 // and traj_id.
 //
-// Memory does not grow with the rollouts of a scenario: each scenario is
-// read twice. The first pass keeps a few dozen bytes per trajectory (its
-// group, reward and flags: what the advantages and the Summary need);
-// the second reads the records again in row order, a window at a time,
-// and renders their rows. A group small enough (holdBytes) is rendered
-// once and held while opt.Keep decides on its rows; a larger one with
+// Memory does not grow with the rollouts of a scenario. A scenario whose
+// records come to at most holdBytes of JSONL is read once and its rows
+// held, as a table of small scenarios always was; a larger one is read
+// twice: the first pass keeps under 100 bytes per trajectory (its
+// group, reward, row count and flags: what the advantages and the Summary
+// need), the second reads the records again in row order, a window at a
+// time, and renders their rows. Groups small enough are rendered together
+// and held while opt.Keep decides on their rows; a larger group with
 // opt.Keep set is rendered twice (once for Keep, once to emit), since its
-// advantages need every Keep verdict before the first row goes out.
+// advantages need every Keep verdict before its first row goes out. The
+// next scenario's first pass runs while one's rows are emitted.
 // Scores and rows are computed on every core (cfg.Score and opt.Render's
 // rendering are safe for concurrent use); opt.Keep and emit are called in
 // row order on one goroutine, each group's rows offered to Keep before
