@@ -79,10 +79,10 @@ type CheckpointSummary struct {
 // group-relative advantage, ordered by scenario, checkpoint name, group
 // and traj_id.
 //
-// Memory does not grow with the rollouts of a scenario. A scenario whose
-// records come to at most holdBytes of JSONL is read once and its rows
-// held, as a table of small scenarios always was; a larger one is read
-// twice: the first pass keeps under 100 bytes per trajectory (its
+// Memory holds a window of records and rows, not a scenario's, whatever
+// its rollouts. A scenario whose records come to at most holdBytes of
+// JSONL is read once and its rows held, as Table always did; a larger one
+// is read twice: the first pass keeps a 48-byte brief per trajectory (its
 // group, reward, row count and flags: what the advantages and the Summary
 // need), the second reads the records again in row order, a window at a
 // time, and renders their rows. Groups small enough are rendered together
