@@ -16,6 +16,15 @@ import (
 // TableOnePass is the reference Table.
 var TableOnePass = tableOnePass
 
+// OnHold sets holdHook for a test, returning a restore.
+func OnHold(fn func(records int)) func() {
+	holdHook = fn
+	return func() { holdHook = nil }
+}
+
+// BatchPerCore is batchPerCore.
+const BatchPerCore = batchPerCore
+
 // SetHoldBytes sets holdBytes for a test, returning a restore.
 func SetHoldBytes(n int64) func() {
 	old := holdBytes

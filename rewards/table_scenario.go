@@ -24,6 +24,11 @@ import (
 // twice when Keep is set. A variable so that tests force each path.
 var holdBytes int64 = 16 << 20
 
+// holdHook, when set (by tests), is told how many records Table holds at
+// once, decoded or as rows: each batch read, each run of groups held, each
+// scenario held.
+var holdHook func(records int)
+
 // batchPerCore is how many records each core scores and renders at a
 // time: enough to keep every core busy between reads, few enough that a
 // batch's rows are a few MB.
@@ -183,6 +188,9 @@ func (t *scenarioTable) run() error {
 		return bytes.Compare(a.hash[:], b.hash[:]) < 0
 	})
 	if t.held != nil {
+		if holdHook != nil {
+			holdHook(len(t.held))
+		}
 		src := t.heldSource(t.held)
 		for _, key := range keys {
 			if err := t.group(key, groups[key], src); err != nil {
@@ -209,6 +217,9 @@ func (t *scenarioTable) run() error {
 		rows := make(map[int][]*dataset.RewardRow, len(ks))
 		if err := t.render(ks, func(k int, rs []*dataset.RewardRow) error { rows[k] = rs; return nil }); err != nil {
 			return err
+		}
+		if holdHook != nil {
+			holdHook(len(rows))
 		}
 		src := t.heldSource(rows)
 		for _, key := range held {
@@ -508,6 +519,9 @@ func (t *scenarioTable) inBatches(ks []int, fn func(recs []trajectory.Record, at
 	flush := func() error {
 		if len(recs) == 0 {
 			return nil
+		}
+		if holdHook != nil {
+			holdHook(len(recs))
 		}
 		err := fn(recs, at)
 		clear(recs) // what fn kept of a record is its own

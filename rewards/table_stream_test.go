@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -158,4 +159,34 @@ func oddRun(t *testing.T) string {
 		rec("o5", "s1", "A", true, call{tool: "a"}, call{tool: "b"}),
 		rec("o6", "s1", "A", false, call{tool: "a"}, call{tool: "x", drift: true}),
 		rec("o7", "s1", "B", true, call{tool: "a"}))
+}
+
+// TestTableHoldsAWindow: a streamed scenario is held a batch of records at
+// a time (batchPerCore per core), however many rollouts it has, and
+// nothing else of it is held (no scenario or group of rows: holdBytes 0):
+// five profiles' rollouts of a scenario are held as three profiles' are.
+// Held whole (the one-pass way), a scenario's every row is held at once.
+func TestTableHoldsAWindow(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	most := func(hold int64, profiles ...string) (held, records int) {
+		defer rewards.SetHoldBytes(hold)()
+		_, byID, dirs := simFamily(t, 4, profiles...)
+		c := rewards.Default()
+		c.Scenarios = byID
+		ix, err := dataset.OpenIndex(dirs...)
+		require.NoError(t, err)
+		defer ix.Close()
+		defer rewards.OnHold(func(n int) { held = max(held, n) })()
+		_, err = rewards.Table(ix, c, rewards.TableOptions{Ratios: dataset.DefaultRatios, Seed: 1}, func(*dataset.RewardRow) error { return nil })
+		require.NoError(t, err)
+		return held, ix.Count(ix.Scenarios()[0])
+	}
+	small, n := most(0, "base", "sft", "dpo-1")
+	large, m := most(0, "base", "sft", "dpo-1", "dpo-2", "overcautious")
+	require.Greater(t, n, rewards.BatchPerCore, "a scenario larger than a batch")
+	require.Greater(t, m, n)
+	require.Equal(t, rewards.BatchPerCore, small)
+	require.Equal(t, rewards.BatchPerCore, large)
+	whole, n := most(1<<40, "base", "sft", "dpo-1")
+	require.Equal(t, n, whole, "a scenario's every rollout")
 }
