@@ -21,7 +21,7 @@ var holdBytes int64 = 16 << 20
 
 // holdHook, when set (by tests), is told how many records Table holds at
 // once, decoded or as rows: each batch read, each run of groups held, each
-// scenario held.
+// scenario held. It is called from more than one goroutine.
 var holdHook func(records int)
 
 // batchPerCore is how many records each core scores and renders at a

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -176,7 +177,12 @@ func TestTableHoldsAWindow(t *testing.T) {
 		ix, err := dataset.OpenIndex(dirs...)
 		require.NoError(t, err)
 		defer ix.Close()
-		defer rewards.OnHold(func(n int) { held = max(held, n) })()
+		var mu sync.Mutex // called from the first passes ahead too
+		defer rewards.OnHold(func(n int) {
+			mu.Lock()
+			defer mu.Unlock()
+			held = max(held, n)
+		})()
 		_, err = rewards.Table(ix, c, rewards.TableOptions{Ratios: dataset.DefaultRatios, Seed: 1}, func(*dataset.RewardRow) error { return nil })
 		require.NoError(t, err)
 		return held, ix.Count(ix.Scenarios()[0])
