@@ -3,15 +3,9 @@ package rewards
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
-	"fmt"
-	"runtime"
 	"sort"
-	"sync"
-	"sync/atomic"
 
 	"github.com/antidrift/antidrift/rollout/dataset"
-
 	"github.com/antidrift/antidrift/rollout/scenario"
 	"github.com/antidrift/antidrift/rollout/trajectory"
 )
@@ -81,130 +75,44 @@ type CheckpointSummary struct {
 
 // Table scores every trajectory of the index and emits one row per
 // trajectory (prompt and completion cut by dataset.SplitPrompt, as the KTO
-// table does), with its group-relative advantage, ordered by scenario,
-// checkpoint name and traj_id. Memory holds two scenarios' records at a
-// time: the next is read while the rows of one are built and emitted.
+// table does), or one per assistant turn (Render.Completion), with its
+// group-relative advantage, ordered by scenario, checkpoint name, group
+// and traj_id.
+//
+// Memory holds a window of records and rows, not a scenario's, whatever
+// its rollouts. A scenario whose records come to at most holdBytes of
+// JSONL is read once and its rows held, as Table always did; a larger one
+// is read twice: the first pass keeps a 48-byte brief per trajectory (its
+// group, reward, row count and flags: what the advantages and the Summary
+// need), the second reads the records again in row order, a window at a
+// time, and renders their rows. Groups small enough are rendered together
+// and held while opt.Keep decides on their rows; a larger group with
+// opt.Keep set is rendered twice (once for Keep, once to emit), since its
+// advantages need every Keep verdict before its first row goes out. The
+// next scenario's first pass runs while one's rows are emitted.
 // Scores and rows are computed on every core (cfg.Score and opt.Render's
 // rendering are safe for concurrent use); opt.Keep and emit are called in
-// row order on one goroutine, so the table and the first error returned
-// are those of building one row at a time.
+// row order on one goroutine, each group's rows offered to Keep before
+// any is emitted, so the table and the first error returned are those of
+// building one row at a time. Keep must not modify the row it is given.
 func Table(ix *dataset.Index, cfg Config, opt TableOptions, emit func(*dataset.RewardRow) error) (*Summary, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	sum := &Summary{Splits: map[string]int{}, byCheckpoint: map[string]*CheckpointSummary{}}
-	scenarios := loadAhead(ix)
-	defer scenarios.stop()
-	for _, sid := range ix.Scenarios() {
-		recs, err := scenarios.next()
+	ahead := surveyAhead(ix, func(sid string) *scenarioTable {
+		return &scenarioTable{ix: ix, sid: sid, cfg: cfg, opt: opt, sum: sum, emit: emit}
+	})
+	defer ahead.stop()
+	for range ix.Scenarios() {
+		t, err := ahead.next()
 		if err != nil {
 			return nil, err
 		}
-		pre := prepare(recs, cfg, opt)
-		// A GRPO group is the rollouts of one first request: one
-		// checkpoint (one policy's samples) and the same first request —
-		// the messages before the first assistant turn and the tools
-		// visible at step 0. Nothing that happened later (tools a gate
-		// showed, the framework's later turns) can split a group.
-		groups := map[[2]string][]int{}
-		var keys [][2]string
-		for i, r := range recs {
-			if !r.Status.Scored() {
-				continue // trajectory.Status.Scored: not the policy's behaviour
-			}
-			if !pre[i].completion {
-				sum.NoCompletion++
-				continue
-			}
-			k := [2]string{r.Checkpoint, pre[i].promptHash}
-			if _, ok := groups[k]; !ok {
-				keys = append(keys, k)
-			}
-			groups[k] = append(groups[k], i)
-		}
-		perCkpt := map[string]int{}
-		for _, k := range keys {
-			perCkpt[k[0]]++
-		}
-		for _, n := range perCkpt {
-			if n > 1 {
-				sum.SplitPrompts++
-			}
-		}
-		// by name: rows never depend on the order runs are given in
-		sort.Slice(keys, func(i, j int) bool {
-			if keys[i][0] != keys[j][0] {
-				return keys[i][0] < keys[j][0]
-			}
-			return keys[i][1] < keys[j][1]
-		})
-		split := dataset.SplitOf(sid, opt.Ratios, opt.Seed)
-		boundary := []string{}
-		if s := opt.Scenarios[sid]; s != nil {
-			boundary = append(boundary, s.Boundary.Tools...)
-			sort.Strings(boundary)
-		}
-		for _, k := range keys {
-			ck := k[0]
-			// A group's advantages are computed over the rollouts the file
-			// keeps (rows with unparsed arguments or over opt.Keep's bound
-			// left out first; a rollout stays while one of its rows does),
-			// so that they equal TRL's formula over the group's rollouts
-			// as a trainer reads them.
-			var rows [][]*dataset.RewardRow
-			var kept []*trajectory.Record
-			for _, i := range groups[k] {
-				r, p := recs[i], &pre[i]
-				if p.rawArguments {
-					sum.RawArguments++
-					continue
-				}
-				if p.err != nil {
-					return nil, fmt.Errorf("%s: %w", ix.Where(r.TrajID), p.err)
-				}
-				var keep []*dataset.RewardRow
-				for _, row := range p.rows {
-					row.GroupID = GroupID(sid, ck, k[1])
-					row.ScenarioID, row.Split, row.Checkpoint, row.BoundaryTools = sid, split, ck, boundary
-					if opt.Keep != nil {
-						ok, err := opt.Keep(row)
-						if err != nil {
-							return nil, err
-						}
-						if !ok {
-							sum.Dropped++
-							continue
-						}
-					}
-					keep = append(keep, row)
-				}
-				if len(keep) == 0 {
-					continue
-				}
-				rows, kept = append(rows, keep), append(kept, r)
-			}
-			if len(rows) == 0 {
-				if len(groups[k]) > 0 {
-					sum.GroupsDropped++
-				}
-				continue
-			}
-			rs := make([]float64, len(rows))
-			for i, tr := range rows {
-				rs[i] = tr[0].Reward
-			}
-			adv := Advantages(rs)
-			sum.add(ck, kept, rs)
-			for i, tr := range rows {
-				for _, row := range tr {
-					row.Advantage = adv[i]
-					sum.Rows++
-					sum.Splits[split]++
-					if err := emit(row); err != nil {
-						return nil, err
-					}
-				}
-			}
+		err = t.run()
+		close(t.read)
+		if err != nil {
+			return nil, err
 		}
 	}
 	for _, c := range sum.byCheckpoint {
@@ -219,147 +127,7 @@ func Table(ix *dataset.Index, cfg Config, opt TableOptions, emit func(*dataset.R
 	return sum, nil
 }
 
-// prepared is what Table needs of one record, computed ahead on every
-// core: its prompt's hash, whether anything follows the prompt, and —
-// for a scored record with a completion and parsed arguments — its score
-// and rendered row (group, split and advantage filled in later), or the
-// scoring error, which Table reports only if it reaches the record.
-type prepared struct {
-	completion   bool
-	promptHash   string
-	rawArguments bool
-	rows         []*dataset.RewardRow
-	err          error
-}
-
-func prepare(recs []*trajectory.Record, cfg Config, opt TableOptions) []prepared {
-	pre := make([]prepared, len(recs))
-	parallelFor(len(recs), func(i int) {
-		r, p := recs[i], &pre[i]
-		if !r.Status.Scored() {
-			return
-		}
-		prompt, completion := dataset.SplitPrompt(r.Messages)
-		if p.completion = len(completion) > 0; !p.completion {
-			return
-		}
-		p.promptHash = FirstRequestHash(r)
-		if dataset.FormatOf(r.Framework) == dataset.ToolsNative && dataset.RawArguments(r.Messages) {
-			p.rawArguments = true
-			return
-		}
-		res, err := cfg.Score(r)
-		if err != nil {
-			p.err = err
-			return
-		}
-		base := dataset.RewardRow{
-			Tools:         dataset.Tools(r),
-			Reward:        res.Reward,
-			TrajID:        r.TrajID,
-			Domain:        r.Domain,
-			Framework:     r.Framework,
-			ToolFormat:    dataset.FormatOf(r.Framework).String(),
-			Success:       r.Success,
-			Drift:         r.Drift,
-			SchemaVersion: dataset.SchemaVersion,
-		}
-		if opt.Render.Completion != dataset.CompletionTurn {
-			row := base
-			row.Prompt, row.Completion = dataset.RenderWith(r, prompt, opt.Render), dataset.RenderCompletion(r, completion, opt.Render)
-			row.ProcessRewards, row.Turn = res.Process, int64(len(prompt))
-			row.Prompt, row.Tools = dataset.FinishRow(opt.Render, row.Prompt, row.Tools, &row.Completion)
-			row.PromptTokensEst = dataset.EstimatePromptTokens(row.Prompt, row.Tools)
-			row.CompletionTokensEst = dataset.EstimateTokens(row.Completion)
-			p.rows = []*dataset.RewardRow{&row}
-			return
-		}
-		// one row per assistant turn, with that turn's process reward
-		// (res.Process has one per assistant turn of the completion)
-		for j, t := range dataset.Turns(r, opt.Render) {
-			row := base
-			row.Prompt, row.Completion, row.Tools, row.Turn = t.Prompt, t.Completion, t.Tools, int64(t.Index)
-			row.ProcessRewards = []float64{0}
-			if j < len(res.Process) {
-				row.ProcessRewards[0] = res.Process[j]
-			}
-			row.PromptTokensEst = dataset.EstimatePromptTokens(row.Prompt, row.Tools)
-			row.CompletionTokensEst = dataset.EstimateTokens(row.Completion)
-			p.rows = append(p.rows, &row)
-		}
-	})
-	return pre
-}
-
-// parallelFor calls fn(0..n-1) on GOMAXPROCS goroutines.
-func parallelFor(n int, fn func(i int)) {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), n) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				fn(i)
-			}
-		}()
-	}
-	wg.Wait()
-}
-
-// scenarioLoader reads the scenarios of an index in order, one ahead of
-// the one being used.
-type scenarioLoader struct {
-	loaded chan loadedScenario
-	done   chan struct{}
-}
-
-type loadedScenario struct {
-	recs []*trajectory.Record
-	err  error
-}
-
-func loadAhead(ix *dataset.Index) *scenarioLoader {
-	l := &scenarioLoader{loaded: make(chan loadedScenario), done: make(chan struct{})}
-	go func() {
-		defer close(l.loaded)
-		for _, sid := range ix.Scenarios() {
-			recs, err := ix.Load(sid)
-			select {
-			case l.loaded <- loadedScenario{recs, err}:
-			case <-l.done:
-				return
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	return l
-}
-
-// next returns the records of the next scenario.
-func (l *scenarioLoader) next() ([]*trajectory.Record, error) {
-	s, ok := <-l.loaded
-	if !ok {
-		return nil, errors.New("rewards: no more scenarios") // unreachable: one per scenario id
-	}
-	return s.recs, s.err
-}
-
-// stop ends the reading and waits for it, so that the index's files are
-// no longer read when Table returns.
-func (l *scenarioLoader) stop() {
-	close(l.done)
-	for range l.loaded {
-	}
-}
-
-func (s *Summary) add(ck string, g []*trajectory.Record, rs []float64) {
+func (s *Summary) add(ck string, g []*brief, rs []float64) {
 	c := s.byCheckpoint[ck]
 	if c == nil {
 		c = &CheckpointSummary{Checkpoint: ck, MinReward: rs[0], MaxReward: rs[0]}
@@ -378,7 +146,7 @@ func (s *Summary) add(ck string, g []*trajectory.Record, rs []float64) {
 			s.ZeroStdGroups++
 		}
 	}
-	for i, r := range g {
+	for i, b := range g {
 		c.Trajectories++
 		c.MeanReward += rs[i]
 		if rs[i] < c.MinReward {
@@ -387,13 +155,13 @@ func (s *Summary) add(ck string, g []*trajectory.Record, rs []float64) {
 		if rs[i] > c.MaxReward {
 			c.MaxReward = rs[i]
 		}
-		if r.Success {
+		if b.success {
 			c.Successes++
 		}
-		if r.Drift {
+		if b.drift {
 			c.Drifting++
 		}
-		if r.Clean() {
+		if b.success && !b.drift { // trajectory.Record.Clean
 			c.Clean++
 		}
 	}
@@ -406,6 +174,13 @@ func (s *Summary) add(ck string, g []*trajectory.Record, rs []float64) {
 // Twelve hex digits of SHA-256 over exactly those bytes, each message and
 // tool after a 0 byte and the tools after a 1 byte.
 func FirstRequestHash(r *trajectory.Record) string {
+	h := firstRequestSum(r)
+	return hex.EncodeToString(h[:])
+}
+
+// firstRequestSum is FirstRequestHash's six bytes, what a table keeps per
+// trajectory.
+func firstRequestSum(r *trajectory.Record) [6]byte {
 	prompt, _ := dataset.SplitPrompt(r.Messages)
 	h := sha256.New()
 	for _, m := range dataset.RenderWith(r, prompt, dataset.RenderOptions{}) {
@@ -417,5 +192,7 @@ func FirstRequestHash(r *trajectory.Record) string {
 		h.Write([]byte{0})
 		h.Write(t)
 	}
-	return hex.EncodeToString(h.Sum(nil)[:6])
+	var out [6]byte
+	copy(out[:], h.Sum(nil))
+	return out
 }

@@ -432,7 +432,13 @@ func runRewards(cmd *cobra.Command, dirs []string, f rewardsFlags) error {
 			scens, scenErr = scenariosOfRuns(ix, f.reward.scenarios, "")
 		}
 	}
-	sum, err := rewards.Table(ix, cfg, rewards.TableOptions{Ratios: ratios, Seed: f.seed, Render: f.render(), Keep: w.Admit, Scenarios: scens}, w.Write)
+	// Admit decides only under a length bound; without one Table need
+	// not offer a large group's rows twice (once to Keep, once to write).
+	var keep func(*dataset.RewardRow) (bool, error)
+	if wo.MaxTokens > 0 {
+		keep = w.Admit
+	}
+	sum, err := rewards.Table(ix, cfg, rewards.TableOptions{Ratios: ratios, Seed: f.seed, Render: f.render(), Keep: keep, Scenarios: scens}, w.Write)
 	if err != nil {
 		w.Abort()
 		return err

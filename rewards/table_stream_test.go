@@ -1,0 +1,198 @@
+package rewards_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/antidrift/antidrift/rewards"
+	"github.com/antidrift/antidrift/rollout/dataset"
+	"github.com/antidrift/antidrift/rollout/scenario"
+	"github.com/antidrift/antidrift/rollout/trajectory"
+)
+
+// TestTableStreamsAsOnePass: Table reads each scenario twice and holds a
+// few bytes per trajectory; its rows, Summary, error and the sequence of
+// Keep and emit calls (what a stateful Keep such as export.Writer.Admit
+// sees) are those of the one-pass Table that held a scenario's rows,
+// whether a scenario is held (one pass) or read twice, its groups held
+// together, one by one, or streamed (Keep's rows rendered twice).
+func TestTableStreamsAsOnePass(t *testing.T) {
+	ss, byID, dirs := simFamily(t, 3, "base", "dpo-1")
+	dirs = append(dirs, oddRun(t))
+	all := rewards.Default()
+	all.Schemes = rewards.AllSchemes
+	all.Scenarios = map[string]*scenario.Scenario{"s1": testScenario()}
+	for id, s := range byID {
+		all.Scenarios[id] = s
+	}
+	missing := rewards.Default()
+	missing.Schemes = []rewards.Scheme{rewards.Risk}
+	missing.Scenarios = map[string]*scenario.Scenario{"s1": testScenario()}
+	for _, s := range ss[:len(ss)/2] {
+		missing.Scenarios[s.ID] = s // the others fail to score
+	}
+	// every scenario held; none; the odd run's groups held together and
+	// the family's groups streamed; each family group held on its own
+	holds := []int64{1 << 40, 0}
+	{
+		ix, err := dataset.OpenIndex(dirs...)
+		require.NoError(t, err)
+		holds = append(holds, ix.Bytes("s1")-1, ix.Bytes(ss[0].ID)*2/3)
+		require.NoError(t, ix.Close())
+	}
+	type result struct {
+		rows, sum, calls, err string
+	}
+	run := func(table func(*dataset.Index, rewards.Config, rewards.TableOptions, func(*dataset.RewardRow) error) (*rewards.Summary, error),
+		c rewards.Config, turn bool, stopAt int, keep func(r *dataset.RewardRow) (bool, error)) result {
+		ix, err := dataset.OpenIndex(dirs...)
+		require.NoError(t, err)
+		defer ix.Close()
+		opt := rewards.TableOptions{Ratios: dataset.DefaultRatios, Seed: 1, Scenarios: byID}
+		if turn {
+			opt.Render.Completion = dataset.CompletionTurn
+		}
+		var calls strings.Builder
+		if keep != nil {
+			opt.Keep = func(r *dataset.RewardRow) (bool, error) {
+				ok, err := keep(r)
+				fmt.Fprintf(&calls, "keep %s %s %d %v\n", r.GroupID, r.TrajID, r.Turn, ok)
+				return ok, err
+			}
+		}
+		var rows []*dataset.RewardRow
+		sum, err := table(ix, c, opt, func(r *dataset.RewardRow) error {
+			if len(rows) == stopAt {
+				return errors.New("emit failed")
+			}
+			fmt.Fprintf(&calls, "emit %s %s %d\n", r.GroupID, r.TrajID, r.Turn)
+			rows = append(rows, r)
+			return nil
+		})
+		res := result{rows: string(jsonl(t, rows)), calls: calls.String()}
+		if err != nil {
+			res.err = err.Error()
+		}
+		if sum != nil {
+			b, err := json.Marshal(sum)
+			require.NoError(t, err)
+			res.sum = string(b)
+		}
+		return res
+	}
+	// o7 is its group's one member: the group loses every row
+	short := func(r *dataset.RewardRow) (bool, error) { return r.CompletionTokensEst < 60 && r.TrajID != "o7", nil }
+	failing := func(r *dataset.RewardRow) (bool, error) {
+		if strings.HasSuffix(r.TrajID, "3") && r.Turn > 4 {
+			return false, errors.New("keep failed")
+		}
+		return r.CompletionTokensEst < 80, nil
+	}
+	for _, tc := range []struct {
+		name   string
+		c      rewards.Config
+		turn   bool
+		stopAt int
+		keep   func(*dataset.RewardRow) (bool, error)
+		err    string
+	}{
+		{"every row", all, false, -1, nil, ""},
+		{"rows kept", all, false, -1, short, ""},
+		{"per turn", all, true, -1, nil, ""},
+		{"per turn, rows kept", all, true, -1, short, ""},
+		{"emit fails", all, false, 300, nil, "emit failed"},
+		{"emit fails per turn, rows kept", all, true, 700, short, "emit failed"},
+		{"keep fails", all, true, -1, failing, "keep failed"},
+		{"scoring fails", missing, false, -1, nil, "is not among the loaded scenarios"},
+		{"scoring fails, rows kept", missing, true, -1, short, "is not among the loaded scenarios"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want := run(rewards.TableOnePass, tc.c, tc.turn, tc.stopAt, tc.keep)
+			if tc.err == "" {
+				require.Empty(t, want.err)
+				require.NotEmpty(t, want.rows)
+				var sum rewards.Summary
+				require.NoError(t, json.Unmarshal([]byte(want.sum), &sum))
+				// the odd run's trajectories reach the summary
+				require.Equal(t, 1, sum.RawArguments)
+				require.Equal(t, 1, sum.NoCompletion)
+				require.Equal(t, 1, sum.SplitPrompts)
+				if tc.keep != nil {
+					require.Positive(t, sum.Dropped)
+					require.Positive(t, sum.GroupsDropped)
+				}
+			} else {
+				require.Contains(t, want.err, tc.err)
+			}
+			for _, hold := range holds {
+				restore := rewards.SetHoldBytes(hold)
+				got := run(rewards.Table, tc.c, tc.turn, tc.stopAt, tc.keep)
+				restore()
+				require.Equal(t, want.err, got.err, "hold %d", hold)
+				require.Equal(t, want.sum, got.sum, "hold %d", hold)
+				require.Equal(t, want.calls, got.calls, "hold %d", hold)
+				require.Equal(t, want.rows, got.rows, "hold %d", hold)
+			}
+		})
+	}
+}
+
+// oddRun is a run of scenario s1 with what a table leaves out or splits:
+// unparsed tool-call arguments, no completion, an unscored episode, two
+// first requests under one checkpoint.
+func oddRun(t *testing.T) string {
+	raw := rec("o1", "s1", "A", true, call{tool: "a"})
+	raw.Messages[2].ToolCalls[0].Function.Parsed = json.RawMessage(`"not an object"`)
+	noCompletion := rec("o2", "s1", "A", false)
+	noCompletion.Messages = noCompletion.Messages[:2]
+	unscored := rec("o3", "s1", "A", true, call{tool: "a"})
+	unscored.Status = trajectory.StatusInfraError
+	other := rec("o4", "s1", "A", false, call{tool: "x", drift: true})
+	other.Messages[1].Content += " (edited)"
+	return writeRun(t, t.TempDir(), raw, noCompletion, unscored, other,
+		rec("o5", "s1", "A", true, call{tool: "a"}, call{tool: "b"}),
+		rec("o6", "s1", "A", false, call{tool: "a"}, call{tool: "x", drift: true}),
+		rec("o7", "s1", "B", true, call{tool: "a"}))
+}
+
+// TestTableHoldsAWindow: a streamed scenario is held a batch of records at
+// a time (batchPerCore per core), however many rollouts it has, and
+// nothing else of it is held (no scenario or group of rows: holdBytes 0):
+// five profiles' rollouts of a scenario are held as three profiles' are.
+// Held whole (the one-pass way), a scenario's every row is held at once.
+func TestTableHoldsAWindow(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	most := func(hold int64, profiles ...string) (held, records int) {
+		defer rewards.SetHoldBytes(hold)()
+		_, byID, dirs := simFamily(t, 4, profiles...)
+		c := rewards.Default()
+		c.Scenarios = byID
+		ix, err := dataset.OpenIndex(dirs...)
+		require.NoError(t, err)
+		defer ix.Close()
+		var mu sync.Mutex // called from the first passes ahead too
+		defer rewards.OnHold(func(n int) {
+			mu.Lock()
+			defer mu.Unlock()
+			held = max(held, n)
+		})()
+		_, err = rewards.Table(ix, c, rewards.TableOptions{Ratios: dataset.DefaultRatios, Seed: 1}, func(*dataset.RewardRow) error { return nil })
+		require.NoError(t, err)
+		return held, ix.Count(ix.Scenarios()[0])
+	}
+	small, n := most(0, "base", "sft", "dpo-1")
+	large, m := most(0, "base", "sft", "dpo-1", "dpo-2", "overcautious")
+	require.Greater(t, n, rewards.BatchPerCore, "a scenario larger than a batch")
+	require.Greater(t, m, n)
+	require.Equal(t, rewards.BatchPerCore, small)
+	require.Equal(t, rewards.BatchPerCore, large)
+	whole, n := most(1<<40, "base", "sft", "dpo-1")
+	require.Equal(t, n, whole, "a scenario's every rollout")
+}
