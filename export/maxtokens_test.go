@@ -2,8 +2,10 @@ package export
 
 import (
 	"encoding/json"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -101,4 +103,23 @@ func TestTokenCounterReplacesEstimates(t *testing.T) {
 	card, err := os.ReadFile(filepath.Join(dir, "README.md"))
 	require.NoError(t, err)
 	assert.Contains(t, string(card), "Exact token counts by the tokenizer `bytes.json`")
+}
+
+// lengthCounts gives the nearest-rank percentiles of the lengths sorted,
+// as a sorted copy of every row's length would.
+func TestLengthCountsPercentiles(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 2))
+	for _, n := range []int{1, 2, 3, 7, 99, 100, 101, 1000, 12345} {
+		vs := make([]int64, n)
+		for i := range vs {
+			vs[i] = rng.Int64N(int64(1 + n/3)) // repeats
+		}
+		s := slices.Clone(vs)
+		slices.Sort(s)
+		rank := func(p float64) int64 { return s[max(0, min(int(p*float64(n)+0.999999)-1, n-1))] }
+		want := [4]int64{rank(0.5), rank(0.9), rank(0.99), s[n-1]}
+		if got := percentiles(vs); got != want {
+			t.Errorf("%d lengths: %v, want %v", n, got, want)
+		}
+	}
 }

@@ -155,8 +155,8 @@ type Writer[R Row] struct {
 	rows                   int64
 	dropped                int64 // rows over Options.MaxTokens
 	splits                 map[string]int64
-	promptL                []int64 // token-length estimates per row, for the card
-	totalL                 []int64
+	promptL                lengthCounts // token-length estimates of the rows, for the card
+	totalL                 lengthCounts
 	meter                  *templateMeter // per-template lengths (nil without Options.Templates)
 	err                    error
 	closed                 bool
@@ -321,9 +321,11 @@ func (w *Writer[R]) Write(r *R) error {
 	w.rows++
 	w.splits[split]++
 	if p, t, ok := lengthsOf(r); ok {
-		w.promptL, w.totalL = append(w.promptL, p), append(w.totalL, t)
+		w.promptL.add(p)
+		w.totalL.add(t)
 	} else if n, err := totalTokens(r, w.opts.Tokens); err == nil {
-		w.promptL, w.totalL = append(w.promptL, 0), append(w.totalL, n) // trajectories: the whole conversation
+		w.promptL.add(0) // trajectories: the whole conversation
+		w.totalL.add(n)
 	}
 	if k, ok := any(r).(*dataset.KTORow); ok && split == "train" {
 		if k.Label {
@@ -454,7 +456,7 @@ func (w *Writer[R]) CardTable(name string) CardTable {
 		}
 	}
 	ct := CardTable{Name: name, Kind: w.table, Rows: w.rows, Splits: w.Splits(), Files: files, DataFiles: dataFiles,
-		Columns: ColumnNames[R](w.opts.Margin), Features: featuresOf(w.cols), Lengths: summariseLengths(w.promptL, w.totalL),
+		Columns: ColumnNames[R](w.opts.Margin), Features: featuresOf(w.cols), Lengths: summariseLengths(&w.promptL, &w.totalL),
 		MaxTokens: w.opts.MaxTokens, DroppedOverMax: w.dropped}
 	if w.opts.Tokens != nil {
 		ct.Tokenizer = w.opts.Tokens.Name()

@@ -121,14 +121,15 @@ func runPairs(cmd *cobra.Command, dirs []string, f pairsFlags) error {
 	if f.k < 0 || f.m < 0 || f.maxMessages < 0 || f.maxChars < 0 {
 		return fmt.Errorf("--max-per-scenario, --max-reuse, --max-messages and --max-chars must not be negative")
 	}
+	// Peak memory bounded whatever the run's size (GOMEMLIMIT wins): the
+	// limit is set before the index is built, whose building is part of
+	// the peak at a million records.
+	defer export.LimitMemory(export.DefaultMemoryBudget)()
 	ix, err := dataset.OpenIndex(dirs...)
 	if err != nil {
 		return err
 	}
 	defer ix.Close()
-	// peak memory bounded whatever the run's size, as for export and
-	// rewards (GOMEMLIMIT wins)
-	defer export.LimitMemory(export.DefaultMemoryBudget)()
 	rc, err := f.reward.config(ix)
 	if err != nil {
 		return err

@@ -397,14 +397,15 @@ func runRewards(cmd *cobra.Command, dirs []string, f rewardsFlags) error {
 	} else {
 		close(boundary)
 	}
+	// Peak memory bounded whatever the run's size (GOMEMLIMIT wins): the
+	// limit is set before the index is built, whose building is part of
+	// the peak at a million records.
+	defer export.LimitMemory(export.DefaultMemoryBudget)()
 	ix, err := dataset.OpenIndex(dirs...)
 	if err != nil {
 		return err
 	}
 	defer ix.Close()
-	// peak memory bounded whatever the run's size, as for export
-	// (GOMEMLIMIT wins)
-	defer export.LimitMemory(export.DefaultMemoryBudget)()
 	cfg, err := f.reward.config(ix)
 	if err != nil {
 		return err
