@@ -1,6 +1,8 @@
 package pairs
 
 import (
+	"github.com/antidrift/antidrift/internal/racetest"
+
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -130,6 +132,7 @@ func buildWith(t *testing.T, ix *dataset.Index, opt Options, noMemo bool) ([]byt
 // statistic: every option that a candidate reads, against computing every
 // candidate one by one.
 func TestMemoChangesNothing(t *testing.T) {
+	racetest.SingleThreaded(t) // selection runs on one goroutine (the decoding's are raced by store's tests)
 	ix, err := dataset.OpenIndex(copiesRun(t, 3, 1200))
 	require.NoError(t, err)
 	defer ix.Close()

@@ -1,6 +1,8 @@
 package pairs_test
 
 import (
+	"github.com/antidrift/antidrift/internal/racetest"
+
 	"bufio"
 	"encoding/json"
 	"fmt"
@@ -97,6 +99,7 @@ func peakHeap(fn func()) uint64 {
 // the measurement: its own peak while it is built is logged, and is the
 // store's to bound.
 func TestPairsMemoryBoundedByOneScenario(t *testing.T) {
+	racetest.SingleThreaded(t) // pairing runs on one goroutine (the decoding's are raced by store's tests); and heap figures mean nothing under the race detector
 	if testing.Short() {
 		t.Skip("writes 10⁵ records")
 	}
@@ -136,6 +139,7 @@ func TestPairsMemoryBoundedByOneScenario(t *testing.T) {
 // take loaded (dataset.Index.Load, what pairing held before). What it
 // keeps is an item per trajectory and the keys of each distinct episode.
 func TestPairsMemoryBelowOneScenarioRecords(t *testing.T) {
+	racetest.SingleThreaded(t) // pairing runs on one goroutine (the decoding's are raced by store's tests); and heap figures mean nothing under the race detector
 	if testing.Short() {
 		t.Skip("writes 2·10⁴ records")
 	}
