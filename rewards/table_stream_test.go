@@ -30,6 +30,7 @@ import (
 var raceCases = map[string]bool{"every row": true, "keep fails": true, "emit fails": true}
 
 func TestTableStreamsAsOnePass(t *testing.T) {
+	smallFamily(t, 4) // the code paths, not the suite: 4 scenarios a domain
 	ss, byID, dirs := simFamily(t, 3, "base", "dpo-1")
 	dirs = append(dirs, oddRun(t))
 	all := rewards.Default()
@@ -178,6 +179,7 @@ func oddRun(t *testing.T) string {
 // Held whole (the one-pass way), a scenario's every row is held at once.
 func TestTableHoldsAWindow(t *testing.T) {
 	racetest.SingleThreaded(t) // a count of records held, at GOMAXPROCS 1; the passes' goroutines are raced by TestTableStreamsAsOnePass
+	smallFamily(t, 2)          // a count of records held: two scenarios a domain show it
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	most := func(hold int64, profiles ...string) (held, records int) {
 		defer rewards.SetHoldBytes(hold)()

@@ -225,7 +225,22 @@ func testSuite() ([]*scenario.Scenario, error) {
 	if racetest.Enabled {
 		ss = suite.PerDomain(ss, 6)
 	}
+	if familyPerDomain > 0 {
+		ss = suite.PerDomain(ss, familyPerDomain)
+	}
 	return ss, err
+}
+
+// familyPerDomain, when set, makes simFamily's runs a stratified part of
+// the suite, that many scenarios a domain: for tests whose subject is the
+// table's code paths (held, streamed, batched), not the suite.
+var familyPerDomain int
+
+// smallFamily sets familyPerDomain for the rest of the test.
+func smallFamily(t *testing.T, n int) {
+	prev := familyPerDomain
+	familyPerDomain = n
+	t.Cleanup(func() { familyPerDomain = prev })
 }
 
 func simFamily(t *testing.T, seed int64, profiles ...string) ([]*scenario.Scenario, map[string]*scenario.Scenario, []string) {
