@@ -23,43 +23,5 @@ func appendCompact(dst []byte, v []byte) ([]byte, bool) {
 	if !ValidJSON(v) {
 		return dst, false
 	}
-	plain := true
-	for _, c := range v {
-		if c <= ' ' || c == '<' || c == '>' || c == '&' || c == 0xE2 {
-			plain = false
-			break
-		}
-	}
-	if plain {
-		return append(dst, v...), true
-	}
-	start := 0
-	inString := false
-	for i := 0; i < len(v); i++ {
-		c := v[i]
-		switch {
-		case c == '<' || c == '>' || c == '&':
-			dst = append(dst, v[start:i]...)
-			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			start = i + 1
-		case c == 0xE2 && i+2 < len(v) && v[i+1] == 0x80 && v[i+2]&^1 == 0xA8:
-			dst = append(dst, v[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[v[i+2]&0xF])
-			i += 2
-			start = i + 1
-		case inString:
-			switch c {
-			case '\\':
-				i++ // the escaped byte is never a quote that ends the string
-			case '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
-			dst = append(dst, v[start:i]...)
-			start = i + 1
-		}
-	}
-	return append(dst, v[start:]...), true
+	return plainjson.AppendCompactValid(dst, v), true
 }

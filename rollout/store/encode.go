@@ -269,38 +269,5 @@ func appendRaw(dst []byte, raw json.RawMessage) ([]byte, bool) {
 	if whole(raw, (*walker).value) != nil {
 		return dst, false
 	}
-	// Valid JSON: outside strings only whitespace is dropped; inside,
-	// what HTML escaping rewrites is rewritten, the rest copied as is.
-	start, inString := 0, false
-	for i := 0; i < len(raw); i++ {
-		c := raw[i]
-		if inString {
-			switch {
-			case c == '\\':
-				i++ // the escaped byte (a '"' or '\\' included) stays
-			case c == '"':
-				inString = false
-			case c == '<' || c == '>' || c == '&':
-				dst = append(dst, raw[start:i]...)
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-				start = i + 1
-			case c == 0xE2 && i+2 < len(raw) && raw[i+1] == 0x80 && raw[i+2]&^1 == 0xA8:
-				dst = append(dst, raw[start:i]...)
-				dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[raw[i+2]&0xF])
-				i += 2
-				start = i + 1
-			}
-			continue
-		}
-		switch c {
-		case '"':
-			inString = true
-		case ' ', '\t', '\n', '\r':
-			dst = append(dst, raw[start:i]...)
-			start = i + 1
-		}
-	}
-	return append(dst, raw[start:]...), true
+	return plainjson.AppendCompactValid(dst, raw), true
 }
-
-const hexDigits = "0123456789abcdef"
