@@ -9,8 +9,6 @@ package dataset
 
 import "github.com/antidrift/antidrift/internal/plainjson"
 
-const hexDigits = "0123456789abcdef"
-
 // appendString appends s as json.Marshal writes a string
 // (plainjson.AppendString: one escaper for the module).
 func appendString(dst []byte, s string) []byte { return plainjson.AppendString(dst, s) }
