@@ -22,14 +22,15 @@ var zstdCodec = newKeptZstd()
 
 // parquetSink streams rows into a Parquet file with bounded row groups.
 type parquetSink[R Row] struct {
-	tmp   *tempFile
-	cols  []column[R]
-	pw    *parquet.Writer
-	opts  Options
-	row   parquet.Row
-	rows  []parquet.Row
-	group int64 // rows in the current row group
-	base  int64 // pw.Size() when the current row group started
+	tmp    *tempFile
+	cols   []column[R]
+	pw     *parquet.Writer
+	opts   Options
+	row    parquet.Row
+	rows   []parquet.Row
+	group  int64 // rows in the current row group
+	groups int   // row groups written
+	base   int64 // pw.Size() when the current row group started
 }
 
 func newParquetSink[R Row](final, table string, cols []column[R], opts Options) (*parquetSink[R], error) {
@@ -162,6 +163,7 @@ func (s *parquetSink[R]) flush() error {
 		return err
 	}
 	s.group = 0
+	s.groups++
 	s.base = s.pw.Size()
 	return nil
 }
@@ -170,6 +172,9 @@ func (s *parquetSink[R]) finish() error {
 	if err := s.pw.Close(); err != nil {
 		return err
 	}
+	// The writer holds every row group's footer entries: a sharded split
+	// keeps its finished shards until it is committed, not their footers.
+	s.pw, s.row, s.rows = nil, nil, nil
 	return s.tmp.finish()
 }
 

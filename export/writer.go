@@ -79,6 +79,10 @@ type Options struct {
 	// is written as data/NAME-SPLIT-00000-of-0000N.parquet, a smaller one
 	// as data/NAME-SPLIT.parquet.
 	ShardBytes int64
+	// ShardRowGroups bounds the row groups of each Parquet split file of
+	// the split-file layout (default DefaultShardRowGroups; negative:
+	// never): a split with more is written as shards, as for ShardBytes.
+	ShardRowGroups int
 	// Templates are the chat templates the rows' layout is checked
 	// against (chattemplate.For): the card gives the length figure per
 	// template, measured on a sample of rows rendered through each
@@ -117,6 +121,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ShardBytes == 0 {
 		o.ShardBytes = DefaultShardBytes
+	}
+	if o.ShardRowGroups == 0 {
+		o.ShardRowGroups = DefaultShardRowGroups
 	}
 	return o
 }

@@ -221,7 +221,7 @@ func (t *scenarioTable) group(key groupKey, members []int, src rowSource) error 
 			continue
 		}
 		if b.err != nil {
-			failed = fmt.Errorf("%s: %w", t.ix.Where(t.ix.Key(t.sid, k).TrajID), b.err)
+			failed = fmt.Errorf("%s: %w", t.ix.WhereAt(t.sid, k), b.err)
 			break
 		}
 		todo = append(todo, k)

@@ -27,6 +27,7 @@ type tableFlags struct {
 	preOnset            string
 	templateCompat      string
 	shardBytes          int64
+	shardRowGroups      int
 	toolsInSystem       bool
 }
 
@@ -41,6 +42,7 @@ func (t *tableFlags) add(fl *pflag.FlagSet, seedHelp string) {
 	fl.StringVar(&t.templateCompat, "template-compat", "none", "rewrite rows for chat templates the default layout breaks: mistral (system merged into the first user turn, 9-character tool-call ids), gemma (no system, tool or tool-call roles: system and tool schemas in the first user turn, calls as JSON text, tool results as user turns) or deepseek (tool-call arguments as JSON strings); none keeps the OpenAI layout (Qwen, Llama-3.x, Phi-3.5)")
 	fl.BoolVar(&t.toolsInSystem, "tools-in-system", false, "write the tool schemas into each row's system message and leave tools empty, for trainers that pass no tools to the chat template (OpenRLHF); TRL renders the tools column itself, so leave this off for TRL")
 	fl.Int64Var(&t.shardBytes, "shard-bytes", export.DefaultShardBytes, "bound on one Parquet split file: a larger split is written as shards data/TABLE-SPLIT-00000-of-0000N.parquet (as the Hugging Face Hub names them), all named in the card's YAML")
+	fl.IntVar(&t.shardRowGroups, "shard-row-groups", export.DefaultShardRowGroups, "bound on the row groups of one Parquet split file, as --shard-bytes bounds its bytes: the writer holds every row group's footer entries until the file is closed, so this bounds its memory on large tables")
 	fl.Int64Var(&t.maxTokens, "max-tokens", 0, "drop rows whose prompt + longest completion (the whole conversation for trajectories) is longer than this many tokens, estimated or counted with --tokenizer; 0 keeps every row")
 	fl.StringVar(&t.tokenizer, "tokenizer", "", "Hugging Face tokenizer.json: exact token counts in the *_tokens_est columns, the card and --max-tokens instead of the tokenizer-free estimate")
 }
@@ -56,6 +58,10 @@ func (t tableFlags) lengthOptions(o export.Options) (export.Options, error) {
 		return o, fmt.Errorf("--shard-bytes %d: want a positive number of bytes", t.shardBytes)
 	}
 	o.ShardBytes = t.shardBytes
+	if t.shardRowGroups <= 0 {
+		return o, fmt.Errorf("--shard-row-groups %d: want a positive number of row groups", t.shardRowGroups)
+	}
+	o.ShardRowGroups = t.shardRowGroups
 	// the card gives the length figure per template the layout is checked against
 	o.Templates = chattemplate.For(t.render().Compat)
 	if t.tokenizer != "" {

@@ -13,8 +13,9 @@ import (
 // Index is a store.Index of run folders ordered by scenario id, then
 // traj_id, read one scenario at a time, so that what is built from it never
 // depends on the order in which a run's concurrent episodes happened to be
-// written. Memory is the store index (64 bytes per trajectory) plus the
-// records of one scenario (all its checkpoints and runs).
+// written. Memory is the store index (40 bytes per trajectory while it
+// is opened and sorted, 24 after) plus what the reader holds of a
+// scenario: Load holds all its records, Each and EachAt a window of them.
 type Index struct {
 	// Dirs are the run folders, as given.
 	Dirs []string
@@ -47,6 +48,7 @@ func OpenIndex(dirs ...string) (*Index, error) {
 		ix.scenarios = append(ix.scenarios, sid)
 		ix.groups[sid] = g
 	}
+	six.Compact() // ordered and grouped: only positions are read from here on
 	return ix, nil
 }
 
@@ -130,6 +132,13 @@ func (ix *Index) LoadAt(scenarioID string, k int) (*trajectory.Record, error) {
 	return ix.ix.Load(g.From + k)
 }
 
+// WhereAt names the file and line of a scenario's k-th trajectory, for
+// messages.
+func (ix *Index) WhereAt(scenarioID string, k int) string {
+	file, line := ix.ix.Pos(ix.groups[scenarioID].From + k)
+	return fmt.Sprintf("%s:%d", file, line)
+}
+
 // Where names the file and line of a trajectory, for messages.
 func (ix *Index) Where(trajID string) string {
 	i := ix.ix.Find(trajID)
@@ -167,7 +176,8 @@ func (ix *Index) rank(name string) int {
 // checkpoint, framework, scenario, rollout, seed, run, traj_id — so that a
 // table written from them never depends on the order in which episodes
 // finished. Copies of an episode (same traj_id) are dropped, the first in
-// the order of dirs kept. Memory is the store index (64 bytes per record).
+// the order of dirs kept. Memory is the store index (40 bytes per record
+// while it is opened and sorted, 24 after).
 type Records struct {
 	// Dirs are the run folders, as given.
 	Dirs []string
@@ -189,6 +199,7 @@ func OpenRecords(dirs ...string) (*Records, error) {
 		return nil, err
 	}
 	six.Sort(store.ByCheckpoint, store.ByFramework, store.ByScenario, store.ByRollout, store.BySeed, store.ByRun)
+	six.Compact() // ordered: only positions are read from here on
 	return &Records{Dirs: six.Dirs, Manifests: six.Manifests, Scanned: six.Scanned, Duplicates: six.Duplicates, ix: six}, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"cmp"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -29,13 +30,16 @@ import (
 // offset, length); the records themselves are read again, by position, when
 // asked for.
 //
-// Memory: 64 bytes per record. Run, checkpoint, framework and scenario
-// strings are interned (one copy per distinct value); a traj_id is kept as
-// 8 bytes when it has the form trajectory.TrajID gives it (16 lowercase hex
-// digits) and as an interned string otherwise. Opening needs 5 more bytes
-// per record while duplicates are dropped, and, while a large file is
-// scanned on every core, its ranges' entries once more before they join
-// the index.
+// Memory: 40 bytes per record, 24 after Compact. The run, checkpoint,
+// framework and scenario of a record are kept as one interned tuple (one
+// copy of each distinct string and tuple); a traj_id is kept as 8 bytes
+// when it has the form trajectory.TrajID gives it (16 lowercase hex digits)
+// and as an interned string otherwise. Opening needs 5 more bytes per
+// record while duplicates are dropped, and, while a large file is scanned
+// on every core, its ranges' entries once more before they join the index.
+// Compact drops what only Sort and Groups read (rollout, seed, the tuple):
+// a reader that has ordered the index and taken its groups keeps 24 bytes
+// a record while it writes.
 //
 // An Index is not safe for concurrent use.
 type Index struct {
@@ -56,22 +60,61 @@ type Index struct {
 	files   []string
 	fileDir []int
 	handles []*os.File
-	entries []entry
+	entries []entry // until Compact
+	slots   []slot  // after Compact
+	idents  []ident
 	strs    []string
 	intern  map[string]int32 // only while opening
+	identOf map[ident]int32  // only while opening
 }
 
-// entry is one record line; strings are indexes into Index.strs.
+// slot is where a record's line is, and its traj_id: what reading the
+// record back and naming it need.
+type slot struct {
+	// loc is the file's number (bits 40–62), the line's byte offset in it
+	// (bits 0–39) and, in bit 63, whether id holds a strs index (a traj_id
+	// not of the compact form) rather than the traj_id's 8 bytes.
+	loc  uint64
+	id   [8]byte
+	n    int32 // line length, newline included
+	line int32
+}
+
+const (
+	offBits    = 40
+	maxOff     = 1<<offBits - 1
+	maxFiles   = 1 << (63 - offBits)
+	idInterned = 1 << 63
+)
+
+func (s *slot) off() int64  { return int64(s.loc & maxOff) }
+func (s *slot) file() int32 { return int32(s.loc &^ idInterned >> offBits) }
+
+// idStr is the strs index of a traj_id kept as a string, or -1.
+func (s *slot) idStr() int32 {
+	if s.loc&idInterned == 0 {
+		return -1
+	}
+	return int32(binary.LittleEndian.Uint32(s.id[:4]))
+}
+
+func (s *slot) setIDStr(v int32) {
+	s.loc |= idInterned
+	s.id = [8]byte{}
+	binary.LittleEndian.PutUint32(s.id[:4], uint32(v))
+}
+
+// ident is a record's run, checkpoint, framework and scenario, as strs
+// indexes: interned once per distinct tuple.
+type ident struct{ run, checkpoint, framework, scenario int32 }
+
+// entry is one record line as scanned and sorted: its slot, and what only
+// Sort and Groups read.
 type entry struct {
-	off                                  int64
-	seed                                 int64
-	id                                   [8]byte // traj_id when idStr < 0
-	idStr                                int32
-	scenario, checkpoint, framework, run int32
-	rollout                              int32
-	file                                 int32
-	line                                 int32
-	n                                    int32 // line length, newline included
+	slot
+	seed    int64
+	ident   int32 // ix.idents index
+	rollout int32
 }
 
 // Key is the identity of an indexed record.
@@ -116,7 +159,7 @@ type Group struct{ From, To int }
 // Only the identity fields, which records list first, are read while
 // indexing; the rest of a line is checked when the record is loaded.
 func OpenIndex(dirs ...string) (*Index, error) {
-	ix := &Index{Dirs: dirs, intern: map[string]int32{}}
+	ix := &Index{Dirs: dirs, intern: map[string]int32{}, identOf: map[ident]int32{}}
 	for di, d := range dirs {
 		m, err := ReadManifest(d)
 		if err != nil {
@@ -141,7 +184,7 @@ func OpenIndex(dirs ...string) (*Index, error) {
 		}
 		ix.Scanned = append(ix.Scanned, n)
 	}
-	ix.intern = nil
+	ix.intern, ix.identOf = nil, nil
 	ix.handles = make([]*os.File, len(ix.files))
 	if err := ix.dedup(); err != nil {
 		return nil, err
@@ -167,8 +210,8 @@ func (ix *Index) scan(path string, dir int) (int, error) {
 		return 0, err
 	}
 	defer f.Close()
-	if len(ix.files) >= math.MaxInt32 {
-		return 0, fmt.Errorf("%s: too many trajectory files", path)
+	if len(ix.files) >= maxFiles {
+		return 0, fmt.Errorf("%s: too many trajectory files (more than %d)", path, maxFiles)
 	}
 	fileNo := int32(len(ix.files))
 	ix.files = append(ix.files, path)
@@ -209,17 +252,26 @@ func (ix *Index) scan(path string, dir int) (int, error) {
 		for i, s := range p.strs {
 			remap[i] = ix.str(s)
 		}
+		identRemap := make([]int32, len(p.idents))
+		for i, d := range p.idents {
+			identRemap[i] = ix.ident(ident{run: remap[d.run], checkpoint: remap[d.checkpoint],
+				framework: remap[d.framework], scenario: remap[d.scenario]})
+		}
 		for bi, block := range p.entries {
 			for _, e := range block {
 				line := lines + int(e.line)
 				if line > math.MaxInt32 {
 					return n, fmt.Errorf("%s:%d: line too long, or too many lines", path, line)
 				}
-				e.line, e.file = int32(line), fileNo
-				e.scenario, e.checkpoint, e.framework, e.run = remap[e.scenario], remap[e.checkpoint], remap[e.framework], remap[e.run]
-				if e.idStr >= 0 {
-					e.idStr = remap[e.idStr]
+				if e.loc&^idInterned > maxOff {
+					return n, fmt.Errorf("%s:%d: offset past %d bytes: files that large are not indexed", path, line, int64(maxOff))
 				}
+				idStr := e.idStr()
+				e.line, e.loc = int32(line), uint64(fileNo)<<offBits|e.loc&maxOff
+				if idStr >= 0 {
+					e.setIDStr(remap[idStr])
+				}
+				e.ident = identRemap[e.ident]
 				ix.entries = append(ix.entries, e)
 				n++
 			}
@@ -272,6 +324,7 @@ func lineBounds(f io.ReaderAt, size int64, n int) ([]int64, error) {
 type scanned struct {
 	entries  entryBlocks
 	strs     []string
+	idents   []ident
 	lines    int
 	fail     func(path string, line int) error
 	failLine int
@@ -289,6 +342,16 @@ func scanRange(r io.Reader, base int64) scanned {
 		v := int32(len(out.strs))
 		intern[s] = v
 		out.strs = append(out.strs, s)
+		return v
+	}
+	identOf := map[ident]int32{}
+	identNo := func(d ident) int32 {
+		if v, ok := identOf[d]; ok {
+			return v
+		}
+		v := int32(len(out.idents))
+		identOf[d] = v
+		out.idents = append(out.idents, d)
 		return v
 	}
 	failAt := func(line int, f func(path string, line int) error) scanned {
@@ -353,10 +416,13 @@ func scanRange(r io.Reader, base int64) scanned {
 				return fmt.Errorf("%s:%d: not a trajectory record: %v%s", path, line, err, repairHint(path))
 			})
 		}
-		e := entry{off: start, seed: k.Seed, idStr: -1, rollout: int32(k.Rollout), line: int32(line), n: int32(len(b)),
-			scenario: str(k.ScenarioID), checkpoint: str(k.Checkpoint), framework: str(k.Framework), run: str(k.Run)}
+		// The offset alone until the range joins the index (scan checks
+		// it fits and adds the file's number); the strings and the tuple
+		// index the range's own tables until then.
+		e := entry{slot: slot{loc: uint64(start), line: int32(line), n: int32(len(b))}, seed: k.Seed, rollout: int32(k.Rollout),
+			ident: identNo(ident{run: str(k.Run), checkpoint: str(k.Checkpoint), framework: str(k.Framework), scenario: str(k.ScenarioID)})}
 		if !compactID(k.TrajID, &e.id) {
-			e.idStr = str(k.TrajID)
+			e.setIDStr(str(k.TrajID))
 		}
 		out.entries.add(e)
 	}
@@ -392,6 +458,16 @@ func (b entryBlocks) len() int {
 		return 0
 	}
 	return (len(b)-1)*entryBlock + len(b[len(b)-1])
+}
+
+func (ix *Index) ident(d ident) int32 {
+	if v, ok := ix.identOf[d]; ok {
+		return v
+	}
+	v := int32(len(ix.idents))
+	ix.identOf[d] = v
+	ix.idents = append(ix.idents, d)
+	return v
 }
 
 func (ix *Index) str(s string) int32 {
@@ -598,17 +674,17 @@ func (ix *Index) dedup() error {
 		perm[i] = int32(i)
 	}
 	slices.SortFunc(perm, func(a, b int32) int {
-		if c := ix.compareID(&ix.entries[a], &ix.entries[b]); c != 0 {
+		if c := ix.compareID(&ix.entries[a].slot, &ix.entries[b].slot); c != 0 {
 			return c
 		}
 		return cmp.Compare(a, b)
 	})
 	drop := make([]bool, len(ix.entries))
 	for i := 1; i < len(perm); i++ {
-		if ix.compareID(&ix.entries[perm[i-1]], &ix.entries[perm[i]]) == 0 {
-			a, b := &ix.entries[perm[i-1]], &ix.entries[perm[i]]
-			if da := ix.fileDir[a.file]; da == ix.fileDir[b.file] {
-				return duplicateError(ix.files[b.file], int(b.line), ix.trajID(b), ix.files[a.file], int(a.line), ix.Dirs[da])
+		if ix.compareID(&ix.entries[perm[i-1]].slot, &ix.entries[perm[i]].slot) == 0 {
+			a, b := &ix.entries[perm[i-1]].slot, &ix.entries[perm[i]].slot
+			if da := ix.fileDir[a.file()]; da == ix.fileDir[b.file()] {
+				return duplicateError(ix.files[b.file()], int(b.line), ix.trajID(b), ix.files[a.file()], int(a.line), ix.Dirs[da])
 			}
 			drop[perm[i]] = true
 			ix.Duplicates++
@@ -619,7 +695,7 @@ func (ix *Index) dedup() error {
 	for i, e := range ix.entries {
 		if !drop[i] {
 			kept = append(kept, e)
-			ix.Records[ix.fileDir[e.file]]++
+			ix.Records[ix.fileDir[e.file()]]++
 		}
 	}
 	ix.entries = slices.Clip(kept)
@@ -627,49 +703,102 @@ func (ix *Index) dedup() error {
 }
 
 // compareID orders traj_ids as strings.
-func (ix *Index) compareID(a, b *entry) int {
+func (ix *Index) compareID(a, b *slot) int {
+	as, bs := a.idStr(), b.idStr()
 	switch {
-	case a.idStr < 0 && b.idStr < 0:
+	case as < 0 && bs < 0:
 		return bytes.Compare(a.id[:], b.id[:])
-	case a.idStr >= 0 && b.idStr >= 0:
-		if a.idStr == b.idStr {
+	case as >= 0 && bs >= 0:
+		if as == bs {
 			return 0
 		}
-		return cmp.Compare(ix.strs[a.idStr], ix.strs[b.idStr])
+		return cmp.Compare(ix.strs[as], ix.strs[bs])
 	}
 	return cmp.Compare(ix.trajID(a), ix.trajID(b))
 }
 
-func (ix *Index) trajID(e *entry) string {
-	if e.idStr >= 0 {
-		return ix.strs[e.idStr]
+func (ix *Index) trajID(s *slot) string {
+	if v := s.idStr(); v >= 0 {
+		return ix.strs[v]
 	}
-	return hex.EncodeToString(e.id[:])
+	return hex.EncodeToString(s.id[:])
+}
+
+// slot is the slot of the record at position i.
+func (ix *Index) slot(i int) *slot {
+	if ix.entries != nil {
+		return &ix.entries[i].slot
+	}
+	return &ix.slots[i]
 }
 
 // Len is the number of records indexed.
-func (ix *Index) Len() int { return len(ix.entries) }
+func (ix *Index) Len() int {
+	if ix.entries != nil {
+		return len(ix.entries)
+	}
+	return len(ix.slots)
+}
 
-// Key returns the identity of the record at position i.
+// Compact drops what only Sort and Groups read, keeping, per record, where
+// its line is and its traj_id (24 bytes a record rather than 40): for a
+// reader that has ordered the index and taken its groups, before it holds
+// anything else. Sort and Groups may not be called after it; Key then reads
+// the record's line for its identity.
+func (ix *Index) Compact() {
+	if ix.entries == nil {
+		return
+	}
+	ix.slots = make([]slot, len(ix.entries))
+	for i := range ix.entries {
+		ix.slots[i] = ix.entries[i].slot
+	}
+	ix.entries = nil
+}
+
+func (ix *Index) compacted(what string) {
+	if ix.entries == nil && ix.slots != nil {
+		panic("store: " + what + " on a compacted Index")
+	}
+}
+
+// Key returns the identity of the record at position i. After Compact it
+// reads the record's identity fields from its line; if that fails, only
+// TrajID is set.
 func (ix *Index) Key(i int) Key {
+	if ix.entries == nil {
+		s := ix.slot(i)
+		k := Key{TrajID: ix.trajID(s)}
+		b, err := ix.read(i, nil)
+		if err != nil {
+			return k
+		}
+		f, err := readKeys(b)
+		if err != nil || f.TrajID != k.TrajID {
+			return k
+		}
+		return Key{TrajID: f.TrajID, Run: f.Run, Checkpoint: f.Checkpoint, Framework: f.Framework,
+			ScenarioID: f.ScenarioID, Rollout: f.Rollout, Seed: f.Seed}
+	}
 	e := &ix.entries[i]
-	return Key{TrajID: ix.trajID(e), Run: ix.strs[e.run], Checkpoint: ix.strs[e.checkpoint], Framework: ix.strs[e.framework],
-		ScenarioID: ix.strs[e.scenario], Rollout: int(e.rollout), Seed: e.seed}
+	d := ix.idents[e.ident]
+	return Key{TrajID: ix.trajID(&e.slot), Run: ix.strs[d.run], Checkpoint: ix.strs[d.checkpoint], Framework: ix.strs[d.framework],
+		ScenarioID: ix.strs[d.scenario], Rollout: int(e.rollout), Seed: e.seed}
 }
 
 // Pos names the file and line of the record at position i.
 func (ix *Index) Pos(i int) (file string, line int) {
-	e := &ix.entries[i]
-	return ix.files[e.file], int(e.line)
+	s := ix.slot(i)
+	return ix.files[s.file()], int(s.line)
 }
 
 // Find returns the position of a traj_id, or -1.
 func (ix *Index) Find(trajID string) int {
 	var id [8]byte
 	compact := compactID(trajID, &id)
-	for i := range ix.entries {
-		e := &ix.entries[i]
-		if compact && e.idStr < 0 && e.id == id || !compact && e.idStr >= 0 && ix.strs[e.idStr] == trajID {
+	for i := range ix.Len() {
+		s := ix.slot(i)
+		if v := s.idStr(); compact && v < 0 && s.id == id || !compact && v >= 0 && ix.strs[v] == trajID {
 			return i
 		}
 	}
@@ -680,6 +809,7 @@ func (ix *Index) Find(trajID string) int {
 // traj_id; traj_ids are unique, so the order is total and never depends on
 // the order records were written in.
 func (ix *Index) Sort(fields ...Field) {
+	ix.compacted("Sort")
 	for _, f := range fields {
 		if f < ByTrajID || f > BySeed {
 			panic(fmt.Sprintf("store: Sort: unknown field %d", f))
@@ -696,19 +826,20 @@ func (ix *Index) Sort(fields ...Field) {
 		rank[s] = int32(r)
 	}
 	slices.SortFunc(ix.entries, func(a, b entry) int {
+		da, db := &ix.idents[a.ident], &ix.idents[b.ident]
 		for _, f := range fields {
 			var c int
 			switch f {
 			case ByTrajID:
-				c = ix.compareID(&a, &b)
+				c = ix.compareID(&a.slot, &b.slot)
 			case ByRun:
-				c = cmp.Compare(rank[a.run], rank[b.run])
+				c = cmp.Compare(rank[da.run], rank[db.run])
 			case ByCheckpoint:
-				c = cmp.Compare(rank[a.checkpoint], rank[b.checkpoint])
+				c = cmp.Compare(rank[da.checkpoint], rank[db.checkpoint])
 			case ByFramework:
-				c = cmp.Compare(rank[a.framework], rank[b.framework])
+				c = cmp.Compare(rank[da.framework], rank[db.framework])
 			case ByScenario:
-				c = cmp.Compare(rank[a.scenario], rank[b.scenario])
+				c = cmp.Compare(rank[da.scenario], rank[db.scenario])
 			case ByRollout:
 				c = cmp.Compare(a.rollout, b.rollout)
 			case BySeed:
@@ -718,7 +849,7 @@ func (ix *Index) Sort(fields ...Field) {
 				return c
 			}
 		}
-		return ix.compareID(&a, &b)
+		return ix.compareID(&a.slot, &b.slot)
 	})
 }
 
@@ -726,18 +857,20 @@ func (ix *Index) Sort(fields ...Field) {
 // records with the same value of f (after Sort(f, ...), one group per
 // value).
 func (ix *Index) Groups(f Field) []Group {
+	ix.compacted("Groups")
 	same := func(a, b *entry) bool {
+		da, db := &ix.idents[a.ident], &ix.idents[b.ident]
 		switch f {
 		case ByTrajID:
-			return ix.compareID(a, b) == 0
+			return ix.compareID(&a.slot, &b.slot) == 0
 		case ByRun:
-			return a.run == b.run
+			return da.run == db.run
 		case ByCheckpoint:
-			return a.checkpoint == b.checkpoint
+			return da.checkpoint == db.checkpoint
 		case ByFramework:
-			return a.framework == b.framework
+			return da.framework == db.framework
 		case ByScenario:
-			return a.scenario == b.scenario
+			return da.scenario == db.scenario
 		case ByRollout:
 			return a.rollout == b.rollout
 		case BySeed:
@@ -766,7 +899,7 @@ func (ix *Index) Load(i int) (*trajectory.Record, error) {
 // LoadGroup reads the records of a group, in index order.
 func (ix *Index) LoadGroup(g Group) ([]*trajectory.Record, error) {
 	out := make([]*trajectory.Record, 0, g.To-g.From)
-	err := ix.EachAt(positions(g.From, g.To), func(_ int, rec *trajectory.Record) error {
+	err := ix.eachAt(g.To-g.From, func(k int) int { return g.From + k }, func(_ int, rec *trajectory.Record) error {
 		r := *rec
 		out = append(out, &r)
 		return nil
@@ -780,7 +913,7 @@ func (ix *Index) LoadGroup(g Group) ([]*trajectory.Record, error) {
 // Each reads the records in index order: the record passed to fn is
 // overwritten by the next. It stops at fn's first error.
 func (ix *Index) Each(fn func(i int, rec *trajectory.Record) error) error {
-	return ix.EachAt(positions(0, len(ix.entries)), fn)
+	return ix.eachAt(ix.Len(), func(k int) int { return k }, fn)
 }
 
 // load decodes the record at position i into rec, reading through *buf
@@ -796,15 +929,15 @@ func (ix *Index) load(i int, rec *trajectory.Record, buf *[]byte) error {
 // read reads the line of the record at position i, through *buf when
 // given.
 func (ix *Index) read(i int, buf *[]byte) ([]byte, error) {
-	e := &ix.entries[i]
-	name := ix.files[e.file]
-	f := ix.handles[e.file]
+	e := ix.slot(i)
+	name := ix.files[e.file()]
+	f := ix.handles[e.file()]
 	if f == nil {
 		var err error
 		if f, err = os.Open(name); err != nil {
 			return nil, err
 		}
-		ix.handles[e.file] = f
+		ix.handles[e.file()] = f
 	}
 	var b []byte
 	if buf != nil {
@@ -817,7 +950,7 @@ func (ix *Index) read(i int, buf *[]byte) ([]byte, error) {
 	if buf != nil {
 		*buf = b
 	}
-	if _, err := f.ReadAt(b, e.off); err != nil {
+	if _, err := f.ReadAt(b, e.off()); err != nil {
 		return nil, fmt.Errorf("%s:%d: %w", name, e.line, err)
 	}
 	return b, nil
@@ -826,8 +959,8 @@ func (ix *Index) read(i int, buf *[]byte) ([]byte, error) {
 // decode decodes the line b of the record at position i into rec; it is
 // safe for concurrent use.
 func (ix *Index) decode(i int, b []byte, rec *trajectory.Record) error {
-	e := &ix.entries[i]
-	name := ix.files[e.file]
+	e := ix.slot(i)
+	name := ix.files[e.file()]
 	if err := DecodeRecord(b, rec); err != nil {
 		return fmt.Errorf("%s:%d: not a valid record: %w%s", name, e.line, err, repairHint(name))
 	}

@@ -19,13 +19,23 @@ const eachWindow = 32
 // returned, are the same for any number of cores (as reading one record
 // at a time).
 func (ix *Index) EachAt(pos []int, fn func(i int, rec *trajectory.Record) error) error {
+	return ix.eachAt(len(pos), func(k int) int { return pos[k] }, fn)
+}
+
+// eachAt is EachAt over the count positions at(0), …, at(count-1), so that
+// walking a range needs no slice of its positions.
+func (ix *Index) eachAt(count int, at func(k int) int, fn func(i int, rec *trajectory.Record) error) error {
 	workers := runtime.GOMAXPROCS(0)
 	window := eachWindow * workers
-	bufs := make([][]byte, min(window, len(pos)))
+	bufs := make([][]byte, min(window, count))
 	recs := make([]trajectory.Record, len(bufs))
 	errs := make([]error, len(bufs))
-	for start := 0; start < len(pos); start += window {
-		ps := pos[start:min(start+window, len(pos))]
+	ps := make([]int, len(bufs))
+	for start := 0; start < count; start += window {
+		ps = ps[:min(window, count-start)]
+		for k := range ps {
+			ps[k] = at(start + k)
+		}
 		// Read in order (the file handles are not shared); a read error
 		// ends the window there.
 		n := len(ps)
@@ -70,22 +80,13 @@ func (ix *Index) EachAt(pos []int, fn func(i int, rec *trajectory.Record) error)
 	return nil
 }
 
-// positions is [from, to).
-func positions(from, to int) []int {
-	out := make([]int, to-from)
-	for k := range out {
-		out[k] = from + k
-	}
-	return out
-}
-
 // Bytes is the number of bytes of the record lines at positions [From, To)
 // of g, newlines included: what reading the group costs, for callers that
 // decide between holding a group and streaming it.
 func (ix *Index) Bytes(g Group) int64 {
 	var n int64
 	for i := g.From; i < g.To; i++ {
-		n += int64(ix.entries[i].n)
+		n += int64(ix.slot(i).n)
 	}
 	return n
 }

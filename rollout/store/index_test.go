@@ -308,6 +308,35 @@ func TestIndexSortAndGroups(t *testing.T) {
 	}
 	assert.Len(t, ix.Groups(store.ByTrajID), len(recs))
 	assert.Panics(t, func() { ix.Sort(store.Field(99)) })
+
+	// Compact keeps the order, the positions, the ids and what loads; Key
+	// reads the identity from the line; ordering again is refused.
+	wantKeys := keys(ix)
+	var wantPos []string
+	for i := range ix.Len() {
+		f, l := ix.Pos(i)
+		wantPos = append(wantPos, fmt.Sprintf("%s:%d", f, l))
+	}
+	wantBytes := ix.Bytes(gs[1])
+	ix.Compact()
+	require.Equal(t, len(recs), ix.Len())
+	assert.Equal(t, wantKeys, keys(ix))
+	for i := range ix.Len() {
+		f, l := ix.Pos(i)
+		assert.Equal(t, wantPos[i], fmt.Sprintf("%s:%d", f, l))
+		assert.Equal(t, i, ix.Find(wantKeys[i].TrajID))
+	}
+	assert.Equal(t, wantBytes, ix.Bytes(gs[1]))
+	require.NoError(t, ix.Each(func(i int, r *trajectory.Record) error {
+		if r.TrajID != wantKeys[i].TrajID {
+			return fmt.Errorf("position %d: %s, want %s", i, r.TrajID, wantKeys[i].TrajID)
+		}
+		return nil
+	}))
+	assert.Panics(t, func() { ix.Sort(store.ByScenario) })
+	assert.Panics(t, func() { ix.Groups(store.ByScenario) })
+	ix.Compact() // twice is once
+	assert.Equal(t, wantKeys, keys(ix))
 }
 
 func TestIndexLongLines(t *testing.T) {
