@@ -14,12 +14,6 @@ import (
 // page is the same, byte for byte (EncodeAll starts each page afresh).
 // EncodeAll is safe for concurrent use: with one encoder, callers take
 // turns.
-//
-// The encoder keeps its history in low-memory mode: a page longer than one
-// zstd block (128 KiB) makes it allocate its window (8 MiB) plus one block
-// rather than twice the window, 8 MiB less held for the process's life.
-// The mode changes how the history is kept, not what is matched: pages
-// compress to the same bytes (TestKeptZstdLowMemSameBytes).
 type keptZstd struct {
 	zstd.Codec // the name, the codec id and decoding
 	enc        *kzstd.Encoder
@@ -31,7 +25,6 @@ func newKeptZstd() *keptZstd {
 		kzstd.WithEncoderLevel(kzstd.SpeedDefault),
 		kzstd.WithZeroFrames(true),
 		kzstd.WithEncoderCRC(false),
-		kzstd.WithLowerEncoderMem(true),
 	)
 	if err != nil {
 		panic(err) // fixed, valid options
