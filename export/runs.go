@@ -67,10 +67,11 @@ type RunsResult struct {
 // never depends on the order episodes finished in; copies of an episode
 // (same traj_id) are dropped. Records are decoded and their rows built on
 // every core and written in that order (dataset.MapOrdered), so the files
-// are the same for any number of cores. Memory is the index (store.Index:
-// 64 bytes per record) plus a bounded working set: one row group per
-// Parquet file being written, the records and rows in flight (a few
-// hundred), one zstd encoder (see DefaultMemoryBudget).
+// are the same for any number of cores. Memory is the index (store.Index,
+// compacted once sorted: 24 bytes per record) plus a bounded working set:
+// one row group per Parquet file being written and the footer entries of
+// those files (bounded by Options.ShardRowGroups), the records and rows in
+// flight (a few hundred), one zstd encoder (see DefaultMemoryBudget).
 func ExportRuns(cfg RunsConfig) (RunsResult, error) {
 	var res RunsResult
 	if cfg.Split == nil {
