@@ -45,7 +45,8 @@ depends on the order episodes finished in:
                 that spreads both labels evenly (KTO's KL term pairs
                 neighbours)
 
-Files are DIR/data/<table>-<split>.parquet (shards past --shard-bytes),
+Files are DIR/data/<table>-<split>.parquet (shards past --shard-bytes or
+--shard-row-groups),
 DIR/arrow/<table>-<split>.arrow and DIR/jsonl/<table>.jsonl, with README.md
 (the dataset card: YAML front matter naming the splits and features,
 counts, lengths, metric summary, trainer recipes) and manifest.json

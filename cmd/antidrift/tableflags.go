@@ -26,7 +26,7 @@ type tableFlags struct {
 	defCompletion       dataset.Completion // the command's default layout
 	preOnset            string
 	templateCompat      string
-	shardBytes          int64
+	shardBytes          byteSize
 	shardRowGroups      int
 	toolsInSystem       bool
 }
@@ -41,7 +41,8 @@ func (t *tableFlags) add(fl *pflag.FlagSet, seedHelp string) {
 	fl.StringVar(&t.completion, "completion", "", "what a completion holds: turn (KTO and rewards default: one row per assistant turn, the conversation before it, tool results included, as the prompt), rest (trajectory pairs' default: everything after the prompt, tool results included, with a per-message train mask on pairs) or model-turns (the assistant turns only, tool results removed: later calls then use ids from results the row omits; not recommended)")
 	fl.StringVar(&t.templateCompat, "template-compat", "none", "rewrite rows for chat templates the default layout breaks: mistral (system merged into the first user turn, 9-character tool-call ids), gemma (no system, tool or tool-call roles: system and tool schemas in the first user turn, calls as JSON text, tool results as user turns) or deepseek (tool-call arguments as JSON strings); none keeps the OpenAI layout (Qwen, Llama-3.x, Phi-3.5)")
 	fl.BoolVar(&t.toolsInSystem, "tools-in-system", false, "write the tool schemas into each row's system message and leave tools empty, for trainers that pass no tools to the chat template (OpenRLHF); TRL renders the tools column itself, so leave this off for TRL")
-	fl.Int64Var(&t.shardBytes, "shard-bytes", export.DefaultShardBytes, "bound on one Parquet split file: a larger split is written as shards data/TABLE-SPLIT-00000-of-0000N.parquet (as the Hugging Face Hub names them), all named in the card's YAML")
+	t.shardBytes = export.DefaultShardBytes
+	fl.Var(&t.shardBytes, "shard-bytes", "bound on one Parquet split file, in bytes (256MiB, 300MB and 268435456 are alike understood): a larger split is written as shards data/TABLE-SPLIT-00000-of-0000N.parquet (as the Hugging Face Hub names them), all named in the card's YAML")
 	fl.IntVar(&t.shardRowGroups, "shard-row-groups", export.DefaultShardRowGroups, "bound on the row groups of one Parquet split file, as --shard-bytes bounds its bytes: the writer holds every row group's footer entries until the file is closed, so this bounds its memory on large tables")
 	fl.Int64Var(&t.maxTokens, "max-tokens", 0, "drop rows whose prompt + longest completion (the whole conversation for trajectories) is longer than this many tokens, estimated or counted with --tokenizer; 0 keeps every row")
 	fl.StringVar(&t.tokenizer, "tokenizer", "", "Hugging Face tokenizer.json: exact token counts in the *_tokens_est columns, the card and --max-tokens instead of the tokenizer-free estimate")
@@ -55,9 +56,9 @@ func (t tableFlags) lengthOptions(o export.Options) (export.Options, error) {
 	o.MaxTokens = t.maxTokens
 	o.ToolsInSystem = t.toolsInSystem
 	if t.shardBytes <= 0 {
-		return o, fmt.Errorf("--shard-bytes %d: want a positive number of bytes", t.shardBytes)
+		return o, fmt.Errorf("--shard-bytes %s: want a positive number of bytes", t.shardBytes.String())
 	}
-	o.ShardBytes = t.shardBytes
+	o.ShardBytes = int64(t.shardBytes)
 	if t.shardRowGroups <= 0 {
 		return o, fmt.Errorf("--shard-row-groups %d: want a positive number of row groups", t.shardRowGroups)
 	}
