@@ -95,7 +95,7 @@ func peakHeap(fn func()) uint64 {
 
 // Pairs holds one scenario's records at a time: at 10⁵ records its peak
 // heap is that of 10⁴ records with the same records per scenario, not ten
-// times as much. The index (64 bytes a record, store's) is opened before
+// times as much. The index (24 bytes a record once sorted, store's) is opened before
 // the measurement: its own peak while it is built is logged, and is the
 // store's to bound.
 func TestPairsMemoryBoundedByOneScenario(t *testing.T) {
