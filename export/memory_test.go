@@ -68,3 +68,23 @@ func TestLimitMemoryRisesWithLiveHeap(t *testing.T) {
 	runtime.GC()
 	require.Equal(t, int64(math.MaxInt64), debug.SetMemoryLimit(-1))
 }
+
+// One collection near the limit (a row group being written) leaves it;
+// sustainedPressure in a row raise it to twice what is live.
+func TestLimitWatchWaitsForSustainedPressure(t *testing.T) {
+	prev := debug.SetMemoryLimit(math.MaxInt64)
+	defer debug.SetMemoryLimit(prev)
+	const mib = 1 << 20
+	w := &limitWatch{limit: 162 * mib}
+	for range 3 * sustainedPressure {
+		w.observe(151 * mib) // a spike…
+		w.observe(127 * mib) // …then the working set again
+	}
+	require.Equal(t, int64(162*mib), w.limit, "spikes never raise the limit")
+	for i := range sustainedPressure {
+		require.Equal(t, int64(162*mib), w.limit, "collection %d near the limit", i)
+		w.observe(150 * mib)
+	}
+	require.Equal(t, int64(300*mib), w.limit, "sustained pressure doubles what is live")
+	require.Equal(t, int64(300*mib), debug.SetMemoryLimit(-1))
+}
