@@ -19,12 +19,12 @@ const DefaultShardBytes = 256 << 20
 // DefaultShardRowGroups bounds the row groups of a Parquet file of one
 // split in the split-file layout, as DefaultShardBytes bounds its bytes:
 // parquet-go keeps every row group's footer entries (column chunks, page
-// index) in memory until the file is closed, about 1.2 KB per column and
-// row group, so an unbounded file costs memory that grows with the rows
-// written (a 4.4-million-row rewards split, 130 MB). 512 row groups of
-// DefaultRowGroupRows are 524,288 rows: at most some 12 MB of footer per
-// file open. Rows compress well enough that this bound, not the bytes,
-// cuts a large table.
+// index) in memory until the file is closed, about 25 KB a row group of
+// the rewards table, so an unbounded file costs memory that grows with the
+// rows written (a 4.4-million-row rewards split: 130 MB). 512 row groups
+// of DefaultRowGroupRows are 524,288 rows, some 12 MB of footer entries
+// per file open. Rows compress well enough that this bound, not the
+// bytes, cuts a large table.
 const DefaultShardRowGroups = 512
 
 var shardName = regexp.MustCompile(`^(.*)-\d{5}-of-\d{5}\.parquet$`)
