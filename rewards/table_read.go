@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/antidrift/antidrift/rollout/dataset"
+	"github.com/antidrift/antidrift/rollout/store"
 	"github.com/antidrift/antidrift/rollout/trajectory"
 )
 
@@ -86,7 +87,7 @@ func (t *scenarioTable) render(ks []int, fn func(k int, rows []*dataset.RewardRo
 	go func() {
 		defer close(out)
 		sent := false // the error that ended the reading is sent, or fn's
-		err := t.inBatches(ks, func(recs []trajectory.Record, at []int) error {
+		err := t.inBatches(ks, store.DecodeRecord, func(recs []trajectory.Record, at []int) error {
 			b := t.renderBatch(recs, at)
 			select {
 			case out <- b:
@@ -149,11 +150,11 @@ func (t *scenarioTable) renderBatch(recs []trajectory.Record, at []int) rendered
 	return b
 }
 
-// inBatches reads the records of ranks ks in that order (decoded on every
-// core by dataset.Index.EachAt) and calls fn with them batchPerCore per
-// core at a time, so that fn can work on a batch on every core. The
-// records are overwritten after fn.
-func (t *scenarioTable) inBatches(ks []int, fn func(recs []trajectory.Record, at []int) error) error {
+// inBatches reads the records of ranks ks in that order (decoded by
+// decode on every core, dataset.Index.EachAtWith) and calls fn with them
+// batchPerCore per core at a time, so that fn can work on a batch on every
+// core. The records are overwritten after fn.
+func (t *scenarioTable) inBatches(ks []int, decode func([]byte, *trajectory.Record) error, fn func(recs []trajectory.Record, at []int) error) error {
 	size := min(len(ks), batchPerCore*runtime.GOMAXPROCS(0))
 	recs := make([]trajectory.Record, 0, size)
 	at := make([]int, 0, size)
@@ -169,7 +170,7 @@ func (t *scenarioTable) inBatches(ks []int, fn func(recs []trajectory.Record, at
 		recs, at = recs[:0], at[:0]
 		return err
 	}
-	err := t.ix.EachAt(t.sid, ks, func(k int, r *trajectory.Record) error {
+	err := t.ix.EachAtWith(t.sid, ks, decode, func(k int, r *trajectory.Record) error {
 		// a shallow copy of the record's header: its contents are never reused
 		// by the reader (as store.Index.LoadGroup relies on)
 		recs, at = append(recs, *r), append(at, k)

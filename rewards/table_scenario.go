@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/antidrift/antidrift/rollout/dataset"
+	"github.com/antidrift/antidrift/rollout/store"
 	"github.com/antidrift/antidrift/rollout/trajectory"
 )
 
@@ -311,7 +312,14 @@ func (t *scenarioTable) survey() error {
 		ks[k] = k
 	}
 	names := map[string]int32{}
-	return t.inBatches(ks, func(recs []trajectory.Record, at []int) error {
+	// A held scenario's rows are rendered from these records: they are
+	// decoded whole. Otherwise the brief needs the first request's text
+	// (its hash) and only the shape and labels of the rest.
+	decode := dataset.DecodePrompt
+	if hold {
+		decode = store.DecodeRecord
+	}
+	return t.inBatches(ks, decode, func(recs []trajectory.Record, at []int) error {
 		rows := make([][]*dataset.RewardRow, len(recs))
 		parallelFor(len(recs), func(i int) {
 			var res Result

@@ -106,6 +106,13 @@ func (ix *Index) Each(scenarioID string, fn func(k int, rec *trajectory.Record) 
 // EachAt is Each over the trajectories of ranks ks, in the order given
 // (ranks may repeat).
 func (ix *Index) EachAt(scenarioID string, ks []int, fn func(k int, rec *trajectory.Record) error) error {
+	return ix.EachAtWith(scenarioID, ks, store.DecodeRecord, fn)
+}
+
+// EachAtWith is EachAt decoding each line with decode (DecodePrompt:
+// what the reader needs of a record), which must accept and refuse what
+// store.DecodeRecord does.
+func (ix *Index) EachAtWith(scenarioID string, ks []int, decode func([]byte, *trajectory.Record) error, fn func(k int, rec *trajectory.Record) error) error {
 	g, ok := ix.groups[scenarioID]
 	if !ok {
 		if len(ks) > 0 {
@@ -120,7 +127,7 @@ func (ix *Index) EachAt(scenarioID string, ks []int, fn func(k int, rec *traject
 		}
 		pos[j] = g.From + k
 	}
-	return ix.ix.EachAt(pos, func(i int, rec *trajectory.Record) error { return fn(i-g.From, rec) })
+	return ix.ix.EachAtWith(pos, decode, func(i int, rec *trajectory.Record) error { return fn(i-g.From, rec) })
 }
 
 // LoadAt reads a scenario's k-th trajectory (in traj_id order).

@@ -51,6 +51,22 @@ func mutations(line []byte, rng *rand.Rand, n int) [][]byte {
 func TestRecordDecoderMatchesEncodingJSON(t *testing.T) {
 	racetest.SingleThreaded(t)
 	lines := append(corpus.DemoLines(t), corpus.FixtureLines(t)...)
+	// valid records whose messages and tools DecodeRecordPrompt must find
+	// as decoding does (or leave to it): keys in another case or escaped,
+	// given twice, values spaced out
+	for _, l := range lines[:3] {
+		for _, r := range [][2]string{
+			{`"messages":`, `"Messages":`}, {`"messages":`, `"messag\u0065s":`}, {`"tools":`, `"TOOLS":`},
+			{`"messages":`, `"messages":[{"role":"user","content":"first"}],"messages":`},
+			{`"tools":`, `"tools":[{"x":1}],"tools":`}, {`"tools":`, `"tools":[{"x":1}],"Tools":`},
+			{`"messages":[`, `"messages": [ `}, {`"tools":[`, `"tools": [ `}, {`},{"role"`, `} , {"role"`},
+		} {
+			if !strings.Contains(string(l), r[0]) {
+				t.Fatalf("a demo line without %s: %.200s", r[0], l)
+			}
+			lines = append(lines, []byte(strings.Replace(string(l), r[0], r[1], 1)))
+		}
+	}
 	for _, v := range []string{ // the skipped fields with the wrong type, and the right one
 		`"messages":[{"role":"user","content":5}]`, `"messages":[{"role":"user","content":null}]`,
 		`"messages":[{"role":"user","Content":"x"}]`, `"messages":[{"role":"user","reasoning":{}}]`,
@@ -115,6 +131,12 @@ func TestRecordDecoderMatchesEncodingJSON(t *testing.T) {
 		if fmt.Sprint(lerr) != fmt.Sprint(werr) {
 			t.Fatalf("line %d %.200q: lean decoding error %v, encoding/json says %v", i, l, lerr, werr)
 		}
+		n := i % 4 // the first request's length DecodeRecordPrompt is told
+		var prompt trajectory.Record
+		perr := store.DecodeRecordPrompt(l, &prompt, func(ms []trajectory.Message) int { return n })
+		if fmt.Sprint(perr) != fmt.Sprint(werr) {
+			t.Fatalf("line %d %.200q: prompt decoding error %v, encoding/json says %v", i, l, perr, werr)
+		}
 		var scan trajectory.Record
 		serr := store.DecodeRecordScan(l, &scan)
 		if fmt.Sprint(serr) != fmt.Sprint(werr) {
@@ -124,6 +146,10 @@ func TestRecordDecoderMatchesEncodingJSON(t *testing.T) {
 			valid++
 			if !reflect.DeepEqual(scan, scanned(want)) {
 				t.Fatalf("line %d %q: scanned record differs from encoding/json's less what scanning drops:%s", i, l, fieldDiff(scan, scanned(want)))
+			}
+			// a line whose messages or tools it cannot find as written is decoded whole
+			if w := withPrompt(want, n); !reflect.DeepEqual(prompt, w) && !reflect.DeepEqual(prompt, want) {
+				t.Fatalf("line %d %q: prompt-decoded record differs from encoding/json's without text past %d messages:%s", i, l, n, fieldDiff(prompt, w))
 			}
 			if !reflect.DeepEqual(lean, withoutText(want)) {
 				t.Fatalf("line %d %q: lean record differs from encoding/json's without text:%s", i, l, fieldDiff(lean, withoutText(want)))
@@ -153,6 +179,15 @@ func scanned(r trajectory.Record) trajectory.Record {
 	r.Messages, r.Tools, r.ToolOrder, r.Steps, r.Plan = nil, nil, nil, nil, ""
 	r.Judge = trajectory.Judgement{}
 	return r
+}
+
+// withPrompt is r as DecodeRecordPrompt leaves it when told the first
+// request is n messages long.
+func withPrompt(r trajectory.Record, n int) trajectory.Record {
+	w := withoutText(r)
+	copy(w.Messages, r.Messages[:min(n, len(r.Messages))])
+	w.Tools = r.Tools
+	return w
 }
 
 // withoutText is r as DecodeRecordLean leaves it.

@@ -899,7 +899,7 @@ func (ix *Index) Load(i int) (*trajectory.Record, error) {
 // LoadGroup reads the records of a group, in index order.
 func (ix *Index) LoadGroup(g Group) ([]*trajectory.Record, error) {
 	out := make([]*trajectory.Record, 0, g.To-g.From)
-	err := ix.eachAt(g.To-g.From, func(k int) int { return g.From + k }, func(_ int, rec *trajectory.Record) error {
+	err := ix.eachAt(g.To-g.From, func(k int) int { return g.From + k }, DecodeRecord, func(_ int, rec *trajectory.Record) error {
 		r := *rec
 		out = append(out, &r)
 		return nil
@@ -913,7 +913,7 @@ func (ix *Index) LoadGroup(g Group) ([]*trajectory.Record, error) {
 // Each reads the records in index order: the record passed to fn is
 // overwritten by the next. It stops at fn's first error.
 func (ix *Index) Each(fn func(i int, rec *trajectory.Record) error) error {
-	return ix.eachAt(ix.Len(), func(k int) int { return k }, fn)
+	return ix.eachAt(ix.Len(), func(k int) int { return k }, DecodeRecord, fn)
 }
 
 // load decodes the record at position i into rec, reading through *buf
@@ -923,7 +923,7 @@ func (ix *Index) load(i int, rec *trajectory.Record, buf *[]byte) error {
 	if err != nil {
 		return err
 	}
-	return ix.decode(i, b, rec)
+	return ix.decodeWith(i, b, rec, DecodeRecord)
 }
 
 // read reads the line of the record at position i, through *buf when
@@ -956,12 +956,12 @@ func (ix *Index) read(i int, buf *[]byte) ([]byte, error) {
 	return b, nil
 }
 
-// decode decodes the line b of the record at position i into rec; it is
-// safe for concurrent use.
-func (ix *Index) decode(i int, b []byte, rec *trajectory.Record) error {
+// decodeWith decodes the line b of the record at position i into rec with
+// decode; it is safe for concurrent use.
+func (ix *Index) decodeWith(i int, b []byte, rec *trajectory.Record, decode func([]byte, *trajectory.Record) error) error {
 	e := ix.slot(i)
 	name := ix.files[e.file()]
-	if err := DecodeRecord(b, rec); err != nil {
+	if err := decode(b, rec); err != nil {
 		return fmt.Errorf("%s:%d: not a valid record: %w%s", name, e.line, err, repairHint(name))
 	}
 	if rec.TrajID != ix.trajID(e) {

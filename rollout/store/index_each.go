@@ -19,12 +19,19 @@ const eachWindow = 32
 // returned, are the same for any number of cores (as reading one record
 // at a time).
 func (ix *Index) EachAt(pos []int, fn func(i int, rec *trajectory.Record) error) error {
-	return ix.eachAt(len(pos), func(k int) int { return pos[k] }, fn)
+	return ix.eachAt(len(pos), func(k int) int { return pos[k] }, DecodeRecord, fn)
 }
 
-// eachAt is EachAt over the count positions at(0), …, at(count-1), so that
-// walking a range needs no slice of its positions.
-func (ix *Index) eachAt(count int, at func(k int) int, fn func(i int, rec *trajectory.Record) error) error {
+// EachAtWith is EachAt decoding each line with decode (DecodeRecordLean,
+// DecodeRecordPrompt: what a reader needs of a record) rather than
+// DecodeRecord; decode must accept and refuse what DecodeRecord does.
+func (ix *Index) EachAtWith(pos []int, decode func(b []byte, r *trajectory.Record) error, fn func(i int, rec *trajectory.Record) error) error {
+	return ix.eachAt(len(pos), func(k int) int { return pos[k] }, decode, fn)
+}
+
+// eachAt is EachAtWith over the count positions at(0), …, at(count-1), so
+// that walking a range needs no slice of its positions.
+func (ix *Index) eachAt(count int, at func(k int) int, decode func([]byte, *trajectory.Record) error, fn func(i int, rec *trajectory.Record) error) error {
 	workers := runtime.GOMAXPROCS(0)
 	window := eachWindow * workers
 	bufs := make([][]byte, min(window, count))
@@ -60,7 +67,7 @@ func (ix *Index) eachAt(count int, at func(k int) int, fn func(i int, rec *traje
 						return
 					}
 					recs[k] = trajectory.Record{}
-					errs[k] = ix.decode(ps[k], bufs[k], &recs[k])
+					errs[k] = ix.decodeWith(ps[k], bufs[k], &recs[k], decode)
 				}
 			}()
 		}
