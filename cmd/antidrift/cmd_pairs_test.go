@@ -47,6 +47,7 @@ func pairRuns(t *testing.T) []string {
 func TestMain(m *testing.M) {
 	code := m.Run()
 	removeSharedDemo()
+	removeTableRuns()
 	if pairRunsRoot != "" {
 		os.RemoveAll(pairRunsRoot)
 	}

@@ -140,10 +140,7 @@ func TestTrainerRowsOverHTTP(t *testing.T) {
 // rows of its split and all rows of the JSONL between them, and
 // dataset_info.features types the columns as the Parquet files do.
 func TestHuggingFaceLayout(t *testing.T) {
-	dir := t.TempDir()
-	runs := []string{filepath.Join(dir, "runs", "base"), filepath.Join(dir, "runs", "dpo-1")}
-	runCmd(t, "rollout", "--policy", "sim:base", "--rollouts", "3", "--out", runs[0])
-	runCmd(t, "rollout", "--policy", "sim:dpo-1", "--rollouts", "3", "--out", runs[1])
+	dir, runs := tableRuns(t)
 	runCmd(t, append([]string{"pairs", "--out", filepath.Join(dir, "pairs"), "--step-pairs"}, runs...)...)
 	runCmd(t, append([]string{"pairs", "--out", filepath.Join(dir, "pairs-sharded"), "--shard-bytes", "4000"}, runs...)...)
 	runCmd(t, append([]string{"rewards", "--out", filepath.Join(dir, "rewards")}, runs...)...)
@@ -286,6 +283,7 @@ func TestHuggingFaceLayout(t *testing.T) {
 		require.NoError(t, err)
 		assert.NotContains(t, string(man), `"path": "/`, "%s: manifest paths are relative", folder)
 		assert.NotContains(t, string(card), dir, "%s: the card holds no absolute path", folder)
+		assert.NotContains(t, string(card), filepath.Dir(filepath.Dir(runs[0])), "%s: the card holds no absolute path of the runs", folder)
 	}
 	assert.GreaterOrEqual(t, sharded, 2, "the small --shard-bytes bounds cut splits into shards")
 }
