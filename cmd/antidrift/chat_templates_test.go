@@ -347,7 +347,12 @@ func checkToolBlock(t *testing.T, where string, raw json.RawMessage, tools jinja
 // templates of Qwen2.5, Qwen3, Llama-3.1 and Phi-3.5.
 func TestChatTemplatesRenderEveryRow(t *testing.T) {
 	loadChatTemplates(t)
-	dir, runs, cap := frameworkTables(t, 2)
+	// the default tables, copied beside the layouts this test writes
+	shared, runs, cap := frameworkTables(t)
+	dir := t.TempDir()
+	for _, table := range []string{"pairs", "rewards", "kto", "trajectories"} {
+		require.NoError(t, os.CopyFS(filepath.Join(dir, table), os.DirFS(filepath.Join(shared, table))))
+	}
 	// the other layouts: whole rests with tool results, and the schemas in the system message
 	runCmd(t, append([]string{"pairs", "--out", filepath.Join(dir, "pairs-rest"), "--format", "jsonl", "--step-pairs", "--step-continuation", "rest", "--completion", "rest"}, runs...)...)
 	runCmd(t, append([]string{"export", "--table", "kto", "--out", filepath.Join(dir, "kto-rest"), "--format", "jsonl", "--completion", "rest"}, runs...)...)

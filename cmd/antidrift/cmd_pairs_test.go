@@ -48,6 +48,7 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	removeSharedDemo()
 	removeTableRuns()
+	removeFrameworkTables()
 	if pairRunsRoot != "" {
 		os.RemoveAll(pairRunsRoot)
 	}
