@@ -162,12 +162,13 @@ func checkConversation(t *testing.T, where string, tmpls []*chatTemplate, prompt
 // every row is still checked, each distinct conversation once.
 type renderMemo struct {
 	convs      map[[32]byte]bool
-	toolBlocks map[string]bool // the raw tools lists checked by checkToolBlock
-	repeats    int             // conversations met again
+	tools      map[string]jinja.Value // each raw tools column, decoded once (a few hundred lists)
+	toolBlocks map[string]bool        // the raw tools lists checked by checkToolBlock
+	repeats    int                    // conversations met again
 }
 
 func newRenderMemo() *renderMemo {
-	return &renderMemo{convs: map[[32]byte]bool{}, toolBlocks: map[string]bool{}}
+	return &renderMemo{convs: map[[32]byte]bool{}, tools: map[string]jinja.Value{}, toolBlocks: map[string]bool{}}
 }
 
 // seen reports whether the conversation of these templates, tools and
@@ -225,9 +226,13 @@ func checkTable(t *testing.T, path string, reqTools map[string][][]byte, memo *r
 		where := fmt.Sprintf("%s row %d", filepath.Base(path), i)
 		var format string
 		require.NoError(t, json.Unmarshal(r["tool_format"], &format), where)
-		tools := jinja.None()
-		if tv, err := jsonValue(r["tools"]); assert.NoError(t, err, where) && tv.IsList() && len(tv.AsList().Items) > 0 {
-			tools = tv
+		tools, decoded := memo.tools[string(r["tools"])]
+		if !decoded {
+			tools = jinja.None()
+			if tv, err := jsonValue(r["tools"]); assert.NoError(t, err, where) && tv.IsList() && len(tv.AsList().Items) > 0 {
+				tools = tv
+			}
+			memo.tools[string(r["tools"])] = tools
 		}
 		// --tools-in-system exports carry the schemas in the system message
 		inSystem := strings.Contains(path, "tools-in-system") || family == dataset.CompatGemma
