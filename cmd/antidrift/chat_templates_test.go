@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -150,9 +152,68 @@ func checkConversation(t *testing.T, where string, tmpls []*chatTemplate, prompt
 	return n
 }
 
+// renderMemo is what one checkRenderedTables call has already checked. The
+// tables repeat conversations: a KTO row, the rewards row of the same turn
+// and that turn of its trajectory are one conversation, and the simulated
+// checkpoints play many episodes alike. checkConversation and checkToolBlock
+// are functions of their inputs (the templates of a family, the messages,
+// the tools; the requests' tools lists for one call), and the rendering is
+// deterministic, so a conversation already checked is not rendered again:
+// every row is still checked, each distinct conversation once.
+type renderMemo struct {
+	convs      map[[32]byte]bool
+	tools      map[string]jinja.Value // each raw tools column, decoded once (a few hundred lists)
+	toolBlocks map[string]bool        // the raw tools lists checked by checkToolBlock
+	repeats    int                    // conversations met again
+}
+
+func newRenderMemo() *renderMemo {
+	return &renderMemo{convs: map[[32]byte]bool{}, tools: map[string]jinja.Value{}, toolBlocks: map[string]bool{}}
+}
+
+// seen reports whether the conversation of these templates, tools and
+// messages (each message's JSON bytes) was checked, and marks it checked.
+// Equal keys are equal inputs: every part is hashed with its length.
+func (m *renderMemo) seen(family dataset.Compat, tools json.RawMessage, prompt, completion []json.RawMessage) bool {
+	h := sha256.New()
+	var n [8]byte
+	part := func(b []byte) {
+		binary.LittleEndian.PutUint64(n[:], uint64(len(b)))
+		h.Write(n[:])
+		h.Write(b)
+	}
+	part([]byte(family))
+	part(tools)
+	for _, ms := range [][]json.RawMessage{prompt, completion} {
+		binary.LittleEndian.PutUint64(n[:], uint64(len(ms)))
+		h.Write(n[:])
+		for _, msg := range ms {
+			part(msg)
+		}
+	}
+	var k [32]byte
+	h.Sum(k[:0])
+	if m.convs[k] {
+		m.repeats++
+		return true
+	}
+	m.convs[k] = true
+	return false
+}
+
+// rawMessages splits a JSON array of messages into each message's bytes.
+func rawMessages(t *testing.T, raw json.RawMessage, where string) []json.RawMessage {
+	t.Helper()
+	require.True(t, len(raw) > 0 && raw[0] == '[', "%s: not a list of messages", where)
+	var ms []json.RawMessage
+	require.NoError(t, json.Unmarshal(raw, &ms), where)
+	return ms
+}
+
 // checkTable renders every row of one exported JSONL table. reqTools, when
 // non-nil, maps a tool-name signature to the tools lists requests carried.
-func checkTable(t *testing.T, path string, reqTools map[string][][]byte) (rows, renders int) {
+// memo skips the conversations (and tools lists) already checked.
+func checkTable(t *testing.T, path string, reqTools map[string][][]byte, memo *renderMemo) (rows, renders int) {
 	t.Helper()
 	family := dataset.CompatNone
 	for _, c := range dataset.Compats {
@@ -165,32 +226,53 @@ func checkTable(t *testing.T, path string, reqTools map[string][][]byte) (rows, 
 		where := fmt.Sprintf("%s row %d", filepath.Base(path), i)
 		var format string
 		require.NoError(t, json.Unmarshal(r["tool_format"], &format), where)
-		tools := jinja.None()
-		if tv, err := jsonValue(r["tools"]); assert.NoError(t, err, where) && tv.IsList() && len(tv.AsList().Items) > 0 {
-			tools = tv
+		tools, decoded := memo.tools[string(r["tools"])]
+		if !decoded {
+			tools = jinja.None()
+			if tv, err := jsonValue(r["tools"]); assert.NoError(t, err, where) && tv.IsList() && len(tv.AsList().Items) > 0 {
+				tools = tv
+			}
+			memo.tools[string(r["tools"])] = tools
 		}
 		// --tools-in-system exports carry the schemas in the system message
 		inSystem := strings.Contains(path, "tools-in-system") || family == dataset.CompatGemma
 		require.Equal(t, format == "text" || inSystem, tools.IsNone(), "%s: only text-protocol rows (and --tools-in-system exports) go without tools", where)
-		if reqTools != nil && !tools.IsNone() && family == dataset.CompatNone {
+		if reqTools != nil && !tools.IsNone() && family == dataset.CompatNone && !memo.toolBlocks[string(r["tools"])] {
+			memo.toolBlocks[string(r["tools"])] = true
 			renders += checkToolBlock(t, where, r["tools"], tools, reqTools)
 		}
 		switch {
 		case r["chosen"] != nil:
-			prompt := messageList(t, r["prompt"], where)
-			renders += checkConversation(t, where+" chosen", tmpls, prompt, messageList(t, r["chosen"], where), tools)
-			renders += checkConversation(t, where+" rejected", tmpls, prompt, messageList(t, r["rejected"], where), tools)
+			prompt := rawMessages(t, r["prompt"], where)
+			var pv []jinja.Value // decoded once, if a conversation is new
+			for _, side := range []string{"chosen", "rejected"} {
+				completion := rawMessages(t, r[side], where)
+				if memo.seen(family, r["tools"], prompt, completion) {
+					continue
+				}
+				if pv == nil {
+					pv = messageList(t, r["prompt"], where)
+				}
+				renders += checkConversation(t, where+" "+side, tmpls, pv, messageList(t, r[side], where), tools)
+			}
 		case r["completion"] != nil:
+			if memo.seen(family, r["tools"], rawMessages(t, r["prompt"], where), rawMessages(t, r["completion"], where)) {
+				break
+			}
 			renders += checkConversation(t, where+" completion", tmpls, messageList(t, r["prompt"], where), messageList(t, r["completion"], where), tools)
 		case r["messages"] != nil:
 			// A trajectory: every assistant turn, with what came before it
 			// as the prompt (what SFT and multi-turn RL cut it into).
 			msgs := messageList(t, r["messages"], where)
+			raws := rawMessages(t, r["messages"], where)
+			require.Len(t, raws, len(msgs), where)
 			cut := 0
 			for k, m := range msgs {
 				if k > 0 && str(m, "role") == "assistant" {
-					renders += checkConversation(t, fmt.Sprintf("%s turn %d", where, k), tmpls, msgs[:k], msgs[k:k+1], tools)
 					cut++
+					if !memo.seen(family, r["tools"], raws[:k], raws[k:k+1]) {
+						renders += checkConversation(t, fmt.Sprintf("%s turn %d", where, k), tmpls, msgs[:k], msgs[k:k+1], tools)
+					}
 				}
 			}
 			require.Positive(t, cut, "%s: a trajectory with no assistant turn", where)
@@ -270,7 +352,12 @@ func checkToolBlock(t *testing.T, where string, raw json.RawMessage, tools jinja
 // templates of Qwen2.5, Qwen3, Llama-3.1 and Phi-3.5.
 func TestChatTemplatesRenderEveryRow(t *testing.T) {
 	loadChatTemplates(t)
-	dir, runs, cap := frameworkTables(t, 2)
+	// the default tables, copied beside the layouts this test writes
+	shared, runs, cap := frameworkTables(t)
+	dir := t.TempDir()
+	for _, table := range []string{"pairs", "rewards", "kto", "trajectories"} {
+		require.NoError(t, os.CopyFS(filepath.Join(dir, table), os.DirFS(filepath.Join(shared, table))))
+	}
 	// the other layouts: whole rests with tool results, and the schemas in the system message
 	runCmd(t, append([]string{"pairs", "--out", filepath.Join(dir, "pairs-rest"), "--format", "jsonl", "--step-pairs", "--step-continuation", "rest", "--completion", "rest"}, runs...)...)
 	runCmd(t, append([]string{"export", "--table", "kto", "--out", filepath.Join(dir, "kto-rest"), "--format", "jsonl", "--completion", "rest"}, runs...)...)
@@ -327,13 +414,14 @@ func checkRenderedTables(t *testing.T, name, root string, reqTools map[string][]
 		require.Contains(t, names, want, "%s: table %s not exported", name, want)
 	}
 	total, renders, t0 := 0, 0, time.Now()
+	memo := newRenderMemo()
 	for _, f := range files {
-		n, r := checkTable(t, f, reqTools)
+		n, r := checkTable(t, f, reqTools, memo)
 		require.Positive(t, n, f)
 		total += n
 		renders += r
 	}
-	t.Logf("%s: %d rows of %v rendered %d times through the templates of their layouts (%d templates known) in %s; refused by rule: %v", name, total, names, renders, len(chatTemplates), time.Since(t0), refused)
+	t.Logf("%s: %d rows of %v, %d distinct conversations (%d met again) rendered %d times through the templates of their layouts (%d templates known) in %s; refused by rule: %v", name, total, names, len(memo.convs), memo.repeats, renders, len(chatTemplates), time.Since(t0), refused)
 }
 
 // TestChatTemplateRules pins what the checks above rely on, on hand-made
@@ -456,6 +544,33 @@ func TestTemplateCompatRules(t *testing.T) {
 	}
 }
 
+// collapsedLen is the length of s with each run of whitespace (space, tab,
+// CR, LF) made one space: what a regexp replacement would leave, counted
+// without building the string (the renderings are long and many).
+func collapsedLen(s string) int {
+	n, inRun := 0, false
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case ' ', '\t', '\r', '\n':
+			if !inRun {
+				n++
+			}
+			inRun = true
+		default:
+			n++
+			inRun = false
+		}
+	}
+	return n
+}
+
+func TestCollapsedLen(t *testing.T) {
+	ws := regexp.MustCompile(`[ \t\r\n]+`)
+	for _, s := range []string{"", " ", "a", "a b", "  a\t\r\n b  ", "\n\n<|im_start|>user\nhé\u00a0llo\n\n", "x\v\fy"} {
+		assert.Equal(t, len(ws.ReplaceAllString(s, " ")), collapsedLen(s), "%q", s)
+	}
+}
+
 // checkTemplateLengths recomputes, for every table of the export folders whose
 // manifest gives lengths per chat template, each figure from the table's
 // JSONL file: the rows at the stated stride rendered through the named
@@ -466,8 +581,7 @@ func TestTemplateCompatRules(t *testing.T) {
 // figures in the card. It returns how many tables it checked.
 func checkTemplateLengths(t *testing.T, folders ...string) int {
 	t.Helper()
-	ws := regexp.MustCompile(`[ \t\r\n]+`)
-	est := func(s string) int64 { return int64(math.Ceil(float64(len(ws.ReplaceAllString(s, " "))) / 3.5)) }
+	est := func(s string) int64 { return int64(math.Ceil(float64(collapsedLen(s)) / 3.5)) }
 	rank := func(vs []int64, p float64) int64 {
 		s := slices.Clone(vs)
 		slices.Sort(s)

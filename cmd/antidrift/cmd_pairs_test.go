@@ -47,6 +47,8 @@ func pairRuns(t *testing.T) []string {
 func TestMain(m *testing.M) {
 	code := m.Run()
 	removeSharedDemo()
+	removeTableRuns()
+	removeFrameworkTables()
 	if pairRunsRoot != "" {
 		os.RemoveAll(pairRunsRoot)
 	}

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/antidrift/antidrift/rollout/policy/sim"
-	"github.com/antidrift/antidrift/rollout/suite"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -76,9 +75,7 @@ func TestRolloutRefusesAnotherPlan(t *testing.T) {
 
 func simServer(t *testing.T, latency time.Duration) string {
 	t.Helper()
-	ss, err := suite.Load()
-	require.NoError(t, err)
-	srv := httptest.NewServer(sim.NewServer(ss, latency))
+	srv := httptest.NewServer(sim.NewServer(builtinScenarios(t), latency))
 	t.Cleanup(srv.Close)
 	return srv.URL + "/v1"
 }

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/antidrift/antidrift/rollout/scenario"
@@ -48,12 +49,22 @@ func runScenarios(t *testing.T, args ...string) (code int, stdout, stderr string
 	return code, string(o), string(e)
 }
 
+// builtin is the built-in suite as suite.Load returns it, loaded once per
+// test binary: a load parses and validates every file (about a CPU-second),
+// and a dozen tests only read the suite (its ids, sizes and fields).
+var builtin struct {
+	once sync.Once
+	ss   []*scenario.Scenario
+	err  error
+}
+
+// builtinScenarios is the built-in suite; callers must not change it.
 func builtinScenarios(t *testing.T) []*scenario.Scenario {
 	t.Helper()
-	ss, err := suite.Load()
-	require.NoError(t, err)
-	require.NotEmpty(t, ss)
-	return ss
+	builtin.once.Do(func() { builtin.ss, builtin.err = suite.Load() })
+	require.NoError(t, builtin.err)
+	require.NotEmpty(t, builtin.ss)
+	return builtin.ss
 }
 
 func TestScenariosValidateInvalidFiles(t *testing.T) {

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/antidrift/antidrift/rollout/suite"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -180,8 +179,7 @@ func TestScoreJSONAgreesWithRecords(t *testing.T) {
 	require.Len(t, got.Groups, 2)
 
 	recs := readRaw(t, base, oc)
-	ss, err := suite.Load()
-	require.NoError(t, err)
+	ss := builtinScenarios(t)
 	privilege, ceiling := map[string]map[string]int{}, map[string]int{}
 	for _, s := range ss {
 		privilege[s.ID] = map[string]int{}

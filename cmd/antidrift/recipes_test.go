@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -9,20 +11,58 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// tableRuns rolls two simulated checkpoints out for the table tests.
+// sharedTableRuns are the runs of the table tests (tableRuns), rolled out
+// once per test binary: the tests only read them, and each rollout loads
+// and validates the whole built-in suite.
+var sharedTableRuns struct {
+	once sync.Once
+	root string
+	runs []string
+	err  error
+}
+
+// tableRuns returns a fresh folder for a table test's output and the runs
+// of two simulated checkpoints (sim:base and sim:dpo-1, 3 rollouts of every
+// built-in scenario, under runs/base and runs/dpo-1 of a folder of their
+// own), which tests must not write into.
 func tableRuns(t *testing.T) (string, []string) {
 	t.Helper()
-	dir := t.TempDir()
-	runs := []string{filepath.Join(dir, "runs", "base"), filepath.Join(dir, "runs", "dpo-1")}
-	runCmd(t, "rollout", "--policy", "sim:base", "--rollouts", "3", "--out", runs[0])
-	runCmd(t, "rollout", "--policy", "sim:dpo-1", "--rollouts", "3", "--out", runs[1])
-	return dir, runs
+	r := &sharedTableRuns
+	r.once.Do(func() {
+		if r.root, r.err = os.MkdirTemp("", "antidrift-table-runs-"); r.err != nil {
+			return
+		}
+		for _, p := range []string{"base", "dpo-1"} {
+			run := filepath.Join(r.root, "runs", p)
+			args := []string{"rollout", "--policy", "sim:" + p, "--rollouts", "3", "--out", run}
+			var out bytes.Buffer
+			root := newRootCmd()
+			root.SetArgs(args)
+			root.SetOut(&out)
+			root.SetErr(&out)
+			if err := root.Execute(); err != nil {
+				r.err = fmt.Errorf("antidrift %s: %w\n%s", strings.Join(args, " "), err, out.String())
+				return
+			}
+			r.runs = append(r.runs, run)
+		}
+	})
+	require.NoError(t, r.err, "the shared table runs")
+	return t.TempDir(), slices.Clone(r.runs)
+}
+
+// removeTableRuns removes the shared table runs after the tests (TestMain).
+func removeTableRuns() {
+	if sharedTableRuns.root != "" {
+		os.RemoveAll(sharedTableRuns.root)
+	}
 }
 
 func jstr(t *testing.T, v json.RawMessage) string {

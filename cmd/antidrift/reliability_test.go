@@ -23,7 +23,6 @@ import (
 
 	"github.com/antidrift/antidrift/rollout/policy/sim"
 	"github.com/antidrift/antidrift/rollout/store"
-	"github.com/antidrift/antidrift/rollout/suite"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -104,8 +103,7 @@ func TestTwoWritersOneFolderRefused(t *testing.T) {
 	// the second writer has been refused: the first cannot finish (and
 	// free the folder) first, however slowly the machine starts the
 	// second. (Its endpoint check, before the lock, is answered.)
-	ss, err := suite.Load()
-	require.NoError(t, err)
+	ss := builtinScenarios(t)
 	var held atomic.Bool
 	gate := make(chan struct{})
 	var once sync.Once

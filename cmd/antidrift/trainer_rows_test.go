@@ -4,13 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path"
 	"path/filepath"
-	"strconv"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -85,7 +86,7 @@ func jsonlRows(t *testing.T, path string) []map[string]json.RawMessage {
 // a request's tools list, content a string on every message, arguments
 // objects, no {"_raw": …}, and text-protocol rows marked and tool-less.
 func TestTrainerRowsOverHTTP(t *testing.T) {
-	dir, _, cap := frameworkTables(t, 3)
+	dir, _, cap := frameworkTables(t)
 	tables := map[string][]string{
 		"pairs/jsonl/dpo.jsonl":                 {"prompt", "chosen", "rejected"},
 		"rewards/jsonl/rewards.jsonl":           {"prompt", "completion"},
@@ -140,10 +141,7 @@ func TestTrainerRowsOverHTTP(t *testing.T) {
 // rows of its split and all rows of the JSONL between them, and
 // dataset_info.features types the columns as the Parquet files do.
 func TestHuggingFaceLayout(t *testing.T) {
-	dir := t.TempDir()
-	runs := []string{filepath.Join(dir, "runs", "base"), filepath.Join(dir, "runs", "dpo-1")}
-	runCmd(t, "rollout", "--policy", "sim:base", "--rollouts", "3", "--out", runs[0])
-	runCmd(t, "rollout", "--policy", "sim:dpo-1", "--rollouts", "3", "--out", runs[1])
+	dir, runs := tableRuns(t)
 	runCmd(t, append([]string{"pairs", "--out", filepath.Join(dir, "pairs"), "--step-pairs"}, runs...)...)
 	runCmd(t, append([]string{"pairs", "--out", filepath.Join(dir, "pairs-sharded"), "--shard-bytes", "4000"}, runs...)...)
 	runCmd(t, append([]string{"rewards", "--out", filepath.Join(dir, "rewards")}, runs...)...)
@@ -286,6 +284,7 @@ func TestHuggingFaceLayout(t *testing.T) {
 		require.NoError(t, err)
 		assert.NotContains(t, string(man), `"path": "/`, "%s: manifest paths are relative", folder)
 		assert.NotContains(t, string(card), dir, "%s: the card holds no absolute path", folder)
+		assert.NotContains(t, string(card), filepath.Dir(filepath.Dir(runs[0])), "%s: the card holds no absolute path of the runs", folder)
 	}
 	assert.GreaterOrEqual(t, sharded, 2, "the small --shard-bytes bounds cut splits into shards")
 }
@@ -372,29 +371,79 @@ func TestKTOOrderMixes(t *testing.T) {
 	}
 }
 
+// sharedFrameworkTables are frameworkTables' runs and tables, made once per
+// test binary: the two tests that check them only read them.
+var sharedFrameworkTables struct {
+	once sync.Once
+	dir  string
+	runs []string
+	cap  *captureTools
+	err  error
+}
+
 // frameworkTables rolls the simulated sft checkpoint out over HTTP (12
-// scenarios × rollouts, through a server that records every tools list it
-// is sent) under each of the normal, react, plan-exec and gated frameworks,
-// and writes the default pairs, rewards, kto and trajectories tables as
-// JSONL under dir/<table>. It returns dir, the run folders and the capture.
-func frameworkTables(t *testing.T, rollouts int) (string, []string, *captureTools) {
+// scenarios × 2 rollouts, through a server that records every tools list
+// it is sent) under each of the normal, react, plan-exec and gated
+// frameworks, and writes the default pairs, rewards, kto and trajectories
+// tables as JSONL under dir/<table>. It returns dir, the run folders and
+// the capture, made once per test binary: tests must not write into dir
+// (copy what they need).
+func frameworkTables(t *testing.T) (string, []string, *captureTools) {
 	t.Helper()
-	ss, err := loadScenarios(nil, "")
-	require.NoError(t, err)
-	cap := &captureTools{h: sim.NewServer(ss, 0), lists: map[string]bool{}, tools: map[string]bool{}}
-	srv := httptest.NewServer(cap)
-	t.Cleanup(srv.Close)
-	dir := t.TempDir()
-	var runs []string
-	for _, fw := range []string{"normal", "react", "plan-exec", "gated"} {
-		run := filepath.Join(dir, "runs", fw)
-		runs = append(runs, run)
-		runCmd(t, "rollout", "--policy", "openai:sim:sft", "--base-url", srv.URL+"/v1", "--framework", fw,
-			"--rollouts", strconv.Itoa(rollouts), "--limit", "12", "--out", run)
+	f := &sharedFrameworkTables
+	f.once.Do(func() {
+		ss, err := loadScenarios(nil, "")
+		if err != nil {
+			f.err = err
+			return
+		}
+		cap := &captureTools{h: sim.NewServer(ss, 0), lists: map[string]bool{}, tools: map[string]bool{}}
+		srv := httptest.NewServer(cap)
+		defer srv.Close()
+		if f.dir, f.err = os.MkdirTemp("", "antidrift-framework-tables-"); f.err != nil {
+			return
+		}
+		runArgs := func(args ...string) error {
+			var out bytes.Buffer
+			root := newRootCmd()
+			root.SetArgs(args)
+			root.SetOut(&out)
+			root.SetErr(&out)
+			if err := root.Execute(); err != nil {
+				return fmt.Errorf("antidrift %s: %w\n%s", strings.Join(args, " "), err, out.String())
+			}
+			return nil
+		}
+		var runs []string
+		for _, fw := range []string{"normal", "react", "plan-exec", "gated"} {
+			run := filepath.Join(f.dir, "runs", fw)
+			runs = append(runs, run)
+			if f.err = runArgs("rollout", "--policy", "openai:sim:sft", "--base-url", srv.URL+"/v1", "--framework", fw,
+				"--rollouts", "2", "--limit", "12", "--out", run); f.err != nil {
+				return
+			}
+		}
+		for _, args := range [][]string{
+			{"pairs", "--out", filepath.Join(f.dir, "pairs"), "--format", "jsonl", "--step-pairs"},
+			{"rewards", "--out", filepath.Join(f.dir, "rewards"), "--format", "jsonl"},
+			{"export", "--table", "kto", "--out", filepath.Join(f.dir, "kto"), "--format", "jsonl"},
+			{"export", "--table", "trajectories", "--out", filepath.Join(f.dir, "trajectories"), "--format", "jsonl"},
+		} {
+			if f.err = runArgs(append(args, runs...)...); f.err != nil {
+				return
+			}
+		}
+		f.runs, f.cap = runs, cap
+	})
+	require.NoError(t, f.err, "the shared framework tables")
+	require.NotNil(t, f.cap, "the shared framework tables failed earlier")
+	return f.dir, slices.Clone(f.runs), f.cap
+}
+
+// removeFrameworkTables removes the shared framework tables after the
+// tests (TestMain).
+func removeFrameworkTables() {
+	if sharedFrameworkTables.dir != "" {
+		os.RemoveAll(sharedFrameworkTables.dir)
 	}
-	runCmd(t, append([]string{"pairs", "--out", filepath.Join(dir, "pairs"), "--format", "jsonl", "--step-pairs"}, runs...)...)
-	runCmd(t, append([]string{"rewards", "--out", filepath.Join(dir, "rewards"), "--format", "jsonl"}, runs...)...)
-	runCmd(t, append([]string{"export", "--table", "kto", "--out", filepath.Join(dir, "kto"), "--format", "jsonl"}, runs...)...)
-	runCmd(t, append([]string{"export", "--table", "trajectories", "--out", filepath.Join(dir, "trajectories"), "--format", "jsonl"}, runs...)...)
-	return dir, runs, cap
 }
