@@ -116,12 +116,21 @@ func TestRolloutSurvivesSIGKILL(t *testing.T) {
 	args := []string{"rollout", "--policy", "openai:sim:dpo-1", "--base-url", url, "--rollouts", "3",
 		"--concurrency", "6", "--seed", "3", "--out", dir, "--json"}
 
+	// Each kill comes once the run has written a record more than before
+	// (not after a fixed time: on a loaded machine the process may not
+	// have finished one episode by then, and the resume would test
+	// nothing), while episodes are still under way.
+	done := 0
 	for kill := 0; kill < 2; kill++ {
 		cmd := exec.Command(bin, args...)
 		require.NoError(t, cmd.Start())
-		time.Sleep(time.Duration(600+400*kill) * time.Millisecond)
+		deadline := time.Now().Add(2 * time.Minute)
+		for len(readRecordsLenient(t, dir)) <= done && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
 		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 		_ = cmd.Wait()
+		done = len(readRecordsLenient(t, dir))
 	}
 	partial := readRecordsLenient(t, dir)
 	out, err := exec.Command(bin, args...).Output()
@@ -141,6 +150,7 @@ func TestRolloutSurvivesSIGKILL(t *testing.T) {
 	assert.Equal(t, len(partial), sum.Skipped, "the resume skips exactly what the killed runs finished")
 	t.Logf("killed twice with %d of %d episodes done; resume ran %d", len(partial), len(want), sum.Ran)
 	assert.Less(t, len(partial), len(want), "the kill came too late to test anything")
+	assert.GreaterOrEqual(t, len(partial), 2, "each killed run finished an episode before its kill")
 }
 
 // readRecordsLenient counts complete lines of a folder a killed process
