@@ -130,6 +130,7 @@ func runPairs(cmd *cobra.Command, dirs []string, f pairsFlags) error {
 		return err
 	}
 	defer ix.Close()
+	export.GrowMemoryLimit(ix.Len()) // room for what grows with the rows written
 	rc, err := f.reward.config(ix)
 	if err != nil {
 		return err

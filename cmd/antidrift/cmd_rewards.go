@@ -406,6 +406,7 @@ func runRewards(cmd *cobra.Command, dirs []string, f rewardsFlags) error {
 		return err
 	}
 	defer ix.Close()
+	export.GrowMemoryLimit(ix.Len()) // room for what grows with the rows written
 	cfg, err := f.reward.config(ix)
 	if err != nil {
 		return err
