@@ -91,28 +91,40 @@ func TestLimitWatchWaitsForSustainedPressure(t *testing.T) {
 
 // GrowMemoryLimit raises the limit LimitMemory set by GrowthPerRecord a
 // record, up to MemoryCeiling, never lowering it; it leaves a limit it did
-// not set, and does nothing once the limit is restored.
+// not set, and does nothing once the limit is restored. (The watch is made
+// by hand: what LimitMemory starts from depends on what the test binary
+// holds at the time.)
 func TestGrowMemoryLimit(t *testing.T) {
 	prev := debug.SetMemoryLimit(math.MaxInt64)
 	defer debug.SetMemoryLimit(prev)
-
-	restore := LimitMemory(64 << 20)
-	start := debug.SetMemoryLimit(-1)
-	require.Less(t, start, int64(MemoryCeiling), "a small budget starts under the ceiling")
+	const mib = 1 << 20
+	w := &limitWatch{limit: 100 * mib}
+	debug.SetMemoryLimit(w.limit)
+	activeWatch.Store(w)
 	GrowMemoryLimit(1000)
-	require.Equal(t, start+1000*GrowthPerRecord, debug.SetMemoryLimit(-1))
+	require.Equal(t, int64(100*mib+1000*GrowthPerRecord), debug.SetMemoryLimit(-1))
 	GrowMemoryLimit(1 << 30)
 	require.Equal(t, int64(MemoryCeiling), debug.SetMemoryLimit(-1), "at most the ceiling")
 	GrowMemoryLimit(0)
 	require.Equal(t, int64(MemoryCeiling), debug.SetMemoryLimit(-1), "never lower")
-	restore()
-	require.Equal(t, int64(math.MaxInt64), debug.SetMemoryLimit(-1))
+	w.limit = 300 * mib // what was in use plus the floor, past the ceiling
+	debug.SetMemoryLimit(w.limit)
+	GrowMemoryLimit(1000)
+	require.Equal(t, int64(300*mib), debug.SetMemoryLimit(-1), "a limit past the ceiling is kept")
+	w.stopped, w.limit = true, 100*mib
+	debug.SetMemoryLimit(w.limit)
+	GrowMemoryLimit(1000)
+	require.Equal(t, int64(100*mib), debug.SetMemoryLimit(-1), "a stopped watch is left")
+	activeWatch.Store(nil)
+
+	debug.SetMemoryLimit(math.MaxInt64)
+	LimitMemory(64 << 20)()
 	GrowMemoryLimit(1000)
 	require.Equal(t, int64(math.MaxInt64), debug.SetMemoryLimit(-1), "no limit after restore")
 
-	debug.SetMemoryLimit(100 << 20) // GOMEMLIMIT: LimitMemory leaves it, and so does GrowMemoryLimit
-	restore = LimitMemory(64 << 20)
+	debug.SetMemoryLimit(100 * mib) // GOMEMLIMIT: LimitMemory leaves it, and so does GrowMemoryLimit
+	restore := LimitMemory(64 << 20)
 	GrowMemoryLimit(1 << 20)
-	require.Equal(t, int64(100<<20), debug.SetMemoryLimit(-1))
+	require.Equal(t, int64(100*mib), debug.SetMemoryLimit(-1))
 	restore()
 }
