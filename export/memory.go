@@ -45,8 +45,8 @@ const ExportMemoryBudget = DefaultMemoryBudget - 16<<20
 // MemoryFloor take over.
 const MemoryCeiling = 184 << 20
 
-// GrowthPerRecord is what an export adds to its budget per record it
-// writes (ExportRuns): the footer entries of the files being written grow
+// GrowthPerRecord is what GrowMemoryLimit adds to the limit per record a
+// command writes (export, rewards, pairs): the footer entries of the files being written grow
 // with the rows (about 30 bytes a trajectory row, up to the shards' row-group
 // bound), and the collector needs room above a working set that grows with
 // them. Without it a million-trajectory export held its working set (120–130
@@ -96,10 +96,11 @@ func LimitMemory(budget int64) (restore func()) {
 var activeWatch atomic.Pointer[limitWatch]
 
 // GrowMemoryLimit raises the soft limit LimitMemory set by GrowthPerRecord
-// for each of records, at most to MemoryCeiling (never lowering it), for a
-// command that set its limit before building its record index (so that
-// the building is under it) and learns the run's size after: rewards and
-// pairs. Without a limit set by LimitMemory (GOMEMLIMIT) it does nothing.
+// for each of records, at most to MemoryCeiling (never lowering it), once
+// a command knows the run's size: export after its index, rewards and
+// pairs, which set their limit before building the index so that the
+// building is under it, after theirs. Without a limit set by LimitMemory
+// (GOMEMLIMIT) it does nothing.
 func GrowMemoryLimit(records int) {
 	w := activeWatch.Load()
 	if w == nil {

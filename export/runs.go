@@ -86,7 +86,8 @@ func ExportRuns(cfg RunsConfig) (RunsResult, error) {
 	}
 	defer idx.Close()
 	if cfg.MemoryBudget > 0 {
-		defer LimitMemory(cfg.MemoryBudget + GrowthPerRecord*int64(idx.Len()))()
+		defer LimitMemory(cfg.MemoryBudget)()
+		GrowMemoryLimit(idx.Len())
 	}
 	res.Duplicates = idx.Duplicates
 	runs := manifestRuns(idx, cfg.Out)

@@ -12,12 +12,14 @@ import (
 // of 1024), any case ("268435456", "256MiB", "300mb").
 type byteSize int64
 
+// byteUnits are the units Set reads, in any case: the binary ones first,
+// largest first (String writes those), and B last (it ends every other).
 var byteUnits = []struct {
 	name string
 	n    int64
 }{
-	{"kib", 1 << 10}, {"mib", 1 << 20}, {"gib", 1 << 30},
-	{"kb", 1e3}, {"mb", 1e6}, {"gb", 1e9}, {"b", 1},
+	{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10},
+	{"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}, {"B", 1},
 }
 
 func (b *byteSize) Set(s string) error {
@@ -31,10 +33,7 @@ func (b *byteSize) Set(s string) error {
 
 func (b *byteSize) String() string {
 	v := int64(*b)
-	for _, u := range []struct {
-		name string
-		n    int64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+	for _, u := range byteUnits[:3] {
 		if v != 0 && v%u.n == 0 {
 			return strconv.FormatInt(v/u.n, 10) + u.name
 		}
@@ -48,8 +47,8 @@ func parseByteSize(s string) (int64, error) {
 	t := strings.ToLower(strings.TrimSpace(s))
 	mult := int64(1)
 	for _, u := range byteUnits {
-		if strings.HasSuffix(t, u.name) {
-			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.name)), u.n
+		if name := strings.ToLower(u.name); strings.HasSuffix(t, name) {
+			t, mult = strings.TrimSpace(strings.TrimSuffix(t, name)), u.n
 			break
 		}
 	}

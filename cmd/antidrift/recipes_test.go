@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
-	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -42,13 +40,7 @@ func tableRuns(t *testing.T) (string, []string) {
 		for _, p := range []string{"base", "dpo-1"} {
 			run := filepath.Join(r.root, "runs", p)
 			args := []string{"rollout", "--policy", "sim:" + p, "--rollouts", "3", "--out", run}
-			var out bytes.Buffer
-			root := newRootCmd()
-			root.SetArgs(args)
-			root.SetOut(&out)
-			root.SetErr(&out)
-			if err := root.Execute(); err != nil {
-				r.err = fmt.Errorf("antidrift %s: %w\n%s", strings.Join(args, " "), err, out.String())
+			if _, r.err = execRoot(args...); r.err != nil {
 				return
 			}
 			r.runs = append(r.runs, run)

@@ -55,13 +55,24 @@ func (c *captureTools) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func runCmd(t *testing.T, args ...string) string {
 	t.Helper()
+	out, err := execRoot(args...)
+	require.NoError(t, err)
+	return out
+}
+
+// execRoot runs the command line in-process and returns what it wrote; its
+// error names the command line and holds that output. For shared setups
+// that run once per test binary, outside any one test.
+func execRoot(args ...string) (string, error) {
 	var out bytes.Buffer
 	root := newRootCmd()
 	root.SetArgs(args)
 	root.SetOut(&out)
 	root.SetErr(&out)
-	require.NoError(t, root.Execute(), "antidrift %s\n%s", strings.Join(args, " "), out.String())
-	return out.String()
+	if err := root.Execute(); err != nil {
+		return out.String(), fmt.Errorf("antidrift %s: %w\n%s", strings.Join(args, " "), err, out.String())
+	}
+	return out.String(), nil
 }
 
 func jsonlRows(t *testing.T, path string) []map[string]json.RawMessage {
@@ -404,15 +415,8 @@ func frameworkTables(t *testing.T) (string, []string, *captureTools) {
 			return
 		}
 		runArgs := func(args ...string) error {
-			var out bytes.Buffer
-			root := newRootCmd()
-			root.SetArgs(args)
-			root.SetOut(&out)
-			root.SetErr(&out)
-			if err := root.Execute(); err != nil {
-				return fmt.Errorf("antidrift %s: %w\n%s", strings.Join(args, " "), err, out.String())
-			}
-			return nil
+			_, err := execRoot(args...)
+			return err
 		}
 		var runs []string
 		for _, fw := range []string{"normal", "react", "plan-exec", "gated"} {

@@ -234,7 +234,7 @@ func (r *Records) EachShuffled(seed int64, fn func(rec *trajectory.Record) error
 	}
 	order := make([]pos, r.ix.Len())
 	for i := range order {
-		order[i] = pos{sha256.Sum256([]byte(fmt.Sprintf("%d\x00%s", seed, r.ix.Key(i).TrajID))), i}
+		order[i] = pos{sha256.Sum256([]byte(fmt.Sprintf("%d\x00%s", seed, r.ix.TrajID(i)))), i}
 	}
 	sort.Slice(order, func(a, b int) bool { return bytes.Compare(order[a].key[:], order[b].key[:]) < 0 })
 	at := make([]int, len(order))
@@ -274,7 +274,7 @@ func (r *Records) EachBalanced(seed int64, class func(rec *trajectory.Record) bo
 		if c {
 			k = 1
 		}
-		byClass[k] = append(byClass[k], pos{key: sha256.Sum256([]byte(fmt.Sprintf("%d\x00%s", seed, r.ix.Key(i).TrajID))), i: i})
+		byClass[k] = append(byClass[k], pos{key: sha256.Sum256([]byte(fmt.Sprintf("%d\x00%s", seed, r.ix.TrajID(i)))), i: i})
 	}
 	var order []pos
 	for _, ps := range byClass {

@@ -60,12 +60,10 @@ type Index struct {
 	files   []string
 	fileDir []int
 	handles []*os.File
-	entries []entry // until Compact
-	slots   []slot  // after Compact
-	idents  []ident
-	strs    []string
-	intern  map[string]int32 // only while opening
-	identOf map[ident]int32  // only while opening
+	entries []entry         // until Compact
+	slots   []slot          // after Compact
+	idents  interner[ident] // their maps only while opening
+	strs    interner[string]
 }
 
 // slot is where a record's line is, and its traj_id: what reading the
@@ -159,7 +157,7 @@ type Group struct{ From, To int }
 // Only the identity fields, which records list first, are read while
 // indexing; the rest of a line is checked when the record is loaded.
 func OpenIndex(dirs ...string) (*Index, error) {
-	ix := &Index{Dirs: dirs, intern: map[string]int32{}, identOf: map[ident]int32{}}
+	ix := &Index{Dirs: dirs}
 	for di, d := range dirs {
 		m, err := ReadManifest(d)
 		if err != nil {
@@ -184,7 +182,7 @@ func OpenIndex(dirs ...string) (*Index, error) {
 		}
 		ix.Scanned = append(ix.Scanned, n)
 	}
-	ix.intern, ix.identOf = nil, nil
+	ix.strs.ids, ix.idents.ids = nil, nil
 	ix.handles = make([]*os.File, len(ix.files))
 	if err := ix.dedup(); err != nil {
 		return nil, err
@@ -248,13 +246,13 @@ func (ix *Index) scan(path string, dir int) (int, error) {
 	n, lines := 0, 0
 	for pi := range parts {
 		p := &parts[pi]
-		remap := make([]int32, len(p.strs))
-		for i, s := range p.strs {
-			remap[i] = ix.str(s)
+		remap := make([]int32, len(p.strs.vals))
+		for i, s := range p.strs.vals {
+			remap[i] = ix.strs.id(s)
 		}
-		identRemap := make([]int32, len(p.idents))
-		for i, d := range p.idents {
-			identRemap[i] = ix.ident(ident{run: remap[d.run], checkpoint: remap[d.checkpoint],
+		identRemap := make([]int32, len(p.idents.vals))
+		for i, d := range p.idents.vals {
+			identRemap[i] = ix.idents.id(ident{run: remap[d.run], checkpoint: remap[d.checkpoint],
 				framework: remap[d.framework], scenario: remap[d.scenario]})
 		}
 		for bi, block := range p.entries {
@@ -323,8 +321,8 @@ func lineBounds(f io.ReaderAt, size int64, n int) ([]int64, error) {
 // error from the file's path and the line's number in the file).
 type scanned struct {
 	entries  entryBlocks
-	strs     []string
-	idents   []ident
+	strs     interner[string]
+	idents   interner[ident]
 	lines    int
 	fail     func(path string, line int) error
 	failLine int
@@ -334,26 +332,6 @@ type scanned struct {
 // file.
 func scanRange(r io.Reader, base int64) scanned {
 	var out scanned
-	intern := map[string]int32{}
-	str := func(s string) int32 {
-		if v, ok := intern[s]; ok {
-			return v
-		}
-		v := int32(len(out.strs))
-		intern[s] = v
-		out.strs = append(out.strs, s)
-		return v
-	}
-	identOf := map[ident]int32{}
-	identNo := func(d ident) int32 {
-		if v, ok := identOf[d]; ok {
-			return v
-		}
-		v := int32(len(out.idents))
-		identOf[d] = v
-		out.idents = append(out.idents, d)
-		return v
-	}
 	failAt := func(line int, f func(path string, line int) error) scanned {
 		out.fail, out.failLine = f, line
 		return out
@@ -420,9 +398,10 @@ func scanRange(r io.Reader, base int64) scanned {
 		// it fits and adds the file's number); the strings and the tuple
 		// index the range's own tables until then.
 		e := entry{slot: slot{loc: uint64(start), line: int32(line), n: int32(len(b))}, seed: k.Seed, rollout: int32(k.Rollout),
-			ident: identNo(ident{run: str(k.Run), checkpoint: str(k.Checkpoint), framework: str(k.Framework), scenario: str(k.ScenarioID)})}
+			ident: out.idents.id(ident{run: out.strs.id(k.Run), checkpoint: out.strs.id(k.Checkpoint),
+				framework: out.strs.id(k.Framework), scenario: out.strs.id(k.ScenarioID)})}
 		if !compactID(k.TrajID, &e.id) {
-			e.setIDStr(str(k.TrajID))
+			e.setIDStr(out.strs.id(k.TrajID))
 		}
 		out.entries.add(e)
 	}
@@ -460,23 +439,22 @@ func (b entryBlocks) len() int {
 	return (len(b)-1)*entryBlock + len(b[len(b)-1])
 }
 
-func (ix *Index) ident(d ident) int32 {
-	if v, ok := ix.identOf[d]; ok {
-		return v
-	}
-	v := int32(len(ix.idents))
-	ix.identOf[d] = v
-	ix.idents = append(ix.idents, d)
-	return v
+// interner numbers distinct values in the order they are first given.
+type interner[K comparable] struct {
+	ids  map[K]int32
+	vals []K // vals[id] is the value numbered id
 }
 
-func (ix *Index) str(s string) int32 {
-	if v, ok := ix.intern[s]; ok {
+func (in *interner[K]) id(k K) int32 {
+	if v, ok := in.ids[k]; ok {
 		return v
 	}
-	v := int32(len(ix.strs))
-	ix.intern[s] = v
-	ix.strs = append(ix.strs, s)
+	if in.ids == nil {
+		in.ids = map[K]int32{}
+	}
+	v := int32(len(in.vals))
+	in.ids[k] = v
+	in.vals = append(in.vals, k)
 	return v
 }
 
@@ -712,14 +690,14 @@ func (ix *Index) compareID(a, b *slot) int {
 		if as == bs {
 			return 0
 		}
-		return cmp.Compare(ix.strs[as], ix.strs[bs])
+		return cmp.Compare(ix.strs.vals[as], ix.strs.vals[bs])
 	}
 	return cmp.Compare(ix.trajID(a), ix.trajID(b))
 }
 
 func (ix *Index) trajID(s *slot) string {
 	if v := s.idStr(); v >= 0 {
-		return ix.strs[v]
+		return ix.strs.vals[v]
 	}
 	return hex.EncodeToString(s.id[:])
 }
@@ -781,10 +759,14 @@ func (ix *Index) Key(i int) Key {
 			ScenarioID: f.ScenarioID, Rollout: f.Rollout, Seed: f.Seed}
 	}
 	e := &ix.entries[i]
-	d := ix.idents[e.ident]
-	return Key{TrajID: ix.trajID(&e.slot), Run: ix.strs[d.run], Checkpoint: ix.strs[d.checkpoint], Framework: ix.strs[d.framework],
-		ScenarioID: ix.strs[d.scenario], Rollout: int(e.rollout), Seed: e.seed}
+	d := ix.idents.vals[e.ident]
+	return Key{TrajID: ix.trajID(&e.slot), Run: ix.strs.vals[d.run], Checkpoint: ix.strs.vals[d.checkpoint], Framework: ix.strs.vals[d.framework],
+		ScenarioID: ix.strs.vals[d.scenario], Rollout: int(e.rollout), Seed: e.seed}
 }
+
+// TrajID is the traj_id of the record at position i, read from the index
+// (compacted or not) without reading the record.
+func (ix *Index) TrajID(i int) string { return ix.trajID(ix.slot(i)) }
 
 // Pos names the file and line of the record at position i.
 func (ix *Index) Pos(i int) (file string, line int) {
@@ -798,7 +780,7 @@ func (ix *Index) Find(trajID string) int {
 	compact := compactID(trajID, &id)
 	for i := range ix.Len() {
 		s := ix.slot(i)
-		if v := s.idStr(); compact && v < 0 && s.id == id || !compact && v >= 0 && ix.strs[v] == trajID {
+		if v := s.idStr(); compact && v < 0 && s.id == id || !compact && v >= 0 && ix.strs.vals[v] == trajID {
 			return i
 		}
 	}
@@ -816,17 +798,17 @@ func (ix *Index) Sort(fields ...Field) {
 		}
 	}
 	// rank[s] is the position of strs[s] among the sorted strings.
-	order := make([]int32, len(ix.strs))
+	order := make([]int32, len(ix.strs.vals))
 	for i := range order {
 		order[i] = int32(i)
 	}
-	slices.SortFunc(order, func(a, b int32) int { return cmp.Compare(ix.strs[a], ix.strs[b]) })
+	slices.SortFunc(order, func(a, b int32) int { return cmp.Compare(ix.strs.vals[a], ix.strs.vals[b]) })
 	rank := make([]int32, len(order))
 	for r, s := range order {
 		rank[s] = int32(r)
 	}
 	slices.SortFunc(ix.entries, func(a, b entry) int {
-		da, db := &ix.idents[a.ident], &ix.idents[b.ident]
+		da, db := &ix.idents.vals[a.ident], &ix.idents.vals[b.ident]
 		for _, f := range fields {
 			var c int
 			switch f {
@@ -859,7 +841,7 @@ func (ix *Index) Sort(fields ...Field) {
 func (ix *Index) Groups(f Field) []Group {
 	ix.compacted("Groups")
 	same := func(a, b *entry) bool {
-		da, db := &ix.idents[a.ident], &ix.idents[b.ident]
+		da, db := &ix.idents.vals[a.ident], &ix.idents.vals[b.ident]
 		switch f {
 		case ByTrajID:
 			return ix.compareID(&a.slot, &b.slot) == 0

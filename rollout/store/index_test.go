@@ -325,6 +325,7 @@ func TestIndexSortAndGroups(t *testing.T) {
 		f, l := ix.Pos(i)
 		assert.Equal(t, wantPos[i], fmt.Sprintf("%s:%d", f, l))
 		assert.Equal(t, i, ix.Find(wantKeys[i].TrajID))
+		assert.Equal(t, wantKeys[i].TrajID, ix.TrajID(i))
 	}
 	assert.Equal(t, wantBytes, ix.Bytes(gs[1]))
 	require.NoError(t, ix.Each(func(i int, r *trajectory.Record) error {
