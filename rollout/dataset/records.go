@@ -9,7 +9,8 @@ import (
 
 // DecodePrompt decodes a record line with the text of its prompt (as
 // SplitPrompt cuts it) and its tools, and only the shape of the rest:
-// roles, tool calls with their parsed arguments, steps and labels
+// roles, whether each tool call's arguments parsed as an object, steps'
+// turns and visible tools, labels and the judge's score
 // (store.DecodeRecordPrompt). It accepts and refuses what
 // store.DecodeRecord does. For readers of the first request and the
 // labels, such as the rewards table's first pass.

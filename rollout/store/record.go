@@ -85,7 +85,9 @@ type sizedStep struct {
 }
 
 // smallSlice decodes a JSON array (or null) as []T does, into a slice
-// that starts with room for two.
+// that starts with room for two. A slice already decoded (its member given
+// twice) is decoded into, as encoding/json does: the second array's
+// elements are merged into the first's.
 type smallSlice[T any] []T
 
 func (s *smallSlice[T]) UnmarshalJSON(b []byte) error {
@@ -93,7 +95,10 @@ func (s *smallSlice[T]) UnmarshalJSON(b []byte) error {
 		*s = nil
 		return nil
 	}
-	v := make([]T, 0, 2)
+	v := []T(*s)
+	if v == nil {
+		v = make([]T, 0, 2)
+	}
 	if err := segjson.Unmarshal(b, &v); err != nil {
 		return err
 	}

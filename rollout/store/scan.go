@@ -2,6 +2,8 @@ package store
 
 import (
 	"bytes"
+	"encoding/json"
+	"slices"
 	"strings"
 	"sync"
 
@@ -53,7 +55,7 @@ func DecodeRecordScan(b []byte, r *trajectory.Record) error {
 	var sr scanRecord
 	err := errSlowPath
 	if !needsStd(b) {
-		err = decodeScanFast(b, &sr)
+		err = decodeScanFast(b, &sr, nil)
 	}
 	if err != nil {
 		sr = scanRecord{}
@@ -94,8 +96,10 @@ func decodeForScore(b []byte, r *trajectory.Record) error {
 // (and checks) into sr. Any error, or a layout it leaves to the reference
 // (a key that differs from one of those four only in case, or is not
 // ASCII), sends the line to decodeScan.
-func decodeScanFast(b []byte, sr *scanRecord) error {
-	w := &walker{b: b}
+//
+// With keep set, the walk also tells keep what DecodeRecordPrompt keeps.
+func decodeScanFast(b []byte, sr *scanRecord, keep *promptKeep) error {
+	w := &walker{b: b, keep: keep}
 	if w.peek() != '{' {
 		return errScanKind
 	}
@@ -105,6 +109,7 @@ func decodeScanFast(b []byte, sr *scanRecord) error {
 	buf := append((*bp)[:0], '{')
 	var msgs scanMessages
 	var steps scanSteps
+	var seen walkedKeys
 	if w.peek() == '}' {
 		w.i++
 	} else {
@@ -125,12 +130,24 @@ func decodeScanFast(b []byte, sr *scanRecord) error {
 			w.peek()
 			var err error
 			switch string(key) {
+			case "messages", "steps", "tools", "tool_order":
+				// Given twice, decoding merges the second array into the
+				// first's elements: the reference's to do.
+				if !seen.add(string(key)) {
+					return errScanLayout
+				}
+			}
+			switch string(key) {
 			case "messages":
 				err = msgs.walk(w)
 			case "steps":
 				err = steps.walk(w)
 			case "tools":
+				vs := w.i
 				err = walkedTools.walk(w, scanAnyArray{}.walk)
+				if keep != nil {
+					keep.tools = b[vs:w.i]
+				}
 			case "tool_order":
 				err = scanStringArray{}.walk(w)
 			default:
@@ -171,13 +188,29 @@ func decodeScanFast(b []byte, sr *scanRecord) error {
 	return nil
 }
 
+// walkedMembers are the members decodeScanFast walks.
+var walkedMembers = []string{"messages", "steps", "tools", "tool_order"}
+
+// walkedKeys notes which of the walked members a line has given.
+type walkedKeys uint8
+
+// add notes key and reports whether it is new.
+func (k *walkedKeys) add(key string) bool {
+	bit := walkedKeys(1) << slices.Index(walkedMembers, key)
+	if *k&bit != 0 {
+		return false
+	}
+	*k |= bit
+	return true
+}
+
 // smallObjects recycles decodeScanFast's small objects.
 var smallObjects = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
 
 // foldsToWalked: a key decoding would take for one of the members
 // decodeScanFast walks (it matches names without regard to case).
 func foldsToWalked(key []byte) bool {
-	for _, k := range []string{"messages", "steps", "tools", "tool_order"} {
+	for _, k := range walkedMembers {
 		if strings.EqualFold(string(key), k) {
 			return true
 		}
@@ -190,7 +223,37 @@ func decodeScan(b []byte, sr *scanRecord) error {
 	if len(b) == 0 || b[0] != '{' {
 		return errNotObject
 	}
+	if walkedTwice(b) {
+		return errScanLayout
+	}
 	return recordJSON.Unmarshal(b, sr)
+}
+
+// walkedTwice reports whether a line gives a member the scanning walks
+// read twice, as decoding matches keys (in any case, escaped or not): the
+// walks would keep only the second, where decoding merges it into the
+// first.
+func walkedTwice(b []byte) bool {
+	w := &walker{b: b}
+	var seen walkedKeys
+	twice := false
+	_ = w.object(func(key []byte) error { // a line that is not JSON fails its decoding anyway
+		k := string(key)
+		if bytes.IndexByte(key, '\\') >= 0 {
+			var s string
+			if json.Unmarshal(append(append([]byte{'"'}, key...), '"'), &s) == nil {
+				k = s
+			}
+		}
+		for _, name := range walkedMembers {
+			if strings.EqualFold(k, name) && !seen.add(name) {
+				twice = true
+			}
+		}
+		w.skipLoose()
+		return nil
+	})
+	return twice
 }
 
 // scanShape is a scanned record's messages and steps as CheckRecord reads

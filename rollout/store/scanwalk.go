@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"slices"
 	"sync"
@@ -27,6 +28,9 @@ var (
 type walker struct {
 	b []byte
 	i int
+	// keep, when set, is told what DecodeRecordPrompt keeps beyond the
+	// scan's shapes.
+	keep *promptKeep
 }
 
 func (w *walker) ws() {
@@ -394,6 +398,19 @@ func (w *walker) array(elem func() error) (isNull bool, err error) {
 	}
 }
 
+// once guards an object member that holds objects: given twice, decoding
+// merges the second value into the first's (a member the second leaves
+// out keeps the first's value), which the walks leave to the reference.
+type once bool
+
+func (o *once) first() error {
+	if *o {
+		return errScanLayout
+	}
+	*o = true
+	return nil
+}
+
 // walkedCache remembers values a walk accepted, by their bytes: a run
 // repeats a few tools arrays and visible-tool lists thousands of times
 // (every record of a scenario carries the same), so each is walked once.
@@ -482,8 +499,14 @@ func whole(b []byte, walk func(w *walker) error) error {
 
 func (m *scanMessages) walk(w *walker) error {
 	var out []scanMsg
+	if w.keep != nil { // a second messages member replaces the first
+		w.keep.msgs, w.keep.parsed = w.keep.msgs[:0], w.keep.parsed[:0]
+	}
 	_, err := w.array(func() error {
 		var msg scanMsg
+		start := w.i
+		var parsed []json.RawMessage // each call's parsed arguments, by kind (w.keep)
+		var calls once
 		err := w.object(func(key []byte) error {
 			switch string(key) {
 			case "role":
@@ -491,20 +514,35 @@ func (m *scanMessages) walk(w *walker) error {
 			case "content", "reasoning", "tool_call_id", "name":
 				return w.stringOrNull()
 			case "tool_calls":
+				if err := calls.first(); err != nil {
+					return err
+				}
 				n := 0
 				_, err := w.array(func() error {
 					n++
+					if w.keep != nil {
+						parsed = append(parsed, nil)
+					}
+					var function once
 					return w.object(func(key []byte) error {
 						switch string(key) {
 						case "id", "type", "recovered", "server_id":
 							return w.stringOrNull()
 						case "function":
+							if err := function.first(); err != nil {
+								return err
+							}
 							return w.object(func(key []byte) error {
 								switch string(key) {
 								case "name", "arguments", "arguments_error", "arguments_repair":
 									return w.stringOrNull()
 								case "parsed_arguments":
-									return w.value()
+									vs := w.i
+									err := w.value()
+									if err == nil && w.keep != nil {
+										parsed[len(parsed)-1] = argumentsKind(w.b[vs:w.i])
+									}
+									return err
 								}
 								return errScanLayout
 							})
@@ -518,6 +556,10 @@ func (m *scanMessages) walk(w *walker) error {
 			return errScanLayout
 		})
 		out = append(out, msg)
+		if err == nil && w.keep != nil {
+			w.keep.msgs = append(w.keep.msgs, w.b[start:w.i])
+			w.keep.parsed = append(w.keep.parsed, slices.Clone(parsed))
+		}
 		return err
 	})
 	if err != nil {
@@ -576,15 +618,30 @@ func (s *scanSteps) UnmarshalJSON(b []byte) error { return whole(b, s.walk) }
 
 func (s *scanSteps) walk(w *walker) error {
 	var out []scanStp
+	if w.keep != nil { // a second steps member replaces the first
+		w.keep.visible = w.keep.visible[:0]
+	}
 	_, err := w.array(func() error {
 		var st scanStp
+		var visible sharedList
+		var calls once
 		err := w.object(func(key []byte) error {
 			switch string(key) {
 			case "turn":
 				return w.intOrNull(&st.turn)
 			case "visible_tools":
-				return walkedNames.walk(w, scanStringArray{}.walk)
+				vs := w.i
+				if err := walkedNames.walk(w, scanStringArray{}.walk); err != nil {
+					return err
+				}
+				if w.keep != nil {
+					return visible.UnmarshalJSON(w.b[vs:w.i])
+				}
+				return nil
 			case "calls":
+				if err := calls.first(); err != nil {
+					return err
+				}
 				n, unparsed := 0, true
 				_, err := w.array(func() error {
 					n++
@@ -625,6 +682,9 @@ func (s *scanSteps) walk(w *walker) error {
 			return errScanLayout
 		})
 		out = append(out, st)
+		if err == nil && w.keep != nil {
+			w.keep.visible = append(w.keep.visible, visible)
+		}
 		return err
 	})
 	if err != nil {
