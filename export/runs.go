@@ -68,7 +68,9 @@ type RunsResult struct {
 // (same traj_id) are dropped. Records are decoded and their rows built on
 // every core and written in that order (dataset.MapOrdered), so the files
 // are the same for any number of cores. Memory is the index (store.Index,
-// compacted once sorted: 24 bytes per record) plus a bounded working set:
+// compacted once sorted: 24 bytes per record, or a 1.25 MiB cache of it
+// past 512 Ki records, when it is kept in a temporary file) plus a bounded
+// working set:
 // one row group per Parquet file being written and the footer entries of
 // those files (bounded by Options.ShardRowGroups), the records and rows in
 // flight (a few hundred), one zstd encoder (see DefaultMemoryBudget).

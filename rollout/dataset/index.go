@@ -14,8 +14,10 @@ import (
 // traj_id, read one scenario at a time, so that what is built from it never
 // depends on the order in which a run's concurrent episodes happened to be
 // written. Memory is the store index (40 bytes per trajectory while it
-// is opened and sorted, 24 after) plus what the reader holds of a
-// scenario: Load holds all its records, Each and EachAt a window of them.
+// is opened and sorted, 24 after; past 512 Ki trajectories it is kept in
+// a temporary file, and its memory stops growing: store.Index) plus what
+// the reader holds of a scenario: Load holds all its records, Each and
+// EachAt a window of them.
 type Index struct {
 	// Dirs are the run folders, as given.
 	Dirs []string
@@ -40,7 +42,9 @@ func OpenIndex(dirs ...string) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
-	six.Sort(store.ByScenario)
+	if err := six.Sort(store.ByScenario); err != nil {
+		return nil, err
+	}
 	ix := &Index{Dirs: six.Dirs, Manifests: six.Manifests, Records: six.Records, Duplicates: six.Duplicates,
 		ix: six, groups: map[string]store.Group{}}
 	for _, g := range six.Groups(store.ByScenario) {
@@ -184,7 +188,8 @@ func (ix *Index) rank(name string) int {
 // table written from them never depends on the order in which episodes
 // finished. Copies of an episode (same traj_id) are dropped, the first in
 // the order of dirs kept. Memory is the store index (40 bytes per record
-// while it is opened and sorted, 24 after).
+// while it is opened and sorted, 24 after, up to 512 Ki records; a larger
+// index is kept in a temporary file).
 type Records struct {
 	// Dirs are the run folders, as given.
 	Dirs []string
@@ -205,7 +210,9 @@ func OpenRecords(dirs ...string) (*Records, error) {
 	if err != nil {
 		return nil, err
 	}
-	six.Sort(store.ByCheckpoint, store.ByFramework, store.ByScenario, store.ByRollout, store.BySeed, store.ByRun)
+	if err := six.Sort(store.ByCheckpoint, store.ByFramework, store.ByScenario, store.ByRollout, store.BySeed, store.ByRun); err != nil {
+		return nil, err
+	}
 	six.Compact() // ordered: only positions are read from here on
 	return &Records{Dirs: six.Dirs, Manifests: six.Manifests, Scanned: six.Scanned, Duplicates: six.Duplicates, ix: six}, nil
 }

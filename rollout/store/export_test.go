@@ -18,3 +18,22 @@ func SetScanChunk(n int64) func() {
 	scanChunk = n
 	return func() { scanChunk = saved }
 }
+
+// SetSpillEntries sets how many entries an index holds before it spills
+// them to a file, and returns the function that restores it.
+func SetSpillEntries(n int) func() {
+	saved := spillEntries
+	spillEntries = n
+	return func() { spillEntries = saved }
+}
+
+// SetScanWave sets the most a scanning goroutine takes of a file at once,
+// and returns the function that restores it.
+func SetScanWave(n int64) func() {
+	saved := scanWave
+	scanWave = n
+	return func() { scanWave = saved }
+}
+
+// Spilled reports whether an index keeps its entries in a file.
+func (ix *Index) Spilled() bool { return ix.disk != nil }

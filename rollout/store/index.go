@@ -30,16 +30,21 @@ import (
 // offset, length); the records themselves are read again, by position, when
 // asked for.
 //
-// Memory: 40 bytes per record, 24 after Compact. The run, checkpoint,
+// Memory: 40 bytes per record, 24 after Compact, up to spillEntries
+// records (512 Ki); an index of more keeps its entries in a temporary
+// file, sorted outside memory, and holds at most spillEntries of them
+// while opening and sorting and a 1.25 MiB cache of them afterwards,
+// whatever the number of records (index_spill.go). The run, checkpoint,
 // framework and scenario of a record are kept as one interned tuple (one
 // copy of each distinct string and tuple); a traj_id is kept as 8 bytes
 // when it has the form trajectory.TrajID gives it (16 lowercase hex digits)
-// and as an interned string otherwise. Opening needs 5 more bytes per
-// record while duplicates are dropped, and, while a large file is scanned
-// on every core, its ranges' entries once more before they join the index.
-// Compact drops what only Sort and Groups read (rollout, seed, the tuple):
-// a reader that has ordered the index and taken its groups keeps 24 bytes
-// a record while it writes.
+// and as an interned string otherwise (in memory, spilled or not).
+// Opening needs 5 more bytes per record while duplicates are dropped
+// (unless spilled), and, while a large file is scanned on every core, the
+// entries of one wave of its ranges (a range per core, at most 256 MiB of
+// JSONL each) before they join the index. Compact drops what only Sort and
+// Groups read (rollout, seed, the tuple): a reader that has ordered the
+// index and taken its groups keeps 24 bytes a record while it writes.
 //
 // An Index is not safe for concurrent use.
 type Index struct {
@@ -60,8 +65,11 @@ type Index struct {
 	files   []string
 	fileDir []int
 	handles []*os.File
-	entries []entry         // until Compact
+	entries []entry         // until Compact; while opening, those not yet spilled
 	slots   []slot          // after Compact
+	runs    *entryRuns      // while opening, the entries spilled (index_spill.go)
+	disk    *entryFile      // a spilled index's entries, in place of entries and slots
+	compact bool            // Compact was called
 	idents  interner[ident] // their maps only while opening
 	strs    interner[string]
 }
@@ -198,6 +206,12 @@ const incomplete = "incomplete last line (a run still writing, or killed: rerun 
 // smaller files are scanned by one.
 var scanChunk int64 = 8 << 20
 
+// scanWave is the most a scanning goroutine takes of a file at once (a
+// variable for tests): a larger file is scanned in waves of one range per
+// core, each joined to the index before the next (256 MiB of JSONL, some
+// 22,000 records of the benchmark's, a range).
+var scanWave int64 = 256 << 20
+
 // scan indexes one trajectory file and returns the number of records read.
 // A large file is cut at line starts into one range per core, scanned in
 // parallel; the ranges' entries are joined in file order, with the same
@@ -218,32 +232,52 @@ func (ix *Index) scan(path string, dir int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	bounds, err := lineBounds(f, st.Size(), int(min(int64(runtime.GOMAXPROCS(0)), st.Size()/scanChunk)))
+	workers := int64(runtime.GOMAXPROCS(0))
+	bounds, err := lineBounds(f, st.Size(), int(max(min(workers, st.Size()/scanChunk), st.Size()/scanWave)))
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", path, err)
 	}
-	parts := make([]scanned, len(bounds)-1)
-	var wg sync.WaitGroup
-	for i := range parts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			// The last range runs to the end of the file as it is read:
-			// a file still growing is read as far as one reader would.
-			size := bounds[i+1] - bounds[i]
-			if i == len(parts)-1 {
-				size = math.MaxInt64 - bounds[i]
-			}
-			parts[i] = scanRange(io.NewSectionReader(f, bounds[i], size), bounds[i])
-		}()
+	ranges := len(bounds) - 1
+	n, lines := 0, 0
+	// A wave of ranges, one per core, is scanned and joined at a time:
+	// what is held besides the index is a wave's entries.
+	for from := 0; from < ranges; from += int(workers) {
+		parts := make([]scanned, min(int(workers), ranges-from))
+		var wg sync.WaitGroup
+		for k := range parts {
+			i := from + k
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				// The last range runs to the end of the file as it is read:
+				// a file still growing is read as far as one reader would.
+				size := bounds[i+1] - bounds[i]
+				if i == ranges-1 {
+					size = math.MaxInt64 - bounds[i]
+				}
+				parts[k] = scanRange(io.NewSectionReader(f, bounds[i], size), bounds[i])
+			}()
+		}
+		wg.Wait()
+		k, err := ix.join(parts, path, fileNo, &lines)
+		n += k
+		if err != nil {
+			return n, err
+		}
 	}
-	wg.Wait()
+	return n, nil
+}
+
+// join adds the entries of a file's scanned ranges, in order, to the
+// index; lines counts the file's lines before them, and is advanced.
+func (ix *Index) join(parts []scanned, path string, fileNo int32, lines *int) (int, error) {
 	total := 0
 	for _, p := range parts {
 		total += p.entries.len()
 	}
-	ix.entries = slices.Grow(ix.entries, total) // once, not by doubling
-	n, lines := 0, 0
+	// once, not by doubling (up to what spilling holds)
+	ix.entries = slices.Grow(ix.entries, min(total, max(0, spillEntries-len(ix.entries))))
+	n := 0
 	for pi := range parts {
 		p := &parts[pi]
 		remap := make([]int32, len(p.strs.vals))
@@ -257,7 +291,7 @@ func (ix *Index) scan(path string, dir int) (int, error) {
 		}
 		for bi, block := range p.entries {
 			for _, e := range block {
-				line := lines + int(e.line)
+				line := *lines + int(e.line)
 				if line > math.MaxInt32 {
 					return n, fmt.Errorf("%s:%d: line too long, or too many lines", path, line)
 				}
@@ -270,15 +304,17 @@ func (ix *Index) scan(path string, dir int) (int, error) {
 					e.setIDStr(remap[idStr])
 				}
 				e.ident = identRemap[e.ident]
-				ix.entries = append(ix.entries, e)
+				if err := ix.add(e); err != nil {
+					return n, err
+				}
 				n++
 			}
 			p.entries[bi] = nil // joined: the block's copy can go
 		}
 		if p.fail != nil {
-			return n, p.fail(path, lines+p.failLine)
+			return n, p.fail(path, *lines+p.failLine)
 		}
-		lines += p.lines
+		*lines += p.lines
 	}
 	return n, nil
 }
@@ -647,6 +683,9 @@ func readKeysJSON(b []byte) (keyFields, error) {
 // has, keeping the reading order, and counts the records kept per folder.
 // Two copies in one folder are refused (ErrDuplicate).
 func (ix *Index) dedup() error {
+	if ix.runs != nil {
+		return ix.dedupSpilled()
+	}
 	perm := make([]int32, len(ix.entries))
 	for i := range perm {
 		perm[i] = int32(i)
@@ -703,19 +742,33 @@ func (ix *Index) trajID(s *slot) string {
 }
 
 // slot is the slot of the record at position i.
-func (ix *Index) slot(i int) *slot {
-	if ix.entries != nil {
-		return &ix.entries[i].slot
+func (ix *Index) slot(i int) slot {
+	switch {
+	case ix.disk != nil:
+		return ix.disk.at(i).slot
+	case ix.compact:
+		return ix.slots[i]
 	}
-	return &ix.slots[i]
+	return ix.entries[i].slot
+}
+
+// entry is the entry at position i, before Compact.
+func (ix *Index) entry(i int) entry {
+	if ix.disk != nil {
+		return ix.disk.at(i)
+	}
+	return ix.entries[i]
 }
 
 // Len is the number of records indexed.
 func (ix *Index) Len() int {
-	if ix.entries != nil {
-		return len(ix.entries)
+	switch {
+	case ix.disk != nil:
+		return ix.disk.n
+	case ix.compact:
+		return len(ix.slots)
 	}
-	return len(ix.slots)
+	return len(ix.entries)
 }
 
 // Compact drops what only Sort and Groups read, keeping, per record, where
@@ -724,8 +777,12 @@ func (ix *Index) Len() int {
 // anything else. Sort and Groups may not be called after it; Key then reads
 // the record's line for its identity.
 func (ix *Index) Compact() {
-	if ix.entries == nil {
+	if ix.compact {
 		return
+	}
+	ix.compact = true
+	if ix.disk != nil {
+		return // read from the file as before
 	}
 	ix.slots = make([]slot, len(ix.entries))
 	for i := range ix.entries {
@@ -735,7 +792,7 @@ func (ix *Index) Compact() {
 }
 
 func (ix *Index) compacted(what string) {
-	if ix.entries == nil && ix.slots != nil {
+	if ix.compact {
 		panic("store: " + what + " on a compacted Index")
 	}
 }
@@ -744,9 +801,9 @@ func (ix *Index) compacted(what string) {
 // reads the record's identity fields from its line; if that fails, only
 // TrajID is set.
 func (ix *Index) Key(i int) Key {
-	if ix.entries == nil {
+	if ix.compact {
 		s := ix.slot(i)
-		k := Key{TrajID: ix.trajID(s)}
+		k := Key{TrajID: ix.trajID(&s)}
 		b, err := ix.read(i, nil)
 		if err != nil {
 			return k
@@ -758,7 +815,7 @@ func (ix *Index) Key(i int) Key {
 		return Key{TrajID: f.TrajID, Run: f.Run, Checkpoint: f.Checkpoint, Framework: f.Framework,
 			ScenarioID: f.ScenarioID, Rollout: f.Rollout, Seed: f.Seed}
 	}
-	e := &ix.entries[i]
+	e := ix.entry(i)
 	d := ix.idents.vals[e.ident]
 	return Key{TrajID: ix.trajID(&e.slot), Run: ix.strs.vals[d.run], Checkpoint: ix.strs.vals[d.checkpoint], Framework: ix.strs.vals[d.framework],
 		ScenarioID: ix.strs.vals[d.scenario], Rollout: int(e.rollout), Seed: e.seed}
@@ -766,7 +823,10 @@ func (ix *Index) Key(i int) Key {
 
 // TrajID is the traj_id of the record at position i, read from the index
 // (compacted or not) without reading the record.
-func (ix *Index) TrajID(i int) string { return ix.trajID(ix.slot(i)) }
+func (ix *Index) TrajID(i int) string {
+	s := ix.slot(i)
+	return ix.trajID(&s)
+}
 
 // Pos names the file and line of the record at position i.
 func (ix *Index) Pos(i int) (file string, line int) {
@@ -789,8 +849,9 @@ func (ix *Index) Find(trajID string) int {
 
 // Sort orders the index by the fields given, strings by value, then by
 // traj_id; traj_ids are unique, so the order is total and never depends on
-// the order records were written in.
-func (ix *Index) Sort(fields ...Field) {
+// the order records were written in. It fails only when a spilled index
+// cannot write or read its temporary files.
+func (ix *Index) Sort(fields ...Field) error {
 	ix.compacted("Sort")
 	for _, f := range fields {
 		if f < ByTrajID || f > BySeed {
@@ -807,7 +868,7 @@ func (ix *Index) Sort(fields ...Field) {
 	for r, s := range order {
 		rank[s] = int32(r)
 	}
-	slices.SortFunc(ix.entries, func(a, b entry) int {
+	cmpEntries := func(a, b *entry) int {
 		da, db := &ix.idents.vals[a.ident], &ix.idents.vals[b.ident]
 		for _, f := range fields {
 			var c int
@@ -832,7 +893,12 @@ func (ix *Index) Sort(fields ...Field) {
 			}
 		}
 		return ix.compareID(&a.slot, &b.slot)
-	})
+	}
+	if ix.disk != nil {
+		return ix.sortSpilled(cmpEntries)
+	}
+	slices.SortFunc(ix.entries, func(a, b entry) int { return cmpEntries(&a, &b) })
+	return nil
 }
 
 // Groups splits the index, in its current order, into runs of consecutive
@@ -861,10 +927,14 @@ func (ix *Index) Groups(f Field) []Group {
 		panic(fmt.Sprintf("store: Groups: unknown field %d", f))
 	}
 	var gs []Group
-	for i := 0; i < len(ix.entries); {
+	n := ix.Len()
+	for i := 0; i < n; {
+		first := ix.entry(i)
 		j := i + 1
-		for j < len(ix.entries) && same(&ix.entries[i], &ix.entries[j]) {
-			j++
+		for ; j < n; j++ {
+			if e := ix.entry(j); !same(&first, &e) {
+				break
+			}
 		}
 		gs = append(gs, Group{From: i, To: j})
 		i = j
@@ -946,7 +1016,7 @@ func (ix *Index) decodeWith(i int, b []byte, rec *trajectory.Record, decode func
 	if err := decode(b, rec); err != nil {
 		return fmt.Errorf("%s:%d: not a valid record: %w%s", name, e.line, err, repairHint(name))
 	}
-	if rec.TrajID != ix.trajID(e) {
+	if rec.TrajID != ix.trajID(&e) {
 		return fmt.Errorf("%s:%d: changed while being read (a run still writing?)", name, e.line)
 	}
 	return nil

@@ -213,7 +213,20 @@ func TestIndexDropsDuplicates(t *testing.T) {
 	})
 }
 
+// An index spilled to files sorts, groups, compacts and reads as one held
+// in memory.
 func TestIndexSortAndGroups(t *testing.T) {
+	for _, spill := range []int{0, 1, 4, 1000} {
+		t.Run(fmt.Sprintf("spill past %d", spill), func(t *testing.T) {
+			if spill > 0 {
+				defer store.SetSpillEntries(spill)()
+			}
+			testIndexSortAndGroups(t, spill > 0 && spill < 100)
+		})
+	}
+}
+
+func testIndexSortAndGroups(t *testing.T, spilled bool) {
 	var recs []*trajectory.Record
 	for _, run := range []string{"r2", "r1"} {
 		for _, ck := range []string{"ck-b", "ck-a"} {
@@ -240,10 +253,11 @@ func TestIndexSortAndGroups(t *testing.T) {
 	require.NoError(t, err)
 	defer ix.Close()
 	require.Equal(t, len(recs), ix.Len())
+	require.Equal(t, spilled, ix.Spilled())
 
 	check := func(fields []store.Field, less func(a, b store.Key) bool) {
 		t.Helper()
-		ix.Sort(fields...)
+		require.NoError(t, ix.Sort(fields...))
 		got := keys(ix)
 		want := append([]store.Key(nil), got...)
 		sort.Slice(want, func(i, j int) bool { return less(want[i], want[j]) })
@@ -479,6 +493,20 @@ func TestIndexScanInRanges(t *testing.T) {
 				withProcs(procs, func() { got = openIndexed(t, dir) })
 				restore()
 				require.Equal(t, want, got, "chunk %d, GOMAXPROCS %d", chunk, procs)
+			}
+		}
+		// in waves of ranges, and with the entries spilled to files
+		for _, wave := range []int64{1 << 10, 64 << 10} {
+			for _, spill := range []int{1, 7, 1000} {
+				restore := store.SetScanChunk(1 << 10)
+				restoreWave := store.SetScanWave(wave)
+				restoreSpill := store.SetSpillEntries(spill)
+				var got indexed
+				withProcs(2, func() { got = openIndexed(t, dir) })
+				restore()
+				restoreWave()
+				restoreSpill()
+				require.Equal(t, want, got, "waves of %d bytes, spilling past %d entries", wave, spill)
 			}
 		}
 		if dir == good {
