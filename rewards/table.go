@@ -110,7 +110,6 @@ func Table(ix *dataset.Index, cfg Config, opt TableOptions, emit func(*dataset.R
 			return nil, err
 		}
 		err = t.run()
-		close(t.read)
 		if err != nil {
 			return nil, err
 		}

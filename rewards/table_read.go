@@ -19,8 +19,9 @@ import (
 // scenarioAhead runs the first pass of the scenarios of an index in order,
 // one ahead of the one whose rows are being emitted: as when Table held
 // every scenario, memory holds two scenarios within holdBytes at most. A
-// larger scenario's second pass reads the index, so the next first pass
-// waits for it (the index's files are read by one goroutine at a time).
+// larger scenario's second pass reads the index while the next scenario's
+// first pass reads it too (store.Index reads concurrently): the first
+// pass decodes on every core while the second's rows are written on one.
 type scenarioAhead struct {
 	surveyed chan surveyed
 	done     chan struct{}
@@ -37,7 +38,6 @@ func surveyAhead(ix *dataset.Index, table func(sid string) *scenarioTable) *scen
 		defer close(a.surveyed)
 		for _, sid := range ix.Scenarios() {
 			t := table(sid)
-			t.read = make(chan struct{})
 			err := t.survey()
 			select {
 			case a.surveyed <- surveyed{t, err}:
@@ -46,13 +46,6 @@ func surveyAhead(ix *dataset.Index, table func(sid string) *scenarioTable) *scen
 			}
 			if err != nil {
 				return
-			}
-			if t.held == nil {
-				select {
-				case <-t.read:
-				case <-a.done:
-					return
-				}
 			}
 		}
 	}()

@@ -72,8 +72,6 @@ type scenarioTable struct {
 	// held are the rows of a scenario within holdBytes, by rank,
 	// rendered in the first pass; nil for a larger one.
 	held map[int][]*dataset.RewardRow
-	// read is closed when run no longer reads the index.
-	read chan struct{}
 }
 
 // run emits the rows of a scenario whose first pass is done.

@@ -46,7 +46,9 @@ import (
 // Groups read (rollout, seed, the tuple): a reader that has ordered the
 // index and taken its groups keeps 24 bytes a record while it writes.
 //
-// An Index is not safe for concurrent use.
+// An Index is not safe for concurrent use, but for reading records once
+// it is sorted and grouped: Load, LoadGroup, Each, EachAt and EachAtWith,
+// Bytes, TrajID, Pos and Find may run at once.
 type Index struct {
 	// Dirs are the run folders, as given.
 	Dirs []string
@@ -64,7 +66,8 @@ type Index struct {
 
 	files   []string
 	fileDir []int
-	handles []*os.File
+	handles   []*os.File
+	handlesMu sync.Mutex // handles are opened on first read
 	entries []entry         // until Compact; while opening, those not yet spilled
 	slots   []slot          // after Compact
 	runs    *entryRuns      // while opening, the entries spilled (index_spill.go)
@@ -983,13 +986,9 @@ func (ix *Index) load(i int, rec *trajectory.Record, buf *[]byte) error {
 func (ix *Index) read(i int, buf *[]byte) ([]byte, error) {
 	e := ix.slot(i)
 	name := ix.files[e.file()]
-	f := ix.handles[e.file()]
-	if f == nil {
-		var err error
-		if f, err = os.Open(name); err != nil {
-			return nil, err
-		}
-		ix.handles[e.file()] = f
+	f, err := ix.handle(e.file())
+	if err != nil {
+		return nil, err
 	}
 	var b []byte
 	if buf != nil {
@@ -1006,6 +1005,21 @@ func (ix *Index) read(i int, buf *[]byte) ([]byte, error) {
 		return nil, fmt.Errorf("%s:%d: %w", name, e.line, err)
 	}
 	return b, nil
+}
+
+// handle is the open file of trajectory file number n.
+func (ix *Index) handle(n int32) (*os.File, error) {
+	ix.handlesMu.Lock()
+	defer ix.handlesMu.Unlock()
+	if f := ix.handles[n]; f != nil {
+		return f, nil
+	}
+	f, err := os.Open(ix.files[n])
+	if err != nil {
+		return nil, err
+	}
+	ix.handles[n] = f
+	return f, nil
 }
 
 // decodeWith decodes the line b of the record at position i into rec with
@@ -1025,6 +1039,8 @@ func (ix *Index) decodeWith(i int, b []byte, rec *trajectory.Record, decode func
 // Close releases the files opened to load records. The index stays usable:
 // files are opened again when needed.
 func (ix *Index) Close() error {
+	ix.handlesMu.Lock()
+	defer ix.handlesMu.Unlock()
 	var first error
 	for i, f := range ix.handles {
 		if f == nil {

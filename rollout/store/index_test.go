@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -514,5 +515,54 @@ func TestIndexScanInRanges(t *testing.T) {
 		} else {
 			require.NotEmpty(t, want.err)
 		}
+	}
+}
+
+// Records are read from a sorted index on several goroutines at once, held
+// in memory or spilled, each reader seeing what it would alone.
+func TestIndexReadsConcurrently(t *testing.T) {
+	var text strings.Builder
+	for i := range 60 {
+		text.WriteString(ixLine(t, ixRec("", "a", "ck", "normal", fmt.Sprintf("s%d", i%3), i, int64(i))))
+	}
+	dir := ixRun(t, "a", map[string]string{"part-0-of-2.jsonl": text.String()})
+	for _, spill := range []int{0, 4} {
+		t.Run(fmt.Sprintf("spill past %d", spill), func(t *testing.T) {
+			if spill > 0 {
+				defer store.SetSpillEntries(spill)()
+			}
+			ix, err := store.OpenIndex(dir)
+			require.NoError(t, err)
+			defer ix.Close()
+			require.Equal(t, spill > 0, ix.Spilled())
+			require.NoError(t, ix.Sort(store.ByScenario))
+			ix.Compact()
+			want := make([]string, ix.Len())
+			for i := range want {
+				want[i] = ix.TrajID(i)
+			}
+			var wg sync.WaitGroup
+			errs := make([]error, 4)
+			for g := range errs {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					pos := make([]int, ix.Len())
+					for k := range pos {
+						pos[k] = (k*7 + g) % len(pos) // each reader its own order
+					}
+					errs[g] = ix.EachAt(pos, func(i int, r *trajectory.Record) error {
+						if r.TrajID != want[i] {
+							return fmt.Errorf("position %d: %s, want %s", i, r.TrajID, want[i])
+						}
+						return nil
+					})
+				}()
+			}
+			wg.Wait()
+			for _, err := range errs {
+				require.NoError(t, err)
+			}
+		})
 	}
 }
