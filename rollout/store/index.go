@@ -64,17 +64,17 @@ type Index struct {
 	// copy, in the order of Dirs and then of file names and lines, is kept.
 	Duplicates int
 
-	files   []string
-	fileDir []int
+	files     []string
+	fileDir   []int
 	handles   []*os.File
-	handlesMu sync.Mutex // handles are opened on first read
-	entries []entry         // until Compact; while opening, those not yet spilled
-	slots   []slot          // after Compact
-	runs    *entryRuns      // while opening, the entries spilled (index_spill.go)
-	disk    *entryFile      // a spilled index's entries, in place of entries and slots
-	compact bool            // Compact was called
-	idents  interner[ident] // their maps only while opening
-	strs    interner[string]
+	handlesMu sync.Mutex      // handles are opened on first read
+	entries   []entry         // until Compact; while opening, those not yet spilled
+	slots     []slot          // after Compact
+	runs      *entryRuns      // while opening, the entries spilled (index_spill.go)
+	disk      *entryFile      // a spilled index's entries, in place of entries and slots
+	compact   bool            // Compact was called
+	idents    interner[ident] // their maps only while opening
+	strs      interner[string]
 }
 
 // slot is where a record's line is, and its traj_id: what reading the
