@@ -112,4 +112,11 @@ func TestTableCommandLineRelative(t *testing.T) {
 	got := commandLineIn(out)
 	assert.Equal(t, "antidrift export ../../runs/base --table kto --out . --provisions=../../w.json --seed 3", got)
 	assert.NotContains(t, got, root)
+
+	// a folder named as the command (a checkout's rewards/) leaves the
+	// command's name as typed
+	t.Chdir(root)
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "rewards"), 0o755))
+	os.Args = []string{"antidrift", "rewards", "runs/base", "--out", out}
+	assert.Equal(t, "antidrift rewards ../../runs/base --out .", commandLineIn(out))
 }

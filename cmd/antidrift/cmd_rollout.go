@@ -276,7 +276,12 @@ func commandLineIn(dir string) string {
 		return commandLine()
 	}
 	args := make([]string, len(os.Args)-1)
+	words := commandWords(os.Args[1:])
 	for i, a := range os.Args[1:] {
+		if i < words { // the command's name, even where a folder has it
+			args[i] = a
+			continue
+		}
 		if k, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(k, "--") {
 			args[i] = k + "=" + relArg(dir, v)
 			continue
@@ -284,6 +289,26 @@ func commandLineIn(dir string) string {
 		args[i] = relArg(dir, a)
 	}
 	return "antidrift " + secret.Command(args)
+}
+
+// commandWords counts the leading arguments that name the command
+// (rewards; env serve).
+func commandWords(args []string) int {
+	c, n := newRootCmd(), 0
+	for _, a := range args {
+		var next *cobra.Command
+		for _, sub := range c.Commands() {
+			if sub.Name() == a || sub.HasAlias(a) {
+				next = sub
+				break
+			}
+		}
+		if next == nil {
+			break
+		}
+		c, n = next, n+1
+	}
+	return n
 }
 
 func relArg(dir, a string) string {
