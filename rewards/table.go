@@ -80,16 +80,16 @@ type CheckpointSummary struct {
 // and traj_id.
 //
 // Memory holds a window of records and rows, not a scenario's, whatever
-// its rollouts. Each record is read and rendered once, in a first pass
-// that also keeps a 48-byte brief per trajectory (its group, reward, row
-// count and flags: what the advantages and the Summary need). A scenario
-// whose records come to at most holdBytes of JSONL has its rows held, as
-// Table always did; a larger one's rows are written to a temporary file
-// (in $TMPDIR, about the size of its JSONL, more with per-turn rows) and
-// read back in row order, a trajectory's rows at a time; with opt.Keep
-// set, a group's rows are read twice (once for Keep, once to emit), since
-// its advantages need every Keep verdict before its first row goes out.
-// The next scenario's first pass runs while one's rows are emitted.
+// its rollouts. A scenario whose records come to at most holdBytes of
+// JSONL is read once and its rows held, as Table always did; a larger one
+// is read twice: the first pass keeps a 48-byte brief per trajectory (its
+// group, reward, row count and flags: what the advantages and the Summary
+// need), the second reads the records again in row order, a window at a
+// time, and renders their rows. Groups small enough are rendered together
+// and held while opt.Keep decides on their rows; a larger group with
+// opt.Keep set is rendered twice (once for Keep, once to emit), since its
+// advantages need every Keep verdict before its first row goes out. The
+// next scenario's first pass runs while one's rows are emitted.
 // Scores and rows are computed on every core (cfg.Score and opt.Render's
 // rendering are safe for concurrent use); opt.Keep and emit are called in
 // row order on one goroutine, each group's rows offered to Keep before
@@ -106,12 +106,10 @@ func Table(ix *dataset.Index, cfg Config, opt TableOptions, emit func(*dataset.R
 	defer ahead.stop()
 	for range ix.Scenarios() {
 		t, err := ahead.next()
-		if err == nil {
-			err = t.run()
+		if err != nil {
+			return nil, err
 		}
-		if t != nil {
-			t.spill.close()
-		}
+		err = t.run()
 		if err != nil {
 			return nil, err
 		}

@@ -1,23 +1,27 @@
 package rewards
 
 // How Table reads: the next scenario's first pass ahead of the one being
-// written, its records in batches on every core.
+// written, and a streamed group's records in batches on every core.
 
 import (
 	"errors"
+	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 
 	"github.com/antidrift/antidrift/rollout/dataset"
+	"github.com/antidrift/antidrift/rollout/store"
 	"github.com/antidrift/antidrift/rollout/trajectory"
 )
 
 // scenarioAhead runs the first pass of the scenarios of an index in order,
 // one ahead of the one whose rows are being emitted: as when Table held
-// every scenario, memory holds two scenarios within holdBytes at most (a
-// larger one's rows are in a file), and the next scenario's records are
-// decoded and rendered on every core while one's rows are written on one.
+// every scenario, memory holds two scenarios within holdBytes at most. A
+// larger scenario's second pass reads the index while the next scenario's
+// first pass reads it too (store.Index reads concurrently): the first
+// pass decodes on every core while the second's rows are written on one.
 type scenarioAhead struct {
 	surveyed chan surveyed
 	done     chan struct{}
@@ -61,9 +65,82 @@ func (a *scenarioAhead) next() (*scenarioTable, error) {
 // files are no longer read when Table returns.
 func (a *scenarioAhead) stop() {
 	close(a.done)
-	for s := range a.surveyed {
-		s.t.spill.close()
+	for range a.surveyed {
 	}
+}
+
+// render is the second pass over the records of ranks ks: scored and
+// rendered on every core a batch at a time, fn called with each one's
+// rows (group, split and advantage left to fill) in the order of ks. The
+// next batch is read and rendered while fn writes this one's rows; the
+// index is no longer read when render returns.
+func (t *scenarioTable) render(ks []int, fn func(k int, rows []*dataset.RewardRow) error) error {
+	out := make(chan renderedBatch, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(out)
+		sent := false // the error that ended the reading is sent, or fn's
+		err := t.inBatches(ks, store.DecodeRecord, func(recs []trajectory.Record, at []int) error {
+			b := t.renderBatch(recs, at)
+			select {
+			case out <- b:
+			case <-done:
+				sent = true
+				return errors.New("rewards: rendering stopped")
+			}
+			sent = b.err != nil
+			return b.err
+		})
+		if err != nil && !sent {
+			select {
+			case out <- renderedBatch{err: err}:
+			case <-done:
+			}
+		}
+	}()
+	var err error
+	for b := range out {
+		for i, k := range b.at {
+			if err = fn(k, b.rows[i]); err != nil {
+				break
+			}
+		}
+		if err == nil {
+			err = b.err
+		}
+		if err != nil {
+			break
+		}
+	}
+	close(done)
+	for range out {
+	}
+	return err
+}
+
+// renderedBatch holds the rows of the records of ranks at, up to the
+// first that failed (err).
+type renderedBatch struct {
+	at   []int
+	rows [][]*dataset.RewardRow
+	err  error
+}
+
+func (t *scenarioTable) renderBatch(recs []trajectory.Record, at []int) renderedBatch {
+	b := renderedBatch{at: slices.Clone(at), rows: make([][]*dataset.RewardRow, len(recs))}
+	errs := make([]error, len(recs))
+	parallelFor(len(recs), func(i int) { b.rows[i], errs[i] = t.rowsOf(&recs[i]) })
+	for i, k := range at {
+		if errs[i] == nil && len(b.rows[i]) != int(t.briefs[k].rows) {
+			errs[i] = errors.New("changed while being read (a run still writing?)")
+		}
+		if errs[i] != nil {
+			b.at, b.rows = b.at[:i], b.rows[:i]
+			b.err = fmt.Errorf("%s: %w", t.ix.Where(recs[i].TrajID), errs[i])
+			break
+		}
+	}
+	return b
 }
 
 // inBatches reads the records of ranks ks in that order (decoded by

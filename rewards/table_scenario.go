@@ -11,12 +11,13 @@ import (
 	"github.com/antidrift/antidrift/rollout/trajectory"
 )
 
-// holdBytes bounds what Table holds in memory: a scenario whose records
-// come to at most this many bytes of JSONL has its rows rendered in the
-// first pass and held (as Table always did); a larger one's rows are
-// rendered in the first pass too, and written to a temporary file that
-// the second pass reads back in row order. A variable so that tests force
-// each path.
+// holdBytes bounds what Table renders once and holds: a scenario whose
+// records come to at most this many bytes of JSONL is read once, its rows
+// rendered in the first pass and held (as Table always did); in a larger
+// scenario, a run of consecutive groups within it (estimated from the
+// scenario's mean line) is rendered together in the second pass and held
+// while Keep decides on its rows, and a larger group is streamed, rendered
+// twice when Keep is set. A variable so that tests force each path.
 var holdBytes int64 = 16 << 20
 
 // holdHook, when set (by tests), is told how many records Table holds at
@@ -69,10 +70,8 @@ type scenarioTable struct {
 	briefs   []brief  // by rank (traj_id order)
 	ckpts    []string // checkpoint names, in order of appearance
 	// held are the rows of a scenario within holdBytes, by rank,
-	// rendered in the first pass; nil for a larger one, whose rows the
-	// first pass writes to spill.
-	held  map[int][]*dataset.RewardRow
-	spill *rowSpill
+	// rendered in the first pass; nil for a larger one.
+	held map[int][]*dataset.RewardRow
 }
 
 // run emits the rows of a scenario whose first pass is done.
@@ -134,12 +133,56 @@ func (t *scenarioTable) run() error {
 		}
 		return nil
 	}
-	for _, key := range keys {
-		if err := t.group(key, groups[key], t.spill.source); err != nil {
+	line := t.ix.Bytes(t.sid) / int64(max(1, t.ix.Count(t.sid)))
+	var held []groupKey
+	var heldN int64
+	flush := func() error {
+		if len(held) == 0 {
+			return nil
+		}
+		var ks []int
+		for _, key := range held {
+			for _, k := range groups[key] {
+				if t.briefs[k].renders() {
+					ks = append(ks, k)
+				}
+			}
+		}
+		rows := make(map[int][]*dataset.RewardRow, len(ks))
+		if err := t.render(ks, func(k int, rs []*dataset.RewardRow) error { rows[k] = rs; return nil }); err != nil {
 			return err
 		}
+		if holdHook != nil {
+			holdHook(len(rows))
+		}
+		src := t.heldSource(rows)
+		for _, key := range held {
+			if err := t.group(key, groups[key], src); err != nil {
+				return err
+			}
+		}
+		held, heldN = held[:0], 0
+		return nil
 	}
-	return nil
+	for _, key := range keys {
+		n := int64(len(groups[key])) * line
+		if n > holdBytes {
+			if err := flush(); err != nil {
+				return err
+			}
+			if err := t.group(key, groups[key], t.render); err != nil {
+				return err
+			}
+			continue
+		}
+		if heldN+n > holdBytes {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		held, heldN = append(held, key), heldN+n
+	}
+	return flush()
 }
 
 // heldSource gives the rows of rows, by rank.
@@ -253,38 +296,34 @@ func (t *scenarioTable) group(key groupKey, members []int, src rowSource) error 
 	})
 }
 
-// survey is the first pass: a brief of every trajectory of the scenario
-// and its rows, computed on every core; the rows of a scenario within
-// holdBytes are held, a larger one's written to a temporary file.
+// survey is the first pass: a brief of every trajectory of the scenario,
+// computed on every core, and the rows of a scenario within holdBytes.
 func (t *scenarioTable) survey() error {
 	n := t.ix.Count(t.sid)
 	t.briefs = make([]brief, n)
 	hold := t.ix.Bytes(t.sid) <= holdBytes
 	if hold {
 		t.held = map[int][]*dataset.RewardRow{}
-	} else {
-		sp, err := newRowSpill(n)
-		if err != nil {
-			return err
-		}
-		t.spill = sp
 	}
 	ks := make([]int, n)
 	for k := range ks {
 		ks[k] = k
 	}
 	names := map[string]int32{}
-	err := t.inBatches(ks, store.DecodeRecord, func(recs []trajectory.Record, at []int) error {
+	// A held scenario's rows are rendered from these records: they are
+	// decoded whole. Otherwise the brief needs the first request's text
+	// (its hash) and only the shape and labels of the rest.
+	decode := dataset.DecodePrompt
+	if hold {
+		decode = store.DecodeRecord
+	}
+	return t.inBatches(ks, decode, func(recs []trajectory.Record, at []int) error {
 		rows := make([][]*dataset.RewardRow, len(recs))
-		enc := make([][]byte, len(recs))
 		parallelFor(len(recs), func(i int) {
 			var res Result
 			t.briefs[at[i]], res = t.briefOf(&recs[i])
-			if t.briefs[at[i]].renders() {
+			if hold && t.briefs[at[i]].renders() {
 				rows[i] = t.rowsWith(&recs[i], res)
-				if !hold {
-					enc[i], rows[i] = encodeRows(nil, rows[i]), nil
-				}
 			}
 		})
 		for i, k := range at {
@@ -298,18 +337,9 @@ func (t *scenarioTable) survey() error {
 			if rows[i] != nil {
 				t.held[k] = rows[i]
 			}
-			if enc[i] != nil {
-				if err := t.spill.put(k, enc[i]); err != nil {
-					return err
-				}
-			}
 		}
 		return nil
 	})
-	if err == nil && t.spill != nil {
-		err = t.spill.finish()
-	}
-	return err
 }
 
 // briefOf is the brief of a record, and its score.
@@ -343,6 +373,15 @@ func (t *scenarioTable) briefOf(r *trajectory.Record) (brief, Result) {
 		}
 	}
 	return b, res
+}
+
+// rowsOf scores a record and renders its rows.
+func (t *scenarioTable) rowsOf(r *trajectory.Record) ([]*dataset.RewardRow, error) {
+	res, err := t.cfg.Score(r)
+	if err != nil {
+		return nil, err
+	}
+	return t.rowsWith(r, res), nil
 }
 
 // rowsWith renders the rows of a record scored res: one for the whole

@@ -34,6 +34,24 @@ func CreateTemp(dir, pattern string) (*os.File, error) {
 	return os.CreateTemp(dir, pattern)
 }
 
+// Unnamed makes a temporary file in $TMPDIR and removes its name at once,
+// under the gate: a scratch file that nothing can leave behind once made
+// (the open file stays usable until closed). Only a SIGKILL in the
+// moment between the two steps leaves a file, named pattern.
+func Unnamed(pattern string) (*os.File, error) {
+	enter()
+	defer gate.RUnlock()
+	f, err := os.CreateTemp("", pattern)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Remove(f.Name()); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
 // MkdirTemp is os.MkdirTemp under the gate.
 func MkdirTemp(dir, pattern string) (string, error) {
 	enter()

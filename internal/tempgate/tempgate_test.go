@@ -38,3 +38,25 @@ func TestClosedGateMakesNothing(t *testing.T) {
 		t.Fatalf("want the 2 made before Close, have %v", names)
 	}
 }
+
+// An unnamed file leaves no name in $TMPDIR and reads back what was
+// written to it.
+func TestUnnamedLeavesNoName(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("TMPDIR", dir)
+	f, err := Unnamed("scratch-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString("kept while open"); err != nil {
+		t.Fatal(err)
+	}
+	if names, _ := filepath.Glob(filepath.Join(dir, "*")); len(names) != 0 {
+		t.Fatalf("named files left: %v", names)
+	}
+	b := make([]byte, 15)
+	if _, err := f.ReadAt(b, 0); err != nil || string(b) != "kept while open" {
+		t.Fatalf("read back %q, %v", b, err)
+	}
+}

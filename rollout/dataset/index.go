@@ -113,7 +113,7 @@ func (ix *Index) EachAt(scenarioID string, ks []int, fn func(k int, rec *traject
 	return ix.EachAtWith(scenarioID, ks, store.DecodeRecord, fn)
 }
 
-// EachAtWith is EachAt decoding each line with decode (store.DecodeRecordLean:
+// EachAtWith is EachAt decoding each line with decode (DecodePrompt:
 // what the reader needs of a record), which must accept and refuse what
 // store.DecodeRecord does.
 func (ix *Index) EachAtWith(scenarioID string, ks []int, decode func([]byte, *trajectory.Record) error, fn func(k int, rec *trajectory.Record) error) error {

@@ -3,8 +3,23 @@ package dataset
 import (
 	"sort"
 
+	"github.com/antidrift/antidrift/rollout/store"
 	"github.com/antidrift/antidrift/rollout/trajectory"
 )
+
+// DecodePrompt decodes a record line with the text of its prompt (as
+// SplitPrompt cuts it) and its tools, and only the shape of the rest:
+// roles, whether each tool call's arguments parsed as an object, steps'
+// turns and visible tools, labels and the judge's score
+// (store.DecodeRecordPrompt). It accepts and refuses what
+// store.DecodeRecord does. For readers of the first request and the
+// labels, such as the rewards table's first pass.
+func DecodePrompt(b []byte, r *trajectory.Record) error {
+	return store.DecodeRecordPrompt(b, r, func(ms []trajectory.Message) int {
+		p, _ := SplitPrompt(ms)
+		return len(p)
+	})
+}
 
 // SplitPrompt cuts a conversation for unpaired and RL tables: the prompt is
 // every message up to and including the first user message, the completion

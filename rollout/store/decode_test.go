@@ -51,7 +51,7 @@ func mutations(line []byte, rng *rand.Rand, n int) [][]byte {
 func TestRecordDecoderMatchesEncodingJSON(t *testing.T) {
 	racetest.SingleThreaded(t)
 	lines := append(corpus.DemoLines(t), corpus.FixtureLines(t)...)
-	// valid records whose messages and tools the fast decoders must find
+	// valid records whose messages and tools DecodeRecordPrompt must find
 	// as decoding does (or leave to it): keys in another case or escaped,
 	// given twice, values spaced out
 	for _, l := range lines[:3] {
@@ -105,8 +105,8 @@ func TestRecordDecoderMatchesEncodingJSON(t *testing.T) {
 	} {
 		lines = append(lines, []byte(`{"traj_id":"a","scenario_id":"s",`+v+`}`))
 	}
-	// valid records: parsed arguments of every kind, members given twice
-	// (decoding merges the second into the first), none at all
+	// valid records: what DecodeRecordPrompt keeps of later messages and
+	// steps (parsed arguments by kind), members given twice, none at all
 	var crafted []string
 	for _, v := range []string{
 		`"messages":[{"role":"user"},{"role":"assistant","tool_calls":[{"function":{"parsed_arguments":"x"}},{"function":{"parsed_arguments":null}},{"function":{"parsed_arguments": {"a":1}}},{"function":{}},{"function":{"parsed_arguments":[1]}},{"function":{"parsed_arguments":2.5}}]}]`,
@@ -165,6 +165,12 @@ func TestRecordDecoderMatchesEncodingJSON(t *testing.T) {
 		if fmt.Sprint(lerr) != fmt.Sprint(werr) {
 			t.Fatalf("line %d %.200q: lean decoding error %v, encoding/json says %v", i, l, lerr, werr)
 		}
+		n := i % 4 // the first request's length DecodeRecordPrompt is told
+		var prompt trajectory.Record
+		perr := store.DecodeRecordPrompt(l, &prompt, func(ms []trajectory.Message) int { return n })
+		if fmt.Sprint(perr) != fmt.Sprint(werr) {
+			t.Fatalf("line %d %.200q: prompt decoding error %v, encoding/json says %v", i, l, perr, werr)
+		}
 		var scan trajectory.Record
 		serr := store.DecodeRecordScan(l, &scan)
 		if fmt.Sprint(serr) != fmt.Sprint(werr) {
@@ -174,6 +180,9 @@ func TestRecordDecoderMatchesEncodingJSON(t *testing.T) {
 			valid++
 			if !reflect.DeepEqual(scan, scanned(want)) {
 				t.Fatalf("line %d %q: scanned record differs from encoding/json's less what scanning drops:%s", i, l, fieldDiff(scan, scanned(want)))
+			}
+			if w := withPrompt(want, n); !reflect.DeepEqual(prompt, w) {
+				t.Fatalf("line %d %q: prompt-decoded record differs from encoding/json's without text past %d messages:%s", i, l, n, fieldDiff(prompt, w))
 			}
 			if !reflect.DeepEqual(lean, withoutText(want)) {
 				t.Fatalf("line %d %q: lean record differs from encoding/json's without text:%s", i, l, fieldDiff(lean, withoutText(want)))
@@ -203,6 +212,38 @@ func scanned(r trajectory.Record) trajectory.Record {
 	r.Messages, r.Tools, r.ToolOrder, r.Steps, r.Plan = nil, nil, nil, nil, ""
 	r.Judge = trajectory.Judgement{}
 	return r
+}
+
+// withPrompt is r as DecodeRecordPrompt leaves it when told the first
+// request is n messages long: what scanning keeps, the judge's score, the
+// tools, the first n messages, and of the rest of the messages and of the
+// steps only roles, parsed arguments' kinds, turns and visible tools.
+func withPrompt(r trajectory.Record, n int) trajectory.Record {
+	w := scanned(r)
+	w.Judge.Score = r.Judge.Score
+	w.Tools = r.Tools
+	for i, m := range r.Messages {
+		if i < n {
+			w.Messages = append(w.Messages, m)
+			continue
+		}
+		k := trajectory.Message{Role: m.Role}
+		for _, tc := range m.ToolCalls {
+			var c trajectory.ToolCall
+			switch p := strings.TrimSpace(string(tc.Function.Parsed)); {
+			case strings.HasPrefix(p, "{"):
+				c.Function.Parsed = json.RawMessage("{}")
+			case tc.Function.Parsed != nil:
+				c.Function.Parsed = tc.Function.Parsed
+			}
+			k.ToolCalls = append(k.ToolCalls, c)
+		}
+		w.Messages = append(w.Messages, k)
+	}
+	for _, s := range r.Steps {
+		w.Steps = append(w.Steps, trajectory.Step{Turn: s.Turn, Visible: s.Visible})
+	}
+	return w
 }
 
 // withoutText is r as DecodeRecordLean leaves it.

@@ -22,8 +22,8 @@ func (ix *Index) EachAt(pos []int, fn func(i int, rec *trajectory.Record) error)
 	return ix.eachAt(len(pos), func(k int) int { return pos[k] }, DecodeRecord, fn)
 }
 
-// EachAtWith is EachAt decoding each line with decode (DecodeRecordLean:
-// what a reader needs of a record) rather than
+// EachAtWith is EachAt decoding each line with decode (DecodeRecordLean,
+// DecodeRecordPrompt: what a reader needs of a record) rather than
 // DecodeRecord; decode must accept and refuse what DecodeRecord does.
 func (ix *Index) EachAtWith(pos []int, decode func(b []byte, r *trajectory.Record) error, fn func(i int, rec *trajectory.Record) error) error {
 	return ix.eachAt(len(pos), func(k int) int { return pos[k] }, decode, fn)

@@ -21,6 +21,8 @@ import (
 	"os"
 	"slices"
 	"sync"
+
+	"github.com/antidrift/antidrift/internal/tempgate"
 )
 
 // spillEntries is how many entries an index holds in memory before it
@@ -56,12 +58,8 @@ func getEntry(b []byte) entry {
 // tempFile creates an unnamed temporary file (in $TMPDIR): removed at
 // once, so that nothing is left behind however the process ends.
 func tempFile() (*os.File, error) {
-	f, err := os.CreateTemp("", "antidrift-index-*")
+	f, err := tempgate.Unnamed("antidrift-index-*")
 	if err != nil {
-		return nil, fmt.Errorf("store: index spill file: %w", err)
-	}
-	if err := os.Remove(f.Name()); err != nil {
-		f.Close()
 		return nil, fmt.Errorf("store: index spill file: %w", err)
 	}
 	return f, nil

@@ -55,7 +55,7 @@ func DecodeRecordScan(b []byte, r *trajectory.Record) error {
 	var sr scanRecord
 	err := errSlowPath
 	if !needsStd(b) {
-		err = decodeScanFast(b, &sr)
+		err = decodeScanFast(b, &sr, nil)
 	}
 	if err != nil {
 		sr = scanRecord{}
@@ -96,8 +96,10 @@ func decodeForScore(b []byte, r *trajectory.Record) error {
 // (and checks) into sr. Any error, or a layout it leaves to the reference
 // (a key that differs from one of those four only in case, or is not
 // ASCII), sends the line to decodeScan.
-func decodeScanFast(b []byte, sr *scanRecord) error {
-	w := &walker{b: b}
+//
+// With keep set, the walk also tells keep what DecodeRecordPrompt keeps.
+func decodeScanFast(b []byte, sr *scanRecord, keep *promptKeep) error {
+	w := &walker{b: b, keep: keep}
 	if w.peek() != '{' {
 		return errScanKind
 	}
@@ -141,7 +143,11 @@ func decodeScanFast(b []byte, sr *scanRecord) error {
 			case "steps":
 				err = steps.walk(w)
 			case "tools":
+				vs := w.i
 				err = walkedTools.walk(w, scanAnyArray{}.walk)
+				if keep != nil {
+					keep.tools = b[vs:w.i]
+				}
 			case "tool_order":
 				err = scanStringArray{}.walk(w)
 			default:

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"slices"
 	"sync"
@@ -27,6 +28,9 @@ var (
 type walker struct {
 	b []byte
 	i int
+	// keep, when set, is told what DecodeRecordPrompt keeps beyond the
+	// scan's shapes.
+	keep *promptKeep
 }
 
 func (w *walker) ws() {
@@ -495,8 +499,13 @@ func whole(b []byte, walk func(w *walker) error) error {
 
 func (m *scanMessages) walk(w *walker) error {
 	var out []scanMsg
+	if w.keep != nil { // a second messages member replaces the first
+		w.keep.msgs, w.keep.parsed = w.keep.msgs[:0], w.keep.parsed[:0]
+	}
 	_, err := w.array(func() error {
 		var msg scanMsg
+		start := w.i
+		var parsed []json.RawMessage // each call's parsed arguments, by kind (w.keep)
 		var calls once
 		err := w.object(func(key []byte) error {
 			switch string(key) {
@@ -511,6 +520,9 @@ func (m *scanMessages) walk(w *walker) error {
 				n := 0
 				_, err := w.array(func() error {
 					n++
+					if w.keep != nil {
+						parsed = append(parsed, nil)
+					}
 					var function once
 					return w.object(func(key []byte) error {
 						switch string(key) {
@@ -525,7 +537,12 @@ func (m *scanMessages) walk(w *walker) error {
 								case "name", "arguments", "arguments_error", "arguments_repair":
 									return w.stringOrNull()
 								case "parsed_arguments":
-									return w.value()
+									vs := w.i
+									err := w.value()
+									if err == nil && w.keep != nil {
+										parsed[len(parsed)-1] = argumentsKind(w.b[vs:w.i])
+									}
+									return err
 								}
 								return errScanLayout
 							})
@@ -539,6 +556,10 @@ func (m *scanMessages) walk(w *walker) error {
 			return errScanLayout
 		})
 		out = append(out, msg)
+		if err == nil && w.keep != nil {
+			w.keep.msgs = append(w.keep.msgs, w.b[start:w.i])
+			w.keep.parsed = append(w.keep.parsed, slices.Clone(parsed))
+		}
 		return err
 	})
 	if err != nil {
@@ -597,15 +618,26 @@ func (s *scanSteps) UnmarshalJSON(b []byte) error { return whole(b, s.walk) }
 
 func (s *scanSteps) walk(w *walker) error {
 	var out []scanStp
+	if w.keep != nil { // a second steps member replaces the first
+		w.keep.visible = w.keep.visible[:0]
+	}
 	_, err := w.array(func() error {
 		var st scanStp
+		var visible sharedList
 		var calls once
 		err := w.object(func(key []byte) error {
 			switch string(key) {
 			case "turn":
 				return w.intOrNull(&st.turn)
 			case "visible_tools":
-				return walkedNames.walk(w, scanStringArray{}.walk)
+				vs := w.i
+				if err := walkedNames.walk(w, scanStringArray{}.walk); err != nil {
+					return err
+				}
+				if w.keep != nil {
+					return visible.UnmarshalJSON(w.b[vs:w.i])
+				}
+				return nil
 			case "calls":
 				if err := calls.first(); err != nil {
 					return err
@@ -650,6 +682,9 @@ func (s *scanSteps) walk(w *walker) error {
 			return errScanLayout
 		})
 		out = append(out, st)
+		if err == nil && w.keep != nil {
+			w.keep.visible = append(w.keep.visible, visible)
+		}
 		return err
 	})
 	if err != nil {
