@@ -31,17 +31,18 @@ import (
 // asked for.
 //
 // Memory: 40 bytes per record, 24 after Compact, up to spillEntries
-// records (512 Ki); an index of more keeps its entries in a temporary
+// records (1 Mi); an index of more keeps its entries in a temporary
 // file, sorted outside memory, and holds at most spillEntries of them
-// while opening and sorting and a 1.25 MiB cache of them afterwards,
-// whatever the number of records (index_spill.go). The run, checkpoint,
+// (twice that while its buffer grows) while opening and sorting, and a
+// 1.25 MiB cache of them afterwards, whatever the number of records
+// (index_spill.go, BenchmarkIndexSpilled). The run, checkpoint,
 // framework and scenario of a record are kept as one interned tuple (one
 // copy of each distinct string and tuple); a traj_id is kept as 8 bytes
 // when it has the form trajectory.TrajID gives it (16 lowercase hex digits)
 // and as an interned string otherwise (in memory, spilled or not).
 // Opening needs 5 more bytes per record while duplicates are dropped
 // (unless spilled), and, while a large file is scanned on every core, the
-// entries of one wave of its ranges (a range per core, at most 256 MiB of
+// entries of one wave of its ranges (a range per core, at most 32 MiB of
 // JSONL each) before they join the index. Compact drops what only Sort and
 // Groups read (rollout, seed, the tuple): a reader that has ordered the
 // index and taken its groups keeps 24 bytes a record while it writes.
@@ -211,13 +212,15 @@ var scanChunk int64 = 8 << 20
 
 // scanWave is the most a scanning goroutine takes of a file at once (a
 // variable for tests): a larger file is scanned in waves of one range per
-// core, each joined to the index before the next (256 MiB of JSONL, some
-// 22,000 records of the benchmark's, a range).
-var scanWave int64 = 256 << 20
+// core, each joined to the index before the next. 32 MiB of JSONL is some
+// 2,700 records of the benchmark run's, and 190,000 (7.5 MB of entries)
+// of records that hold only their identity.
+var scanWave int64 = 32 << 20
 
 // scan indexes one trajectory file and returns the number of records read.
-// A large file is cut at line starts into one range per core, scanned in
-// parallel; the ranges' entries are joined in file order, with the same
+// A large file is cut at line starts into ranges (one per core, or more
+// of at most scanWave bytes), scanned in parallel a wave of one per core
+// at a time; the ranges' entries are joined in file order, with the same
 // entries, line numbers and first error as scanning the file line by line.
 func (ix *Index) scan(path string, dir int) (int, error) {
 	f, err := os.Open(path)

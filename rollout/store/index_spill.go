@@ -26,9 +26,9 @@ import (
 )
 
 // spillEntries is how many entries an index holds in memory before it
-// writes them to a temporary file (a variable for tests): 512 Ki entries,
-// 20 MiB.
-var spillEntries = 1 << 19
+// writes them to a temporary file (a variable for tests): 1 Mi entries,
+// 40 MiB, what a run of a million trajectories holds in memory.
+var spillEntries = 1 << 20
 
 // entrySize is an entry's size in the index's files.
 const entrySize = 40
