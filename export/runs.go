@@ -69,7 +69,7 @@ type RunsResult struct {
 // every core and written in that order (dataset.MapOrdered), so the files
 // are the same for any number of cores. Memory is the index (store.Index,
 // compacted once sorted: 24 bytes per record, or a 1.25 MiB cache of it
-// past 1 Mi records, when it is kept in a temporary file) plus a bounded
+// past 512 Ki records, when it is kept in a temporary file) plus a bounded
 // working set:
 // one row group per Parquet file being written and the footer entries of
 // those files (bounded by Options.ShardRowGroups), the records and rows in

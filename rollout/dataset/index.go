@@ -14,7 +14,7 @@ import (
 // traj_id, read one scenario at a time, so that what is built from it never
 // depends on the order in which a run's concurrent episodes happened to be
 // written. Memory is the store index (40 bytes per trajectory while it
-// is opened and sorted, 24 after; past 1 Mi trajectories it is kept in
+// is opened and sorted, 24 after; past 512 Ki trajectories it is kept in
 // a temporary file, and its memory stops growing: store.Index) plus what
 // the reader holds of a scenario: Load holds all its records, Each and
 // EachAt a window of them.
@@ -188,7 +188,7 @@ func (ix *Index) rank(name string) int {
 // table written from them never depends on the order in which episodes
 // finished. Copies of an episode (same traj_id) are dropped, the first in
 // the order of dirs kept. Memory is the store index (40 bytes per record
-// while it is opened and sorted, 24 after, up to 1 Mi records; a larger
+// while it is opened and sorted, 24 after, up to 512 Ki records; a larger
 // index is kept in a temporary file).
 type Records struct {
 	// Dirs are the run folders, as given.

@@ -31,7 +31,7 @@ import (
 // asked for.
 //
 // Memory: 40 bytes per record, 24 after Compact, up to spillEntries
-// records (1 Mi); an index of more keeps its entries in a temporary
+// records (512 Ki); an index of more keeps its entries in a temporary
 // file, sorted outside memory, and holds at most spillEntries of them
 // (twice that while its buffer grows) while opening and sorting, and a
 // 1.25 MiB cache of them afterwards, whatever the number of records
@@ -188,6 +188,7 @@ func OpenIndex(dirs ...string) (*Index, error) {
 		for _, f := range fs {
 			k, err := ix.scan(f, di)
 			if err != nil {
+				ix.discard()
 				return nil, err
 			}
 			n += k
@@ -197,6 +198,7 @@ func OpenIndex(dirs ...string) (*Index, error) {
 	ix.strs.ids, ix.idents.ids = nil, nil
 	ix.handles = make([]*os.File, len(ix.files))
 	if err := ix.dedup(); err != nil {
+		ix.discard()
 		return nil, err
 	}
 	return ix, nil

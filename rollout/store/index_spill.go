@@ -14,6 +14,7 @@ package store
 
 import (
 	"bufio"
+	"cmp"
 	"container/heap"
 	"encoding/binary"
 	"fmt"
@@ -26,9 +27,11 @@ import (
 )
 
 // spillEntries is how many entries an index holds in memory before it
-// writes them to a temporary file (a variable for tests): 1 Mi entries,
-// 40 MiB, what a run of a million trajectories holds in memory.
-var spillEntries = 1 << 20
+// writes them to a temporary file (a variable for tests): 512 Ki entries,
+// 20 MiB. Held, a million trajectories' index took `rewards` to 244 MiB of
+// RSS; spilled, 228 MiB, at no time measurable within the machine's noise
+// (docs/benchmarks.md).
+var spillEntries = 1 << 19
 
 // entrySize is an entry's size in the index's files.
 const entrySize = 40
@@ -294,17 +297,18 @@ func (ix *Index) compareRead(a, b *entry) int {
 	if c := ix.compareID(&a.slot, &b.slot); c != 0 {
 		return c
 	}
-	return cmpUint(a.loc&^idInterned, b.loc&^idInterned)
+	return cmp.Compare(a.loc&^idInterned, b.loc&^idInterned)
 }
 
-func cmpUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
+// discard closes the spill files of an index that failed to open.
+func (ix *Index) discard() {
+	if ix.runs != nil && ix.runs.f != nil {
+		ix.runs.f.Close()
 	}
-	return 0
+	if ix.disk != nil {
+		ix.disk.f.Close()
+	}
+	ix.runs, ix.disk = nil, nil
 }
 
 // dedupSpilled is dedup for a spilled index: the runs are merged in
@@ -347,7 +351,7 @@ func (ix *Index) dedupSpilled() error {
 		return err
 	}
 	// in reading order again, as an index that is not spilled is until sorted
-	return ix.sortSpilled(func(a, b *entry) int { return cmpUint(a.loc&^idInterned, b.loc&^idInterned) })
+	return ix.sortSpilled(func(a, b *entry) int { return cmp.Compare(a.loc&^idInterned, b.loc&^idInterned) })
 }
 
 // sortSpilled is Sort for a spilled index: its file is read in runs of
