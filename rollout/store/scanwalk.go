@@ -499,9 +499,6 @@ func whole(b []byte, walk func(w *walker) error) error {
 
 func (m *scanMessages) walk(w *walker) error {
 	var out []scanMsg
-	if w.keep != nil { // a second messages member replaces the first
-		w.keep.msgs, w.keep.parsed = w.keep.msgs[:0], w.keep.parsed[:0]
-	}
 	_, err := w.array(func() error {
 		var msg scanMsg
 		start := w.i
@@ -618,9 +615,6 @@ func (s *scanSteps) UnmarshalJSON(b []byte) error { return whole(b, s.walk) }
 
 func (s *scanSteps) walk(w *walker) error {
 	var out []scanStp
-	if w.keep != nil { // a second steps member replaces the first
-		w.keep.visible = w.keep.visible[:0]
-	}
 	_, err := w.array(func() error {
 		var st scanStp
 		var visible sharedList
