@@ -8,7 +8,8 @@ package store
 // the order is Sort's, with or without spilling), and the
 // positions of the index are then read from the file, a block at a time,
 // through a small cache. Memory is then spillEntries entries while opening
-// and sorting, and the cache afterwards, whatever the number of records;
+// and sorting (twice that for a moment while the buffer grows), and the
+// cache afterwards, whatever the number of records (BenchmarkIndexSpilled);
 // the strings interned (run, checkpoint, framework and scenario names,
 // and traj_ids not of the compact form) stay in memory.
 
