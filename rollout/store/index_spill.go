@@ -59,12 +59,19 @@ func getEntry(b []byte) entry {
 	return e
 }
 
+// spillError words a failure of the index's scratch files so that the
+// user can act on it: where they are, and how large they grow.
+func spillError(err error) error {
+	return fmt.Errorf("store: the record index's scratch file in %s (an index of more than %d records is kept there, 40 bytes a record; set TMPDIR to a folder with room): %w",
+		os.TempDir(), spillEntries, err)
+}
+
 // tempFile creates an unnamed temporary file (in $TMPDIR): removed at
 // once, so that nothing is left behind however the process ends.
 func tempFile() (*os.File, error) {
 	f, err := tempgate.Unnamed("antidrift-index-*")
 	if err != nil {
-		return nil, fmt.Errorf("store: index spill file: %w", err)
+		return nil, spillError(err)
 	}
 	return f, nil
 }
@@ -92,7 +99,7 @@ func (r *entryRuns) write(es []entry, cmp func(a, b *entry) int) error {
 	for i := range es {
 		putEntry(buf[:], &es[i])
 		if _, err := r.w.Write(buf[:]); err != nil {
-			return fmt.Errorf("store: index spill file: %w", err)
+			return spillError(err)
 		}
 	}
 	r.size += int64(len(es)) * entrySize
@@ -105,7 +112,7 @@ func (r *entryRuns) write(es []entry, cmp func(a, b *entry) int) error {
 func (r *entryRuns) merge(cmp func(a, b *entry) int, fn func(e *entry) error) error {
 	defer r.f.Close()
 	if err := r.w.Flush(); err != nil {
-		return fmt.Errorf("store: index spill file: %w", err)
+		return spillError(err)
 	}
 	h := &runHeap{cmp: cmp}
 	for i := 0; i+1 < len(r.bounds); i++ {
@@ -149,7 +156,7 @@ func (c *runCursor) next() (bool, error) {
 		if err == io.EOF {
 			return false, nil
 		}
-		return false, fmt.Errorf("store: index spill file: %w", err)
+		return false, spillError(err)
 	}
 	c.e = getEntry(c.buf[:])
 	return true, nil
@@ -210,7 +217,7 @@ func newEntryWriter() (*entryWriter, error) {
 func (w *entryWriter) add(e *entry) error {
 	putEntry(w.buf[:], e)
 	if _, err := w.w.Write(w.buf[:]); err != nil {
-		return fmt.Errorf("store: index spill file: %w", err)
+		return spillError(err)
 	}
 	w.n++
 	return nil
@@ -219,7 +226,7 @@ func (w *entryWriter) add(e *entry) error {
 func (w *entryWriter) finish() (*entryFile, error) {
 	if err := w.w.Flush(); err != nil {
 		w.f.Close()
-		return nil, fmt.Errorf("store: index spill file: %w", err)
+		return nil, spillError(err)
 	}
 	return &entryFile{f: w.f, n: w.n, blocks: map[int][]entry{}}, nil
 }
@@ -259,7 +266,7 @@ func (ef *entryFile) each(fn func(i int, e *entry) error) error {
 	var buf [entrySize]byte
 	for i := range ef.n {
 		if _, err := io.ReadFull(r, buf[:]); err != nil {
-			return fmt.Errorf("store: index spill file: %w", err)
+			return spillError(err)
 		}
 		e := getEntry(buf[:])
 		if err := fn(i, &e); err != nil {

@@ -566,3 +566,20 @@ func TestIndexReadsConcurrently(t *testing.T) {
 		})
 	}
 }
+
+// An index that cannot make its scratch file says where it tried and how
+// to move it, and leaves nothing open.
+func TestIndexSpillErrorNamesTMPDIR(t *testing.T) {
+	var text strings.Builder
+	for i := range 10 {
+		text.WriteString(ixLine(t, ixRec("", "a", "ck", "normal", "s1", i, int64(i))))
+	}
+	dir := ixRun(t, "a", map[string]string{"part-0-of-1.jsonl": text.String()})
+	defer store.SetSpillEntries(3)()
+	missing := filepath.Join(t.TempDir(), "no-such-folder")
+	t.Setenv("TMPDIR", missing)
+	_, err := store.OpenIndex(dir)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), missing)
+	assert.Contains(t, err.Error(), "set TMPDIR to a folder with room")
+}
