@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"bytes"
+	"crypto/sha256"
 	_ "embed"
 	"encoding/json"
 	"errors"
@@ -68,6 +69,18 @@ func ParseWith(name string, data []byte, cat *provisions.Catalogue, opts Options
 	if cat == nil {
 		cat = provisions.Builtin()
 	}
+	remember := rememberClean(cat)
+	var sum [sha256.Size]byte
+	if remember {
+		sum = sha256.Sum256(data)
+		if checkedBefore(sum) {
+			var s Scenario
+			if err := json.Unmarshal(data, &s); err == nil { // it decoded before: never fails
+				s.File = name
+				return withProvenance(&s, nil, opts)
+			}
+		}
+	}
 	if p := TextProblem(name, data); p != nil {
 		return nil, Problems{*p}
 	}
@@ -102,6 +115,16 @@ func ParseWith(name string, data []byte, cat *provisions.Catalogue, opts Options
 	// Semantic checks run even when the format is broken elsewhere (an enum
 	// value, an unknown field), so that one pass reports every problem.
 	ps = append(ps, check(&s, cat)...)
+	if remember && len(ps) == 0 {
+		markChecked(sum)
+	}
+	return withProvenance(&s, ps, opts)
+}
+
+// withProvenance ends a parse: a content-producing tool that sets an
+// authorization variable is a problem unless opts allow it (the scenario
+// is then marked), and the problems are sorted.
+func withProvenance(s *Scenario, ps Problems, opts Options) (*Scenario, Problems) {
 	if breaks := s.ProvenanceBreaks(); len(breaks) > 0 {
 		if opts.AllowUnsafeProvenance {
 			s.UnsafeProvenance = true
@@ -113,7 +136,7 @@ func ParseWith(name string, data []byte, cat *provisions.Catalogue, opts Options
 	if len(ps) > 0 {
 		return nil, ps
 	}
-	return &s, nil
+	return s, nil
 }
 
 // syntaxProblem locates a JSON syntax error by line and column.
