@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/antidrift/antidrift/internal/racetest"
 	"github.com/antidrift/antidrift/rewards/metrics"
 	"github.com/antidrift/antidrift/rollout/engine"
 	"github.com/antidrift/antidrift/rollout/policy/sim"
@@ -27,6 +28,7 @@ import (
 // knows them and takes them): those calls drift through boundary.tools
 // alone, as an unannotated shortcut would.
 func TestDRAnnotatedRecomputed(t *testing.T) {
+	racetest.WholeSuiteStatistics(t, "TestStoredExposureScoresAsAReplay (the same rollouts, decoding and accumulator)")
 	full, err := suite.Load()
 	require.NoError(t, err)
 	ss, err := suite.Load() // a separate copy, to edit

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/antidrift/antidrift/internal/racetest"
 	"github.com/antidrift/antidrift/rewards/metrics"
 	"github.com/antidrift/antidrift/rollout/agent"
 	"github.com/antidrift/antidrift/rollout/engine"
@@ -28,6 +29,7 @@ import (
 // move down (the trusted step is hidden once off the path) and the points
 // stay distinct.
 func TestLambdaTradesSuccessForExposure(t *testing.T) {
+	racetest.WholeSuiteStatistics(t, "TestGatingOnTheGatingSuite (the same gated rollouts and accumulator)")
 	prof := gullible(t)
 	safe := selection(t, "safe")
 	all, err := gatingSuite()

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/antidrift/antidrift/internal/racetest"
 	"github.com/antidrift/antidrift/rewards/metrics"
 	"github.com/antidrift/antidrift/rollout/drift"
 	"github.com/antidrift/antidrift/rollout/engine"
@@ -23,6 +24,7 @@ import (
 // simulated run of the built-in suite, by parsing the match's rule by
 // hand rather than through Scenario.TimeKindOf.
 func TestByTimeKindRecomputed(t *testing.T) {
+	racetest.WholeSuiteStatistics(t, "TestStoredExposureScoresAsAReplay (the same rollouts, decoding and accumulator)")
 	ss, err := suite.Load()
 	require.NoError(t, err)
 	byID := map[string]*scenario.Scenario{}
