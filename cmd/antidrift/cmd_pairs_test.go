@@ -4,9 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"github.com/antidrift/antidrift/rollout/dataset"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/antidrift/antidrift/pairs"
+	"github.com/antidrift/antidrift/rollout/dataset"
 	"github.com/antidrift/antidrift/rollout/trajectory"
 )
 
@@ -45,6 +46,14 @@ func pairRuns(t *testing.T) []string {
 }
 
 func TestMain(m *testing.M) {
+	// This binary runs hundreds of commands in one process beside fixtures
+	// it keeps (the shared demo's summary, loaded suites, framework
+	// tables): at Go's default GOGC of 100 the collector took about a
+	// fifth of its CPU. The streaming commands set 400 for themselves
+	// (gc.go); the rest of the binary runs at the same setting.
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(streamingGCPercent)
+	}
 	code := m.Run()
 	removeSharedDemo()
 	removeTableRuns()
