@@ -211,7 +211,8 @@ func Create[R Row](dir, name string, formats []string, opts Options) (*Writer[R]
 	if len(formats) == 0 {
 		return nil, errors.New("export: no format given: want one or more of parquet, arrow, jsonl")
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	// under the gate: dir is often a staging folder an interrupt sweeps
+	if err := tempgate.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("export: %w", err)
 	}
 	table, cols := tableOf[R](opts.Margin)
@@ -240,7 +241,7 @@ func Create[R Row](dir, name string, formats []string, opts Options) (*Writer[R]
 	}
 	for _, tg := range targets {
 		f, final := tg.format, tg.final
-		if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
+		if err := tempgate.MkdirAll(filepath.Dir(final), 0o755); err != nil {
 			w.abort()
 			return nil, fmt.Errorf("export: %w", err)
 		}

@@ -59,8 +59,18 @@ func MkdirTemp(dir, pattern string) (string, error) {
 	return os.MkdirTemp(dir, pattern)
 }
 
+// MkdirAll is os.MkdirAll under the gate, for the folders a command makes
+// inside a temporary folder (a table's data/ in a staging folder): after
+// the sweep has removed the temporary folder, an ungated MkdirAll would
+// make it again, parents first, and leave it behind.
+func MkdirAll(path string, perm os.FileMode) error {
+	enter()
+	defer gate.RUnlock()
+	return os.MkdirAll(path, perm)
+}
+
 // Close waits for the temporary files being made and makes any later
-// CreateTemp or MkdirTemp block for good. A signal handler calls it, then
+// CreateTemp, MkdirTemp or MkdirAll block for good. A signal handler calls it, then
 // removes the temporary files and exits.
 func Close() {
 	gate.Lock()

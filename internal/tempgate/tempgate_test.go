@@ -21,9 +21,10 @@ func TestClosedGateMakesNothing(t *testing.T) {
 	}
 	Close()
 	defer func() { gate.Lock(); gate.closed = false; gate.Unlock() }()
-	returned := make(chan struct{}, 2)
+	returned := make(chan struct{}, 3)
 	go func() { CreateTemp(dir, ".b.*.tmp"); returned <- struct{}{} }()
 	go func() { MkdirTemp(dir, ".e-*"); returned <- struct{}{} }()
+	go func() { MkdirAll(filepath.Join(dir, ".swept", "data"), 0o755); returned <- struct{}{} }()
 	select {
 	case <-returned:
 		t.Fatal("a temporary file was made after Close")
