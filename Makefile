@@ -63,7 +63,7 @@ demo: build
 # run (ANTIDRIFT_BENCH_QUEUE_C, ANTIDRIFT_BENCH_QUEUE_LATENCY, ANTIDRIFT_BENCH_QUEUE_ROLLOUTS);
 # env serve with 256 concurrent sessions: steps/s and CPU per step (ANTIDRIFT_BENCH_ENV_EPISODES).
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 1x ./rollout/engine/ ./rollout/queue/ ./rollout/envserver/ ./rewards/metrics/ ./export/ ./cmd/antidrift/internal/view/ ./rollout/store/
+	$(GO) test -run '^$$' -bench . -benchtime 1x ./rollout/scenario/ ./rollout/engine/ ./rollout/queue/ ./rollout/envserver/ ./rewards/metrics/ ./export/ ./cmd/antidrift/internal/view/ ./rollout/store/
 
 # Reading commands at training-set scale (docs/benchmarks.md): builds, once,
 # the first BENCH_SCENARIOS built-in scenarios × BENCH_ROLLOUTS rollouts of

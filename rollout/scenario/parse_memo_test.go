@@ -15,7 +15,7 @@ import (
 
 func shaOf(data []byte) [sha256.Size]byte { return sha256.Sum256(data) }
 
-func forgetChecked(t *testing.T) {
+func forgetChecked(t testing.TB) {
 	t.Helper()
 	checkedClean.mu.Lock()
 	checkedClean.files = nil
@@ -126,4 +126,33 @@ func TestRememberedFilesAreBounded(t *testing.T) {
 	held := len(checkedClean.files)
 	checkedClean.mu.Unlock()
 	require.Equal(t, 2, held)
+}
+
+// BenchmarkLoadBuiltinSuite loads the built-in suite's files (as
+// suite.Load does) checked, the first load in a process, and remembered,
+// every load after it (make bench; docs/benchmarks.md).
+func BenchmarkLoadBuiltinSuite(b *testing.B) {
+	fsys := os.DirFS("../suite")
+	load := func(b *testing.B) {
+		ss, ps := LoadFS(fsys, "scenarios", "builtin:", provisions.Builtin())
+		if len(ps) > 0 || len(ss) == 0 {
+			b.Fatalf("%d scenarios, problems %v", len(ss), ps)
+		}
+	}
+	b.Run("checked", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			b.StopTimer()
+			forgetChecked(b)
+			b.StartTimer()
+			load(b)
+		}
+	})
+	b.Run("remembered", func(b *testing.B) {
+		load(b)
+		b.ReportAllocs()
+		for b.Loop() {
+			load(b)
+		}
+	})
 }
