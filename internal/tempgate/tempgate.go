@@ -70,8 +70,8 @@ func MkdirAll(path string, perm os.FileMode) error {
 }
 
 // Close waits for the temporary files being made and makes any later
-// CreateTemp, MkdirTemp or MkdirAll block for good. A signal handler calls it, then
-// removes the temporary files and exits.
+// CreateTemp, MkdirTemp or MkdirAll block for good. A signal handler calls
+// it, then removes the temporary files and exits.
 func Close() {
 	gate.Lock()
 	gate.closed = true
