@@ -321,22 +321,45 @@ const Epsilon = 1e-4
 // a group of one (where the sample deviation is undefined).
 func Advantages(rewards []float64) []float64 {
 	out := make([]float64, len(rewards))
-	n := len(rewards)
-	if n < 2 {
-		return out
-	}
-	mean := 0.0
-	for _, r := range rewards {
-		mean += r
-	}
-	mean /= float64(n)
-	ss := 0.0
-	for _, r := range rewards {
-		ss += (r - mean) * (r - mean)
-	}
-	std := math.Sqrt(ss / float64(n-1))
+	a := advantagesOf(len(rewards), func(i int) float64 { return rewards[i] })
 	for i, r := range rewards {
-		out[i] = (r - mean) / (std + Epsilon)
+		out[i] = a.of(r)
 	}
 	return out
+}
+
+// groupAdvantages gives the advantages of one group's rewards (Advantages)
+// without a slice of them: a table's group of a million rollouts holds
+// their rewards once, in its briefs.
+type groupAdvantages struct {
+	mean, std float64
+	single    bool // fewer than two rewards: every advantage is 0
+}
+
+// advantagesOf computes a group's mean and sample deviation from its n
+// rewards reward(0), …, reward(n-1), in Advantages' order of operations.
+func advantagesOf(n int, reward func(i int) float64) groupAdvantages {
+	if n < 2 {
+		return groupAdvantages{single: true}
+	}
+	var a groupAdvantages
+	for i := range n {
+		a.mean += reward(i)
+	}
+	a.mean /= float64(n)
+	ss := 0.0
+	for i := range n {
+		r := reward(i)
+		ss += (r - a.mean) * (r - a.mean)
+	}
+	a.std = math.Sqrt(ss / float64(n-1))
+	return a
+}
+
+// of is the advantage of a reward of the group.
+func (a groupAdvantages) of(r float64) float64 {
+	if a.single {
+		return 0
+	}
+	return (r - a.mean) / (a.std + Epsilon)
 }

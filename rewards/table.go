@@ -82,9 +82,9 @@ type CheckpointSummary struct {
 // Memory holds a window of records and rows, not a scenario's, whatever
 // its rollouts. A scenario whose records come to at most holdBytes of
 // JSONL is read once and its rows held, as Table always did; a larger one
-// is read twice: the first pass keeps a 48-byte brief per trajectory (its
-// group, reward, row count and flags: what the advantages and the Summary
-// need), the second reads the records again in row order, a window at a
+// is read twice: the first pass keeps 28 bytes per trajectory (a brief of
+// its group, reward, row count and flags: what the advantages and the
+// Summary need, and its place in its group's list), the second reads the records again in row order, a window at a
 // time, and renders their rows. Groups small enough are rendered together
 // and held while opt.Keep decides on their rows; a larger group with
 // opt.Keep set is rendered twice (once for Keep, once to emit), since its
@@ -126,41 +126,46 @@ func Table(ix *dataset.Index, cfg Config, opt TableOptions, emit func(*dataset.R
 	return sum, nil
 }
 
-func (s *Summary) add(ck string, g []*brief, rs []float64) {
+// add counts a group of n kept trajectories, brief(i) the i-th's.
+func (s *Summary) add(ck string, n int, brief func(i int) *brief) {
+	first := brief(0).reward
 	c := s.byCheckpoint[ck]
 	if c == nil {
-		c = &CheckpointSummary{Checkpoint: ck, MinReward: rs[0], MaxReward: rs[0]}
+		c = &CheckpointSummary{Checkpoint: ck, MinReward: first, MaxReward: first}
 		s.byCheckpoint[ck] = c
 	}
 	s.Groups++
 	c.Groups++
-	if len(g) == 1 {
+	if n == 1 {
 		s.SingletonGroup++
 	} else {
 		same := true
-		for _, r := range rs[1:] {
-			same = same && r == rs[0]
+		for i := 1; i < n; i++ {
+			same = same && brief(i).reward == first
 		}
 		if same {
 			s.ZeroStdGroups++
 		}
 	}
-	for i, b := range g {
+	for i := range n {
+		b := brief(i)
+		r := b.reward
 		c.Trajectories++
-		c.MeanReward += rs[i]
-		if rs[i] < c.MinReward {
-			c.MinReward = rs[i]
+		c.MeanReward += r
+		if r < c.MinReward {
+			c.MinReward = r
 		}
-		if rs[i] > c.MaxReward {
-			c.MaxReward = rs[i]
+		if r > c.MaxReward {
+			c.MaxReward = r
 		}
-		if b.success {
+		success, drift := b.has(briefSuccess), b.has(briefDrift)
+		if success {
 			c.Successes++
 		}
-		if b.drift {
+		if drift {
 			c.Drifting++
 		}
-		if b.success && !b.drift { // trajectory.Record.Clean
+		if success && !drift { // trajectory.Record.Clean
 			c.Clean++
 		}
 	}

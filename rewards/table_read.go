@@ -74,13 +74,13 @@ func (a *scenarioAhead) stop() {
 // rows (group, split and advantage left to fill) in the order of ks. The
 // next batch is read and rendered while fn writes this one's rows; the
 // index is no longer read when render returns.
-func (t *scenarioTable) render(ks []int, fn func(k int, rows []*dataset.RewardRow) error) error {
+func (t *scenarioTable) render(ks []int32, fn func(k int, rows []*dataset.RewardRow) error) error {
 	out := make(chan renderedBatch, 1)
 	done := make(chan struct{})
 	go func() {
 		defer close(out)
 		sent := false // the error that ended the reading is sent, or fn's
-		err := t.inBatches(ks, store.DecodeRecord, func(recs []trajectory.Record, at []int) error {
+		err := t.inBatches(len(ks), func(j int) int { return int(ks[j]) }, store.DecodeRecord, func(recs []trajectory.Record, at []int) error {
 			b := t.renderBatch(recs, at)
 			select {
 			case out <- b:
@@ -143,12 +143,13 @@ func (t *scenarioTable) renderBatch(recs []trajectory.Record, at []int) rendered
 	return b
 }
 
-// inBatches reads the records of ranks ks in that order (decoded by
-// decode on every core, dataset.Index.EachAtWith) and calls fn with them
+// inBatches reads the records of the count ranks rank(0), …, in that
+// order (decoded by decode on every core, dataset.Index.EachRankWith) and
+// calls fn with them
 // batchPerCore per core at a time, so that fn can work on a batch on every
 // core. The records are overwritten after fn.
-func (t *scenarioTable) inBatches(ks []int, decode func([]byte, *trajectory.Record) error, fn func(recs []trajectory.Record, at []int) error) error {
-	size := min(len(ks), batchPerCore*runtime.GOMAXPROCS(0))
+func (t *scenarioTable) inBatches(count int, rank func(j int) int, decode func([]byte, *trajectory.Record) error, fn func(recs []trajectory.Record, at []int) error) error {
+	size := min(count, batchPerCore*runtime.GOMAXPROCS(0))
 	recs := make([]trajectory.Record, 0, size)
 	at := make([]int, 0, size)
 	flush := func() error {
@@ -163,7 +164,7 @@ func (t *scenarioTable) inBatches(ks []int, decode func([]byte, *trajectory.Reco
 		recs, at = recs[:0], at[:0]
 		return err
 	}
-	err := t.ix.EachAtWith(t.sid, ks, decode, func(k int, r *trajectory.Record) error {
+	err := t.ix.EachRankWith(t.sid, count, rank, decode, func(k int, r *trajectory.Record) error {
 		// a shallow copy of the record's header: its contents are never reused
 		// by the reader (as store.Index.LoadGroup relies on)
 		recs, at = append(recs, *r), append(at, k)

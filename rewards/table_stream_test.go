@@ -208,3 +208,49 @@ func TestTableHoldsAWindow(t *testing.T) {
 	whole, n := most(1<<40, "base", "sft", "dpo-1")
 	require.Equal(t, n, whole, "a scenario's every rollout")
 }
+
+// TestTableHoldsFewBytesPerTrajectory: what a streamed scenario keeps of
+// each trajectory between its two passes (its brief and its place in its
+// group's list) is a few bytes, so that one scenario of millions of
+// rollouts stays within the rewards command's memory bound. Measured as
+// the live heap at the scenario's first row, beyond what the index holds,
+// for two sizes of one scenario: the difference over the difference in
+// trajectories is what one more trajectory costs, the window of records
+// and rows (the same at both sizes) cancelled out.
+func TestTableHoldsFewBytesPerTrajectory(t *testing.T) {
+	racetest.SingleThreaded(t) // heap figures: the race detector's shadow memory would count
+	defer rewards.SetHoldBytes(0)()
+	held := func(n int) uint64 {
+		recs := make([]*trajectory.Record, n)
+		for i := range recs {
+			// two checkpoints, so that the table keeps two groups
+			recs[i] = rec(fmt.Sprintf("t%07d", i), "s1", []string{"A", "B"}[i%2], i%3 == 0, call{tool: "a"})
+		}
+		dir := writeRun(t, t.TempDir(), recs...)
+		recs = nil
+		ix, err := dataset.OpenIndex(dir)
+		require.NoError(t, err)
+		defer ix.Close()
+		var ms runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		before := ms.HeapAlloc
+		var at uint64
+		_, err = rewards.Table(ix, rewards.Default(), rewards.TableOptions{Ratios: dataset.DefaultRatios, Seed: 1}, func(*dataset.RewardRow) error {
+			if at == 0 {
+				runtime.GC()
+				runtime.ReadMemStats(&ms)
+				at = ms.HeapAlloc
+			}
+			return nil
+		})
+		require.NoError(t, err)
+		require.Greater(t, at, before)
+		return at - before
+	}
+	const small, large = 20_000, 60_000
+	a, b := held(small), held(large)
+	perTrajectory := float64(int64(b)-int64(a)) / (large - small)
+	t.Logf("held at the first row: %d bytes for %d trajectories, %d for %d: %.1f bytes a trajectory", a, small, b, large, perTrajectory)
+	require.Less(t, perTrajectory, 36.0, "a brief (24 bytes) and a place in a group's list (4)")
+}

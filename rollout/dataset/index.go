@@ -1,10 +1,7 @@
 package dataset
 
 import (
-	"bytes"
-	"crypto/sha256"
 	"fmt"
-	"sort"
 
 	"github.com/antidrift/antidrift/rollout/store"
 	"github.com/antidrift/antidrift/rollout/trajectory"
@@ -96,15 +93,7 @@ func (ix *Index) Key(scenarioID string, k int) store.Key {
 // Records are decoded ahead on every core; memory is a window of records,
 // whatever the scenario's size. It stops at the first error.
 func (ix *Index) Each(scenarioID string, fn func(k int, rec *trajectory.Record) error) error {
-	g, ok := ix.groups[scenarioID]
-	if !ok {
-		return nil
-	}
-	ks := make([]int, g.To-g.From)
-	for k := range ks {
-		ks[k] = k
-	}
-	return ix.EachAt(scenarioID, ks, fn)
+	return ix.EachRankWith(scenarioID, ix.Count(scenarioID), func(j int) int { return j }, store.DecodeRecord, fn)
 }
 
 // EachAt is Each over the trajectories of ranks ks, in the order given
@@ -117,21 +106,26 @@ func (ix *Index) EachAt(scenarioID string, ks []int, fn func(k int, rec *traject
 // what the reader needs of a record), which must accept and refuse what
 // store.DecodeRecord does.
 func (ix *Index) EachAtWith(scenarioID string, ks []int, decode func([]byte, *trajectory.Record) error, fn func(k int, rec *trajectory.Record) error) error {
+	return ix.EachRankWith(scenarioID, len(ks), func(j int) int { return ks[j] }, decode, fn)
+}
+
+// EachRankWith is EachAtWith over the count ranks rank(0), …,
+// rank(count-1), so that a caller holding ranks in another form (a range,
+// int32s) needs no []int of a scenario's size to walk them.
+func (ix *Index) EachRankWith(scenarioID string, count int, rank func(j int) int, decode func([]byte, *trajectory.Record) error, fn func(k int, rec *trajectory.Record) error) error {
 	g, ok := ix.groups[scenarioID]
 	if !ok {
-		if len(ks) > 0 {
+		if count > 0 {
 			return fmt.Errorf("dataset: no scenario %q in the index", scenarioID)
 		}
 		return nil
 	}
-	pos := make([]int, len(ks))
-	for j, k := range ks {
-		if k < 0 || k >= g.To-g.From {
+	for j := range count {
+		if k := rank(j); k < 0 || k >= g.To-g.From {
 			return fmt.Errorf("dataset: scenario %q has %d trajectories, no rank %d", scenarioID, g.To-g.From, k)
 		}
-		pos[j] = g.From + k
 	}
-	return ix.ix.EachAtWith(pos, decode, func(i int, rec *trajectory.Record) error { return fn(i-g.From, rec) })
+	return ix.ix.EachAtFunc(count, func(j int) int { return g.From + rank(j) }, decode, func(i int, rec *trajectory.Record) error { return fn(i-g.From, rec) })
 }
 
 // LoadAt reads a scenario's k-th trajectory (in traj_id order).
@@ -227,142 +221,6 @@ func (r *Records) Each(fn func(rec *trajectory.Record) error) error {
 
 // Close releases the open files.
 func (r *Records) Close() error { return r.ix.Close() }
-
-// EachShuffled calls fn with every record in a seeded pseudo-random order:
-// by SHA-256 of the seed and the traj_id, so the order depends on nothing
-// but the seed and the records. KTO pairs each row with its neighbour for
-// its KL estimate and trains in file order; a shuffled file mixes
-// scenarios and labels in every batch. Records are read a window at a
-// time (store.Index.EachAt); the record passed to fn is overwritten later.
-func (r *Records) EachShuffled(seed int64, fn func(rec *trajectory.Record) error) error {
-	type pos struct {
-		key [32]byte
-		i   int
-	}
-	order := make([]pos, r.ix.Len())
-	for i := range order {
-		order[i] = pos{sha256.Sum256([]byte(fmt.Sprintf("%d\x00%s", seed, r.ix.TrajID(i)))), i}
-	}
-	sort.Slice(order, func(a, b int) bool { return bytes.Compare(order[a].key[:], order[b].key[:]) < 0 })
-	at := make([]int, len(order))
-	for k, p := range order {
-		at[k] = p.i
-	}
-	return r.ix.EachAt(at, func(_ int, rec *trajectory.Record) error { return fn(rec) })
-}
-
-// EachBalanced calls fn with every record in a seeded order that spreads
-// the two classes of class (for KTO: the label) evenly through the file:
-// each class is shuffled on its own (by SHA-256 of the seed and traj_id,
-// as EachShuffled), and the k-th of a class's n records takes the place
-// (k + 1/2)/n, so that a class with share p recurs every 1/p rows — in a
-// window of 8 rows both classes appear whenever the smaller has at least
-// an eighth of the records — and scenarios stay mixed within each class.
-// The records are read twice: once for their class, once in order (a
-// window at a time, store.Index.EachAt; the record passed to fn is
-// overwritten later).
-func (r *Records) EachBalanced(seed int64, class func(rec *trajectory.Record) bool, fn func(rec *trajectory.Record) error) error {
-	type pos struct {
-		at  float64 // (k + 1/2) / n within the record's class
-		key [32]byte
-		i   int
-	}
-	classes := make([]bool, r.ix.Len())
-	err := r.ix.Each(func(i int, rec *trajectory.Record) error {
-		classes[i] = class(rec)
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	var byClass [2][]pos
-	for i, c := range classes {
-		k := 0
-		if c {
-			k = 1
-		}
-		byClass[k] = append(byClass[k], pos{key: sha256.Sum256([]byte(fmt.Sprintf("%d\x00%s", seed, r.ix.TrajID(i)))), i: i})
-	}
-	var order []pos
-	for _, ps := range byClass {
-		sort.Slice(ps, func(a, b int) bool { return bytes.Compare(ps[a].key[:], ps[b].key[:]) < 0 })
-		for k := range ps {
-			ps[k].at = (float64(k) + 0.5) / float64(len(ps))
-		}
-		order = append(order, ps...)
-	}
-	sort.SliceStable(order, func(a, b int) bool {
-		if order[a].at != order[b].at {
-			return order[a].at < order[b].at
-		}
-		return bytes.Compare(order[a].key[:], order[b].key[:]) < 0
-	})
-	at := make([]int, len(order))
-	for k, p := range order {
-		at[k] = p.i
-	}
-	return r.ix.EachAt(at, func(_ int, rec *trajectory.Record) error { return fn(rec) })
-}
-
-// A Unit is one row a record gives a per-turn table: the message index of
-// its turn and its class (for KTO: the label).
-type Unit struct {
-	Turn  int
-	Class bool
-}
-
-// EachBalancedUnits is EachBalanced over rows rather than records: units
-// lists the rows of a record, and fn is called once per row, with the
-// record and the row's unit, in a seeded order (SHA-256 of the seed,
-// traj_id and turn) that spreads the two classes evenly through the file,
-// so that the rows of one trajectory are scattered among other scenarios'.
-// A record is read once per row in the second pass.
-func (r *Records) EachBalancedUnits(seed int64, units func(rec *trajectory.Record) []Unit, fn func(rec *trajectory.Record, u Unit) error) error {
-	type pos struct {
-		at  float64
-		key [32]byte
-		i   int
-		u   Unit
-	}
-	var byClass [2][]pos
-	err := r.ix.Each(func(i int, rec *trajectory.Record) error {
-		for _, u := range units(rec) {
-			k := 0
-			if u.Class {
-				k = 1
-			}
-			byClass[k] = append(byClass[k], pos{key: sha256.Sum256([]byte(fmt.Sprintf("%d\x00%s\x00%d", seed, rec.TrajID, u.Turn))), i: i, u: u})
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	var order []pos
-	for _, ps := range byClass {
-		sort.Slice(ps, func(a, b int) bool { return bytes.Compare(ps[a].key[:], ps[b].key[:]) < 0 })
-		for k := range ps {
-			ps[k].at = (float64(k) + 0.5) / float64(len(ps))
-		}
-		order = append(order, ps...)
-	}
-	sort.SliceStable(order, func(a, b int) bool {
-		if order[a].at != order[b].at {
-			return order[a].at < order[b].at
-		}
-		return bytes.Compare(order[a].key[:], order[b].key[:]) < 0
-	})
-	at := make([]int, len(order))
-	for k, p := range order {
-		at[k] = p.i
-	}
-	next := 0
-	return r.ix.EachAt(at, func(_ int, rec *trajectory.Record) error {
-		u := order[next].u
-		next++
-		return fn(rec, u)
-	})
-}
 
 // KTOUnits are the rows a record gives the per-turn KTO table: its kept
 // assistant turns (Turns, TurnLabel) with their labels.

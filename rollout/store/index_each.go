@@ -29,6 +29,13 @@ func (ix *Index) EachAtWith(pos []int, decode func(b []byte, r *trajectory.Recor
 	return ix.eachAt(len(pos), func(k int) int { return pos[k] }, decode, fn)
 }
 
+// EachAtFunc is EachAtWith over the count positions at(0), …,
+// at(count-1): walking a range, or a list of another type, needs no slice
+// of its positions.
+func (ix *Index) EachAtFunc(count int, at func(k int) int, decode func(b []byte, r *trajectory.Record) error, fn func(i int, rec *trajectory.Record) error) error {
+	return ix.eachAt(count, at, decode, fn)
+}
+
 // eachAt is EachAtWith over the count positions at(0), …, at(count-1), so
 // that walking a range needs no slice of its positions.
 func (ix *Index) eachAt(count int, at func(k int) int, decode func([]byte, *trajectory.Record) error, fn func(i int, rec *trajectory.Record) error) error {
