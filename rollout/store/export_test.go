@@ -37,3 +37,13 @@ func SetScanWave(n int64) func() {
 
 // Spilled reports whether an index keeps its entries in a file.
 func (ix *Index) Spilled() bool { return ix.disk != nil }
+
+// DecodeFast is the fast path of DecodeRecord alone (no fall-back): an
+// error where the reference would decode the line.
+var DecodeFast = decodeSized
+
+// DecodeMessage is the fast path's decoding of one message.
+var DecodeMessage = decodeMessage
+
+// NeedsStd reports whether a line goes to encoding/json at once.
+var NeedsStd = needsStd

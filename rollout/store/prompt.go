@@ -99,12 +99,11 @@ func (k *promptKeep) record(sr *scanRecord, r *trajectory.Record, prompt func([]
 	}
 	n := min(max(prompt(r.Messages), 0), len(r.Messages))
 	for i := range n {
-		var sm sizedMessage
-		if recordJSON.Unmarshal(k.msgs[i], &sm) != nil {
+		m, err := decodeMessage(k.msgs[i])
+		if err != nil {
 			return false, nil
 		}
-		r.Messages[i] = sm.Message
-		r.Messages[i].ToolCalls = sm.ToolCalls
+		r.Messages[i] = m
 	}
 	return true, nil
 }

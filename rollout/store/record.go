@@ -64,19 +64,16 @@ func DecodeRecord(b []byte, r *trajectory.Record) error {
 	return CheckRecord(r)
 }
 
-// sizedRecord is a record whose per-message tool calls and per-step call
-// notes are decoded into slices sized for the usual one or two (the fast
-// decoder's first allocation for a slice holds ten elements: most of a
-// record's allocated bytes would be empty capacity).
+// sizedRecord is a record whose messages are decoded by the walker
+// (walkedMessages: most of a record's bytes, and its tool calls in slices
+// of their size) and whose per-step call notes are decoded into slices
+// sized for the usual one or two (the fast decoder's first allocation for
+// a slice holds ten elements: most of a record's allocated bytes would be
+// empty capacity).
 type sizedRecord struct {
 	trajectory.Record
-	Messages []sizedMessage `json:"messages"`
+	Messages walkedMessages `json:"messages"`
 	Steps    []sizedStep    `json:"steps"`
-}
-
-type sizedMessage struct {
-	trajectory.Message
-	ToolCalls smallSlice[trajectory.ToolCall] `json:"tool_calls,omitempty"`
 }
 
 type sizedStep struct {
@@ -118,14 +115,7 @@ func decodeSized(b []byte, r *trajectory.Record) error {
 		return err
 	}
 	*r = sr.Record
-	r.Messages = nil
-	if sr.Messages != nil {
-		r.Messages = make([]trajectory.Message, len(sr.Messages))
-		for i := range sr.Messages {
-			r.Messages[i] = sr.Messages[i].Message
-			r.Messages[i].ToolCalls = sr.Messages[i].ToolCalls
-		}
-	}
+	r.Messages = sr.Messages
 	r.Steps = nil
 	if sr.Steps != nil {
 		r.Steps = make([]trajectory.Step, len(sr.Steps))
