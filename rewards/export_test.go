@@ -331,3 +331,10 @@ func refAdd(s *Summary, ck string, g []*trajectory.Record, rs []float64) {
 		}
 	}
 }
+
+// SetSpillMembers sets spillMembers for a test, returning a restore.
+func SetSpillMembers(n int) func() {
+	old := spillMembers
+	spillMembers = n
+	return func() { spillMembers = old }
+}

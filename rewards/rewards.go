@@ -321,7 +321,11 @@ const Epsilon = 1e-4
 // a group of one (where the sample deviation is undefined).
 func Advantages(rewards []float64) []float64 {
 	out := make([]float64, len(rewards))
-	a := advantagesOf(len(rewards), func(i int) float64 { return rewards[i] })
+	a := advantagesOf(len(rewards), func(fn func(r float64)) {
+		for _, r := range rewards {
+			fn(r)
+		}
+	})
 	for i, r := range rewards {
 		out[i] = a.of(r)
 	}
@@ -329,29 +333,25 @@ func Advantages(rewards []float64) []float64 {
 }
 
 // groupAdvantages gives the advantages of one group's rewards (Advantages)
-// without a slice of them: a table's group of a million rollouts holds
-// their rewards once, in its briefs.
+// without a slice of them: a table reads a group's rewards from its
+// members, which may be in a file.
 type groupAdvantages struct {
 	mean, std float64
 	single    bool // fewer than two rewards: every advantage is 0
 }
 
 // advantagesOf computes a group's mean and sample deviation from its n
-// rewards reward(0), …, reward(n-1), in Advantages' order of operations.
-func advantagesOf(n int, reward func(i int) float64) groupAdvantages {
+// rewards, which each calls fn with in order (twice), in Advantages'
+// order of operations.
+func advantagesOf(n int, each func(fn func(r float64))) groupAdvantages {
 	if n < 2 {
 		return groupAdvantages{single: true}
 	}
 	var a groupAdvantages
-	for i := range n {
-		a.mean += reward(i)
-	}
+	each(func(r float64) { a.mean += r })
 	a.mean /= float64(n)
 	ss := 0.0
-	for i := range n {
-		r := reward(i)
-		ss += (r - a.mean) * (r - a.mean)
-	}
+	each(func(r float64) { ss += (r - a.mean) * (r - a.mean) })
 	a.std = math.Sqrt(ss / float64(n-1))
 	return a
 }

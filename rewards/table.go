@@ -126,30 +126,24 @@ func Table(ix *dataset.Index, cfg Config, opt TableOptions, emit func(*dataset.R
 	return sum, nil
 }
 
-// add counts a group of n kept trajectories, brief(i) the i-th's.
-func (s *Summary) add(ck string, n int, brief func(i int) *brief) {
-	first := brief(0).reward
+// add counts a group of kept trajectories, which each calls fn with in
+// order.
+func (s *Summary) add(ck string, each func(fn func(m *member))) {
 	c := s.byCheckpoint[ck]
-	if c == nil {
-		c = &CheckpointSummary{Checkpoint: ck, MinReward: first, MaxReward: first}
-		s.byCheckpoint[ck] = c
-	}
 	s.Groups++
-	c.Groups++
-	if n == 1 {
-		s.SingletonGroup++
-	} else {
-		same := true
-		for i := 1; i < n; i++ {
-			same = same && brief(i).reward == first
+	n, same := 0, true
+	var first float64
+	each(func(m *member) {
+		r := m.reward
+		if n == 0 {
+			first = r
+			if c == nil {
+				c = &CheckpointSummary{Checkpoint: ck, MinReward: r, MaxReward: r}
+				s.byCheckpoint[ck] = c
+			}
 		}
-		if same {
-			s.ZeroStdGroups++
-		}
-	}
-	for i := range n {
-		b := brief(i)
-		r := b.reward
+		n++
+		same = same && r == first
 		c.Trajectories++
 		c.MeanReward += r
 		if r < c.MinReward {
@@ -158,7 +152,7 @@ func (s *Summary) add(ck string, n int, brief func(i int) *brief) {
 		if r > c.MaxReward {
 			c.MaxReward = r
 		}
-		success, drift := b.has(briefSuccess), b.has(briefDrift)
+		success, drift := m.has(memberSuccess), m.has(memberDrift)
 		if success {
 			c.Successes++
 		}
@@ -168,6 +162,13 @@ func (s *Summary) add(ck string, n int, brief func(i int) *brief) {
 		if success && !drift { // trajectory.Record.Clean
 			c.Clean++
 		}
+	})
+	c.Groups++
+	switch {
+	case n == 1:
+		s.SingletonGroup++
+	case same:
+		s.ZeroStdGroups++
 	}
 }
 

@@ -42,6 +42,7 @@ func surveyAhead(ix *dataset.Index, table func(sid string) *scenarioTable) *scen
 			select {
 			case a.surveyed <- surveyed{t, err}:
 			case <-a.done:
+				t.close()
 				return
 			}
 			if err != nil {
@@ -65,23 +66,31 @@ func (a *scenarioAhead) next() (*scenarioTable, error) {
 // files are no longer read when Table returns.
 func (a *scenarioAhead) stop() {
 	close(a.done)
-	for range a.surveyed {
+	for s := range a.surveyed {
+		s.t.close()
 	}
 }
 
-// render is the second pass over the records of ranks ks: scored and
+// render is the second pass over the trajectories of seq: scored and
 // rendered on every core a batch at a time, fn called with each one's
-// rows (group, split and advantage left to fill) in the order of ks. The
+// rows (group, split and advantage left to fill) in the order of seq. The
 // next batch is read and rendered while fn writes this one's rows; the
 // index is no longer read when render returns.
-func (t *scenarioTable) render(ks []int32, fn func(k int, rows []*dataset.RewardRow) error) error {
+func (t *scenarioTable) render(seq memberSeq, fn func(k int, rows []*dataset.RewardRow) error) error {
 	out := make(chan renderedBatch, 1)
 	done := make(chan struct{})
 	go func() {
 		defer close(out)
+		next := seq.iter()
 		sent := false // the error that ended the reading is sent, or fn's
-		err := t.inBatches(len(ks), func(j int) int { return int(ks[j]) }, store.DecodeRecord, func(recs []trajectory.Record, at []int) error {
-			b := t.renderBatch(recs, at)
+		err := t.inBatches(seq.n, func() (int, int32, bool) {
+			m := next()
+			if m == nil {
+				return 0, 0, false
+			}
+			return int(m.rank), m.rows, true
+		}, store.DecodeRecord, func(recs []trajectory.Record, at []int, rows []int32) error {
+			b := t.renderBatch(recs, at, rows)
 			select {
 			case out <- b:
 			case <-done:
@@ -126,12 +135,14 @@ type renderedBatch struct {
 	err  error
 }
 
-func (t *scenarioTable) renderBatch(recs []trajectory.Record, at []int) renderedBatch {
+// renderBatch renders the records of ranks at, which the first pass found
+// to give want rows each.
+func (t *scenarioTable) renderBatch(recs []trajectory.Record, at []int, want []int32) renderedBatch {
 	b := renderedBatch{at: slices.Clone(at), rows: make([][]*dataset.RewardRow, len(recs))}
 	errs := make([]error, len(recs))
 	parallelFor(len(recs), func(i int) { b.rows[i], errs[i] = t.rowsOf(&recs[i]) })
-	for i, k := range at {
-		if errs[i] == nil && len(b.rows[i]) != int(t.briefs[k].rows) {
+	for i := range at {
+		if errs[i] == nil && len(b.rows[i]) != int(want[i]) {
 			errs[i] = errors.New("changed while being read (a run still writing?)")
 		}
 		if errs[i] != nil {
@@ -143,15 +154,20 @@ func (t *scenarioTable) renderBatch(recs []trajectory.Record, at []int) rendered
 	return b
 }
 
-// inBatches reads the records of the count ranks rank(0), …, in that
-// order (decoded by decode on every core, dataset.Index.EachRankWith) and
-// calls fn with them
-// batchPerCore per core at a time, so that fn can work on a batch on every
-// core. The records are overwritten after fn.
-func (t *scenarioTable) inBatches(count int, rank func(j int) int, decode func([]byte, *trajectory.Record) error, fn func(recs []trajectory.Record, at []int) error) error {
+// rankChunk is how many ranks inBatches gives the index at once.
+const rankChunk = 4096
+
+// inBatches reads the records of the count ranks next gives (with the
+// rows each is expected to give, passed on to fn), in that order (decoded
+// by decode on every core, dataset.Index.EachAtWith, rankChunk ranks at a
+// time) and calls fn with them batchPerCore per core at a time, so that
+// fn can work on a batch on every core. The records are overwritten after
+// fn.
+func (t *scenarioTable) inBatches(count int, next func() (rank int, rows int32, ok bool), decode func([]byte, *trajectory.Record) error, fn func(recs []trajectory.Record, at []int, rows []int32) error) error {
 	size := min(count, batchPerCore*runtime.GOMAXPROCS(0))
 	recs := make([]trajectory.Record, 0, size)
 	at := make([]int, 0, size)
+	rows := make([]int32, 0, size)
 	flush := func() error {
 		if len(recs) == 0 {
 			return nil
@@ -159,29 +175,45 @@ func (t *scenarioTable) inBatches(count int, rank func(j int) int, decode func([
 		if holdHook != nil {
 			holdHook(len(recs))
 		}
-		err := fn(recs, at)
+		err := fn(recs, at, rows)
 		clear(recs) // what fn kept of a record is its own
-		recs, at = recs[:0], at[:0]
+		recs, at, rows = recs[:0], at[:0], rows[:0]
 		return err
 	}
-	err := t.ix.EachRankWith(t.sid, count, rank, decode, func(k int, r *trajectory.Record) error {
-		// a shallow copy of the record's header: its contents are never reused
-		// by the reader (as store.Index.LoadGroup relies on)
-		recs, at = append(recs, *r), append(at, k)
-		if len(recs) == size {
+	ks := make([]int, 0, min(count, rankChunk))
+	want := make([]int32, 0, cap(ks))
+	for {
+		ks, want = ks[:0], want[:0]
+		for len(ks) < rankChunk {
+			k, n, ok := next()
+			if !ok {
+				break
+			}
+			ks, want = append(ks, k), append(want, n)
+		}
+		if len(ks) == 0 {
 			return flush()
 		}
-		return nil
-	})
-	if err != nil {
-		// the records before the one that failed, as reading one at a
-		// time would have given them
-		if ferr := flush(); ferr != nil {
-			return ferr
+		j := 0
+		err := t.ix.EachAtWith(t.sid, ks, decode, func(k int, r *trajectory.Record) error {
+			// a shallow copy of the record's header: its contents are never reused
+			// by the reader (as store.Index.LoadGroup relies on)
+			recs, at, rows = append(recs, *r), append(at, k), append(rows, want[j])
+			j++
+			if len(recs) == size {
+				return flush()
+			}
+			return nil
+		})
+		if err != nil {
+			// the records before the one that failed, as reading one at a
+			// time would have given them
+			if ferr := flush(); ferr != nil {
+				return ferr
+			}
+			return err
 		}
-		return err
 	}
-	return flush()
 }
 
 // parallelFor calls fn(0..n-1) on GOMAXPROCS goroutines.

@@ -2,10 +2,16 @@ package rewards
 
 import (
 	"bytes"
+	"cmp"
+	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math"
 	"sort"
+	"strings"
+
+	"github.com/antidrift/antidrift/internal/extsort"
 
 	"github.com/antidrift/antidrift/rollout/dataset"
 	"github.com/antidrift/antidrift/rollout/store"
@@ -31,57 +37,78 @@ var holdHook func(records int)
 // batch's rows are a few MB.
 const batchPerCore = 16
 
-// brief is what Table keeps of a trajectory between its two passes, 24
-// bytes: its group's checkpoint and first request are kept once per group
-// (scenarioTable.groups), and a scoring error apart (scenarioTable.errs,
-// the rare trajectory that fails), so that a scenario of a million
-// rollouts holds 28 MB of them with the group lists.
-type brief struct {
+// spillMembers is how many members of a scenario's groups Table holds in
+// memory (32 bytes each: 16 MiB); a scenario with more keeps them in
+// sorted runs in a temporary file (extsort), so that memory stays bounded
+// whatever its rollouts. A variable so that tests force the file.
+var spillMembers = 512 << 10
+
+// member is what Table keeps of a trajectory in a GRPO group between its
+// two passes: its group (checkpoint and first request), its rank, and
+// what the advantages and the Summary need. A scenario's members are
+// sorted by group (checkpoint name, then first request), then rank: each
+// group's are consecutive, in traj_id order.
+type member struct {
 	reward float64
-	group  int32 // index in scenarioTable.groups; noGroup when in none
+	rank   int32
 	rows   int32 // the rows it gives: 1, or its assistant turns after the prompt
-	flags  briefFlag
+	ckpt   int32 // index in scenarioTable.ckpts
+	hash   [6]byte
+	flags  memberFlag
 }
 
-// noGroup is the group of a trajectory that is in none: not scored, or
-// nothing after its prompt.
-const noGroup = -1
-
-// briefFlag is what a brief knows of its trajectory, one bit each.
-type briefFlag uint8
+// memberFlag is what a member knows of its trajectory, one bit each.
+type memberFlag uint8
 
 const (
-	briefScored       briefFlag = 1 << iota // trajectory.Status.Scored
-	briefCompletion                         // something follows the prompt
-	briefRawArguments                       // a tool call's arguments never parsed (tools-native)
-	briefFailed                             // scoring failed: the error is in scenarioTable.errs
-	briefSuccess
-	briefDrift
+	memberRawArguments memberFlag = 1 << iota // a tool call's arguments never parsed (tools-native)
+	memberFailed                              // scoring failed (scored again to report it)
+	memberSuccess
+	memberDrift
 )
 
-func (b *brief) has(f briefFlag) bool { return b.flags&f != 0 }
+func (m *member) has(f memberFlag) bool { return m.flags&f != 0 }
 
 // renders reports whether the trajectory gets rows rendered.
-func (b *brief) renders() bool {
-	return b.has(briefScored) && b.has(briefCompletion) && !b.has(briefRawArguments) && !b.has(briefFailed)
+func (m *member) renders() bool { return !m.has(memberRawArguments) && !m.has(memberFailed) }
+
+// sameGroup reports whether two members are of one group.
+func (m *member) sameGroup(o *member) bool { return m.ckpt == o.ckpt && m.hash == o.hash }
+
+// memberCodec writes a member as 27 bytes.
+var memberCodec = extsort.Codec[member]{
+	Size: 27,
+	Put: func(b []byte, m *member) {
+		binary.LittleEndian.PutUint64(b, math.Float64bits(m.reward))
+		binary.LittleEndian.PutUint32(b[8:], uint32(m.rank))
+		binary.LittleEndian.PutUint32(b[12:], uint32(m.rows))
+		binary.LittleEndian.PutUint32(b[16:], uint32(m.ckpt))
+		copy(b[20:26], m.hash[:])
+		b[26] = byte(m.flags)
+	},
+	Get: func(b []byte, m *member) {
+		m.reward = math.Float64frombits(binary.LittleEndian.Uint64(b))
+		m.rank = int32(binary.LittleEndian.Uint32(b[8:]))
+		m.rows = int32(binary.LittleEndian.Uint32(b[12:]))
+		m.ckpt = int32(binary.LittleEndian.Uint32(b[16:]))
+		copy(m.hash[:], b[20:26])
+		m.flags = memberFlag(b[26])
+	},
 }
 
-// groupKey is a GRPO group within a scenario: checkpoint and first request.
-type groupKey struct {
-	ckpt int32
-	hash [6]byte
+// memberIter returns a group's members one at a time, nil after the
+// last; each call of a memberSeq starts again.
+type memberIter func() *member
+
+// memberSeq is members of a group read in order, any number of times.
+type memberSeq struct {
+	n    int                // how many
+	iter func() memberIter // a new reading from the first
 }
 
-// grpoGroup is a GRPO group of a scenario and where its members' ranks
-// are in scenarioTable.members.
-type grpoGroup struct {
-	groupKey
-	from, to int
-}
-
-// rowSource calls fn with the rows of the records of ranks ks, in order:
+// rowSource calls fn with the rows of the trajectories of seq, in order:
 // rendered again from the index (scenarioTable.render) or held.
-type rowSource func(ks []int32, fn func(k int, rows []*dataset.RewardRow) error) error
+type rowSource func(seq memberSeq, fn func(k int, rows []*dataset.RewardRow) error) error
 
 // scenarioTable builds the rows of one scenario into a Table.
 type scenarioTable struct {
@@ -94,13 +121,10 @@ type scenarioTable struct {
 
 	split    string
 	boundary []string
-	briefs   []brief       // by rank (traj_id order)
-	errs     map[int]error // scoring errors, by rank
-	ckpts    []string      // checkpoint names, in order of appearance
-	groups   []grpoGroup   // in order of appearance
-	// members are the ranks of each group's trajectories, group after
-	// group (grpoGroup.from and to), each group's in rank order.
-	members []int32
+	ckpts    []string // checkpoint names, in order of appearance
+	// members are the trajectories of the scenario's groups, by group
+	// then rank (member).
+	members *extsort.List[member]
 	// noCompletion counts the scored trajectories with nothing after
 	// their prompt, added to the Summary when the scenario is written.
 	noCompletion int
@@ -109,8 +133,19 @@ type scenarioTable struct {
 	held map[int][]*dataset.RewardRow
 }
 
+// groupRange is a group's members: positions [from, to) of members.
+type groupRange struct{ from, to int }
+
+// close removes the scenario's scratch file, if it has one.
+func (t *scenarioTable) close() {
+	if t.members != nil {
+		t.members.Close()
+	}
+}
+
 // run emits the rows of a scenario whose first pass is done.
 func (t *scenarioTable) run() error {
+	defer t.close()
 	t.split = dataset.SplitOf(t.sid, t.opt.Ratios, t.opt.Seed)
 	t.boundary = []string{}
 	if s := t.opt.Scenarios[t.sid]; s != nil {
@@ -122,102 +157,114 @@ func (t *scenarioTable) run() error {
 	// (one policy's samples) and the same first request — the messages
 	// before the first assistant turn and the tools visible at step 0.
 	// Nothing that happened later (tools a gate showed, the framework's
-	// later turns) can split a group.
-	perCkpt := map[int32]int{}
-	for _, g := range t.groups {
-		perCkpt[g.ckpt]++
-	}
-	for _, n := range perCkpt {
-		if n > 1 {
-			t.sum.SplitPrompts++
-		}
-	}
-	// by name: rows never depend on the order runs are given in
-	order := make([]int, len(t.groups))
-	for i := range order {
-		order[i] = i
-	}
-	sort.Slice(order, func(i, j int) bool {
-		a, b := t.groups[order[i]], t.groups[order[j]]
-		if a.ckpt != b.ckpt {
-			return t.ckpts[a.ckpt] < t.ckpts[b.ckpt]
-		}
-		return bytes.Compare(a.hash[:], b.hash[:]) < 0
-	})
-	if t.held != nil {
-		if holdHook != nil {
-			holdHook(len(t.held))
-		}
-		src := t.heldSource(t.held)
-		for _, g := range order {
-			if err := t.group(&t.groups[g], src); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	line := t.ix.Bytes(t.sid) / int64(max(1, t.ix.Count(t.sid)))
-	var held []int
+	// later turns) can split a group. Groups come by checkpoint name,
+	// then first request: rows never depend on the order runs are given
+	// in. A checkpoint with more than one group is a split prompt.
+	var groups []groupRange // held together, or (one) streamed
 	var heldN int64
+	line := t.ix.Bytes(t.sid) / int64(max(1, t.ix.Count(t.sid)))
 	flush := func() error {
-		if len(held) == 0 {
+		defer func() { groups, heldN = groups[:0], 0 }()
+		switch {
+		case len(groups) == 0:
 			return nil
+		case t.held != nil:
+			return t.groups(groups, t.heldSource(t.held))
 		}
 		var ks []int32
-		for _, g := range held {
-			for _, k := range t.memberRanks(&t.groups[g]) {
-				if t.briefs[k].renders() {
-					ks = append(ks, k)
+		var rows []int32
+		for _, g := range groups {
+			c := t.members.Cursor(g.from, g.to)
+			for m := c.Next(); m != nil; m = c.Next() {
+				if m.renders() {
+					ks, rows = append(ks, m.rank), append(rows, m.rows)
 				}
 			}
 		}
-		rows := make(map[int][]*dataset.RewardRow, len(ks))
-		if err := t.render(ks, func(k int, rs []*dataset.RewardRow) error { rows[k] = rs; return nil }); err != nil {
+		held := make(map[int][]*dataset.RewardRow, len(ks))
+		i := 0
+		seq := memberSeq{n: len(ks), iter: func() memberIter {
+			return func() *member {
+				if i == len(ks) {
+					return nil
+				}
+				m := &member{rank: ks[i], rows: rows[i]}
+				i++
+				return m
+			}
+		}}
+		if err := t.render(seq, func(k int, rs []*dataset.RewardRow) error { held[k] = rs; return nil }); err != nil {
 			return err
 		}
 		if holdHook != nil {
-			holdHook(len(rows))
+			holdHook(len(held))
 		}
-		src := t.heldSource(rows)
-		for _, g := range held {
-			if err := t.group(&t.groups[g], src); err != nil {
-				return err
-			}
-		}
-		held, heldN = held[:0], 0
-		return nil
+		return t.groups(groups, t.heldSource(held))
 	}
-	for _, g := range order {
-		n := int64(t.groups[g].to-t.groups[g].from) * line
-		if n > holdBytes {
-			if err := flush(); err != nil {
-				return err
-			}
-			if err := t.group(&t.groups[g], t.render); err != nil {
-				return err
-			}
+	if t.held != nil && holdHook != nil {
+		holdHook(len(t.held))
+	}
+	c := t.members.Cursor(0, t.members.Len())
+	ckpt, perCkpt := int32(-1), 0
+	var first member
+	from := 0
+	for at := 0; ; at++ {
+		m := c.Next()
+		if m != nil && at > from && m.sameGroup(&first) {
 			continue
 		}
-		if heldN+n > holdBytes {
-			if err := flush(); err != nil {
-				return err
+		if at > from { // a group ends: [from, at)
+			if first.ckpt != ckpt {
+				ckpt, perCkpt = first.ckpt, 0
+			}
+			if perCkpt++; perCkpt == 2 {
+				t.sum.SplitPrompts++
+			}
+			g := groupRange{from, at}
+			n := int64(g.to-g.from) * line
+			switch {
+			case t.held != nil:
+				groups = append(groups, g)
+			case n > holdBytes:
+				if err := flush(); err != nil {
+					return err
+				}
+				if err := t.group(g, t.render); err != nil {
+					return err
+				}
+			default:
+				if heldN+n > holdBytes {
+					if err := flush(); err != nil {
+						return err
+					}
+				}
+				groups, heldN = append(groups, g), heldN+n
 			}
 		}
-		held, heldN = append(held, g), heldN+n
+		if m == nil {
+			break
+		}
+		first, from = *m, at
 	}
 	return flush()
 }
 
-// memberRanks are the ranks of a group's trajectories, in rank order.
-func (t *scenarioTable) memberRanks(g *grpoGroup) []int32 {
-	return t.members[g.from:g.to]
+// groups emits the rows of groups whose rows src holds.
+func (t *scenarioTable) groups(gs []groupRange, src rowSource) error {
+	for _, g := range gs {
+		if err := t.group(g, src); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // heldSource gives the rows of rows, by rank.
 func (t *scenarioTable) heldSource(rows map[int][]*dataset.RewardRow) rowSource {
-	return func(ks []int32, fn func(int, []*dataset.RewardRow) error) error {
-		for _, k := range ks {
-			if err := fn(int(k), rows[int(k)]); err != nil {
+	return func(seq memberSeq, fn func(int, []*dataset.RewardRow) error) error {
+		next := seq.iter()
+		for m := next(); m != nil; m = next() {
+			if err := fn(int(m.rank), rows[int(m.rank)]); err != nil {
 				return err
 			}
 		}
@@ -225,11 +272,30 @@ func (t *scenarioTable) heldSource(rows map[int][]*dataset.RewardRow) rowSource 
 	}
 }
 
+// filtered is the members of g that keep accepts, read in order; keep is
+// given each member with its place among them (so that a filter may keep
+// state, reset with each reading).
+func (t *scenarioTable) filtered(g groupRange, n int, keep func() func(*member) bool) memberSeq {
+	return memberSeq{n: n, iter: func() memberIter {
+		c := t.members.Cursor(g.from, g.to)
+		ok := keep()
+		return func() *member {
+			for m := c.Next(); m != nil; m = c.Next() {
+				if ok(m) {
+					return m
+				}
+			}
+			return nil
+		}
+	}}
+}
+
 // group emits the rows of one GRPO group, members in traj_id order.
-func (t *scenarioTable) group(g *grpoGroup, src rowSource) error {
-	ck := t.ckpts[g.ckpt]
-	gid := GroupID(t.sid, ck, hex.EncodeToString(g.hash[:]))
-	members := t.memberRanks(g)
+func (t *scenarioTable) group(g groupRange, src rowSource) error {
+	c := t.members.Cursor(g.from, g.to)
+	head := *c.Next()
+	ck := t.ckpts[head.ckpt]
+	gid := GroupID(t.sid, ck, hex.EncodeToString(head.hash[:]))
 	fill := func(row *dataset.RewardRow) {
 		row.GroupID = gid
 		row.ScenarioID, row.Split, row.Checkpoint, row.BoundaryTools = t.sid, t.split, ck, t.boundary
@@ -240,48 +306,61 @@ func (t *scenarioTable) group(g *grpoGroup, src rowSource) error {
 	// equal TRL's formula over the group's rollouts as a trainer reads
 	// them. The members up to the first that failed to score are those
 	// the table reaches.
-	var todo []int32
+	cut, todoN := g.to, 0
 	var failed error
-	for _, k := range members {
-		b := &t.briefs[k]
-		if b.has(briefRawArguments) {
+	c = t.members.Cursor(g.from, g.to)
+	for at, m := g.from, c.Next(); m != nil; at, m = at+1, c.Next() {
+		if m.has(memberRawArguments) {
 			t.sum.RawArguments++
 			continue
 		}
-		if b.has(briefFailed) {
-			failed = fmt.Errorf("%s: %w", t.ix.WhereAt(t.sid, int(k)), t.errs[int(k)])
+		if m.has(memberFailed) {
+			cut, failed = at, t.scoringError(int(m.rank))
 			break
 		}
-		todo = append(todo, k)
+		todoN++
 	}
-	var kept []int32
-	var admitted []bool // opt.Keep's verdicts, the rows of todo in order
-	var from []int      // where each kept member's verdicts start in admitted
+	todo := t.filtered(groupRange{g.from, cut}, todoN, func() func(*member) bool {
+		return func(m *member) bool { return !m.has(memberRawArguments) }
+	})
+	var kept memberSeq
+	var admitted []uint64 // opt.Keep's verdicts, a bit for each row of todo in order
 	if t.opt.Keep == nil {
 		if failed != nil {
 			return failed
 		}
-		for _, k := range todo {
-			if t.briefs[k].rows > 0 {
-				kept = append(kept, k)
+		n := 0
+		next := todo.iter()
+		for m := next(); m != nil; m = next() {
+			if m.rows > 0 {
+				n++
 			}
 		}
+		kept = t.filtered(groupRange{g.from, cut}, n, func() func(*member) bool {
+			return func(m *member) bool { return !m.has(memberRawArguments) && m.rows > 0 }
+		})
 	} else {
+		bit, n := 0, 0
 		err := src(todo, func(k int, rows []*dataset.RewardRow) error {
-			at, some := len(admitted), false
+			some := false
 			for _, row := range rows {
 				fill(row)
 				ok, err := t.opt.Keep(row)
 				if err != nil {
 					return err
 				}
-				if !ok {
+				if bit/64 == len(admitted) {
+					admitted = append(admitted, 0)
+				}
+				if ok {
+					admitted[bit/64] |= 1 << (bit % 64)
+				} else {
 					t.sum.Dropped++
 				}
-				admitted, some = append(admitted, ok), some || ok
+				bit, some = bit+1, some || ok
 			}
 			if some {
-				kept, from = append(kept, int32(k)), append(from, at)
+				n++
 			}
 			return nil
 		})
@@ -291,84 +370,140 @@ func (t *scenarioTable) group(g *grpoGroup, src rowSource) error {
 		if failed != nil {
 			return failed
 		}
+		kept = t.filtered(groupRange{g.from, cut}, n, func() func(*member) bool {
+			bit := 0
+			return func(m *member) bool {
+				if m.has(memberRawArguments) {
+					return false
+				}
+				from := bit
+				bit += int(m.rows)
+				return anyBit(admitted, from, bit)
+			}
+		})
 	}
-	if len(kept) == 0 {
-		if len(members) > 0 {
-			t.sum.GroupsDropped++
-		}
+	if kept.n == 0 {
+		t.sum.GroupsDropped++
 		return nil
 	}
-	reward := func(i int) float64 { return t.briefs[kept[i]].reward }
-	adv := advantagesOf(len(kept), reward)
-	t.sum.add(ck, len(kept), func(i int) *brief { return &t.briefs[kept[i]] })
-	i := 0
+	each := func(fn func(m *member)) {
+		next := kept.iter()
+		for m := next(); m != nil; m = next() {
+			fn(m)
+		}
+	}
+	adv := advantagesOf(kept.n, func(fn func(r float64)) { each(func(m *member) { fn(m.reward) }) })
+	t.sum.add(ck, each)
+	// The rows are emitted as src gives them, a kept member's at a time:
+	// its reward from a reading of kept in step, its first row's verdict
+	// from a reading of todo (the rows of the members before it).
+	nextKept, nextTodo := kept.iter(), todo.iter()
+	bit := 0
 	return src(kept, func(_ int, rows []*dataset.RewardRow) error {
+		m := nextKept()
+		if admitted != nil {
+			for x := nextTodo(); x != nil && x.rank != m.rank; x = nextTodo() {
+				bit += int(x.rows)
+			}
+		}
 		for j, row := range rows {
-			if admitted != nil && !admitted[from[i]+j] {
+			if admitted != nil && !anyBit(admitted, bit+j, bit+j+1) {
 				continue
 			}
 			fill(row)
-			row.Advantage = adv.of(reward(i))
+			row.Advantage = adv.of(m.reward)
 			t.sum.Rows++
 			t.sum.Splits[t.split]++
 			if err := t.emit(row); err != nil {
 				return err
 			}
 		}
-		i++
+		bit += len(rows)
 		return nil
 	})
 }
 
-// survey is the first pass: a brief of every trajectory of the scenario,
-// computed on every core, its group, and the rows of a scenario within
-// holdBytes.
+// anyBit reports whether a bit of [from, to) is set in bits.
+func anyBit(bits []uint64, from, to int) bool {
+	for i := from; i < to; i++ {
+		if bits[i/64]&(1<<(i%64)) != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// scoringError is the error of scoring the trajectory of rank k again:
+// the first pass keeps only that scoring failed, since a scenario may
+// hold any number of failures and the table reports the first it reaches.
+func (t *scenarioTable) scoringError(k int) error {
+	r, err := t.ix.LoadAt(t.sid, k)
+	if err == nil {
+		if _, err = t.cfg.Score(r); err == nil {
+			err = errors.New("changed while being read (a run still writing?)")
+		}
+	}
+	return fmt.Errorf("%s: %w", t.ix.WhereAt(t.sid, k), err)
+}
+
+// survey is the first pass: what each trajectory of the scenario gives
+// its group, computed on every core, sorted by group then rank, and the
+// rows of a scenario within holdBytes.
 func (t *scenarioTable) survey() error {
 	n := t.ix.Count(t.sid)
 	if n > math.MaxInt32 {
 		return fmt.Errorf("rewards: scenario %s has %d trajectories, more than a table ranks (%d)", t.sid, n, math.MaxInt32)
 	}
-	t.briefs = make([]brief, n)
 	hold := t.ix.Bytes(t.sid) <= holdBytes
 	if hold {
 		t.held = map[int][]*dataset.RewardRow{}
 	}
 	names := map[string]int32{}
-	index := map[groupKey]int32{}
+	sorter := extsort.New(memberCodec, func(a, b *member) int {
+		if a.ckpt != b.ckpt {
+			if c := strings.Compare(t.ckpts[a.ckpt], t.ckpts[b.ckpt]); c != 0 {
+				return c
+			}
+		}
+		if c := bytes.Compare(a.hash[:], b.hash[:]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.rank, b.rank)
+	}, spillMembers, "rewards: scenario "+t.sid+"'s trajectories")
 	// A held scenario's rows are rendered from these records: they are
-	// decoded whole. Otherwise the brief needs the first request's text
-	// (its hash) and only the shape and labels of the rest.
+	// decoded whole. Otherwise the first pass needs the first request's
+	// text (its hash) and only the shape and labels of the rest.
 	decode := dataset.DecodePrompt
 	if hold {
 		decode = store.DecodeRecord
 	}
-	err := t.inBatches(n, func(j int) int { return j }, decode, func(recs []trajectory.Record, at []int) error {
+	k := 0
+	err := t.inBatches(n, func() (int, int32, bool) {
+		if k == n {
+			return 0, 0, false
+		}
+		k++
+		return k - 1, 0, true
+	}, decode, func(recs []trajectory.Record, at []int, _ []int32) error {
 		rows := make([][]*dataset.RewardRow, len(recs))
-		hashes := make([][6]byte, len(recs))
-		errs := make([]error, len(recs))
+		ms := make([]member, len(recs))
+		scored, in := make([]bool, len(recs)), make([]bool, len(recs))
 		parallelFor(len(recs), func(i int) {
 			var res Result
-			t.briefs[at[i]], hashes[i], res, errs[i] = t.briefOf(&recs[i])
-			if hold && t.briefs[at[i]].renders() {
+			ms[i], res, scored[i], in[i] = t.memberOf(&recs[i])
+			if hold && in[i] && ms[i].renders() {
 				rows[i] = t.rowsWith(&recs[i], res)
 			}
 		})
 		for i, k := range at {
-			b := &t.briefs[k]
-			if errs[i] != nil {
-				if t.errs == nil {
-					t.errs = map[int]error{}
+			if !in[i] {
+				if scored[i] {
+					t.noCompletion++ // nothing after its prompt
 				}
-				t.errs[k] = errs[i]
+				continue
 			}
 			if rows[i] != nil {
 				t.held[k] = rows[i]
-			}
-			if b.group == noGroup {
-				if b.has(briefScored) && !b.has(briefCompletion) {
-					t.noCompletion++
-				}
-				continue
 			}
 			c, ok := names[recs[i].Checkpoint]
 			if !ok {
@@ -376,77 +511,59 @@ func (t *scenarioTable) survey() error {
 				names[recs[i].Checkpoint] = c
 				t.ckpts = append(t.ckpts, recs[i].Checkpoint)
 			}
-			key := groupKey{c, hashes[i]}
-			g, ok := index[key]
-			if !ok {
-				g = int32(len(t.groups))
-				index[key] = g
-				t.groups = append(t.groups, grpoGroup{groupKey: key})
+			ms[i].ckpt, ms[i].rank = c, int32(k)
+			if err := sorter.Add(ms[i]); err != nil {
+				return err
 			}
-			b.group = g
-			t.groups[g].to++ // its size, until the lists are laid out
 		}
 		return nil
 	})
 	if err != nil {
+		sorter.Discard()
 		return err
 	}
-	// The groups' lists, one after another, each in rank order.
-	from := 0
-	for i := range t.groups {
-		g := &t.groups[i]
-		g.from, g.to, from = from, from, from+g.to
-	}
-	t.members = make([]int32, from)
-	for k := range t.briefs {
-		if g := t.briefs[k].group; g != noGroup {
-			t.members[t.groups[g].to] = int32(k)
-			t.groups[g].to++
-		}
-	}
-	return nil
+	t.members, err = sorter.Sorted()
+	return err
 }
 
-// briefOf is the brief of a record (its group left to survey), the hash
-// of its first request, its score, and the scoring error.
-func (t *scenarioTable) briefOf(r *trajectory.Record) (b brief, hash [6]byte, res Result, err error) {
-	b.group = noGroup
+// memberOf is what a record gives its group (its checkpoint and rank left
+// to survey), its score, whether it is scored, and whether it is in a
+// group: scored, with something after its prompt.
+func (t *scenarioTable) memberOf(r *trajectory.Record) (m member, res Result, scored, in bool) {
 	if !r.Status.Scored() {
-		return b, hash, res, nil
+		return m, res, false, false
 	}
-	b.flags |= briefScored
 	_, completion := dataset.SplitPrompt(r.Messages)
 	if len(completion) == 0 {
-		return b, hash, res, nil
+		return m, res, true, false
 	}
-	b.flags |= briefCompletion
-	b.group = 0 // in a group: survey says which
-	hash = firstRequestSum(r)
+	m.hash = firstRequestSum(r)
 	if dataset.FormatOf(r.Framework) == dataset.ToolsNative && dataset.RawArguments(r.Messages) {
-		b.flags |= briefRawArguments
-		return b, hash, res, nil
+		m.flags |= memberRawArguments
+		return m, res, true, true
 	}
-	if res, err = t.cfg.Score(r); err != nil {
-		b.flags |= briefFailed
-		return b, hash, Result{}, err
+	res, err := t.cfg.Score(r)
+	if err != nil {
+		m.flags |= memberFailed
+		return m, Result{}, true, true
 	}
-	b.reward = res.Reward
+	m.reward = res.Reward
 	if r.Success {
-		b.flags |= briefSuccess
+		m.flags |= memberSuccess
 	}
 	if r.Drift {
-		b.flags |= briefDrift
+		m.flags |= memberDrift
 	}
-	b.rows = 1
+	m.rows = 1
 	if t.opt.Render.Completion == dataset.CompletionTurn {
-		b.rows = 0 // one row per assistant turn, as dataset.Turns cuts them
-		for _, m := range completion {
-			if m.Role == trajectory.RoleAssistant {
-				b.rows++
+		m.rows = 0 // one row per assistant turn, as dataset.Turns cuts them
+		for _, msg := range completion {
+			if msg.Role == trajectory.RoleAssistant {
+				m.rows++
 			}
 		}
 	}
-	return b, hash, res, nil
+	return m, res, true, true
 }
 
 // rowsOf scores a record and renders its rows.
