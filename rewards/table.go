@@ -82,14 +82,17 @@ type CheckpointSummary struct {
 // Memory holds a window of records and rows, not a scenario's, whatever
 // its rollouts. A scenario whose records come to at most holdBytes of
 // JSONL is read once and its rows held, as Table always did; a larger one
-// is read twice: the first pass keeps 28 bytes per trajectory (a brief of
-// its group, reward, row count and flags: what the advantages and the
-// Summary need, and its place in its group's list), the second reads the records again in row order, a window at a
-// time, and renders their rows. Groups small enough are rendered together
-// and held while opt.Keep decides on their rows; a larger group with
-// opt.Keep set is rendered twice (once for Keep, once to emit), since its
-// advantages need every Keep verdict before its first row goes out. The
-// next scenario's first pass runs while one's rows are emitted.
+// is read twice: the first pass keeps a 32-byte member per trajectory (its
+// group, rank, reward, row count and flags: what the advantages and the
+// Summary need), sorted by group, in memory up to spillMembers (16 MiB)
+// and in sorted runs in a temporary file past that (internal/extsort), so
+// that no scenario's size moves the memory bound; the second reads the
+// records again in row order, a window at a time, and renders their rows.
+// Groups small enough are rendered together and held while opt.Keep
+// decides on their rows; a larger group with opt.Keep set is rendered
+// twice (once for Keep, once to emit, its verdicts kept a bit a row),
+// since its advantages need every Keep verdict before its first row goes
+// out. The next scenario's first pass runs while one's rows are emitted.
 // Scores and rows are computed on every core (cfg.Score and opt.Render's
 // rendering are safe for concurrent use); opt.Keep and emit are called in
 // row order on one goroutine, each group's rows offered to Keep before

@@ -255,8 +255,10 @@ func (c *Cursor[T]) Next() *T {
 		n := min(cursorValues, c.to-c.at)
 		size := c.l.codec.Size
 		if c.raw == nil {
-			c.raw = make([]byte, cursorValues*size)
-			c.vals = make([]T, cursorValues)
+			// sized for the range: a list read a few values at a time
+			// (a scenario of singleton groups) allocates that much
+			c.raw = make([]byte, n*size)
+			c.vals = make([]T, n)
 		}
 		raw := c.raw[:n*size]
 		if _, err := c.l.f.ReadAt(raw, int64(c.at)*int64(size)); err != nil {
