@@ -102,7 +102,7 @@ type memberIter func() *member
 
 // memberSeq is members of a group read in order, any number of times.
 type memberSeq struct {
-	n    int                // how many
+	n    int               // how many
 	iter func() memberIter // a new reading from the first
 }
 
