@@ -182,8 +182,8 @@ func (t *scenarioTable) run() error {
 			}
 		}
 		held := make(map[int][]*dataset.RewardRow, len(ks))
-		i := 0
 		seq := memberSeq{n: len(ks), iter: func() memberIter {
+			i := 0
 			return func() *member {
 				if i == len(ks) {
 					return nil
@@ -272,9 +272,9 @@ func (t *scenarioTable) heldSource(rows map[int][]*dataset.RewardRow) rowSource 
 	}
 }
 
-// filtered is the members of g that keep accepts, read in order; keep is
-// given each member with its place among them (so that a filter may keep
-// state, reset with each reading).
+// filtered is the members of g that a filter accepts, read in order;
+// keep makes the filter anew for each reading, so that it may keep state
+// (where a member's rows start among the group's).
 func (t *scenarioTable) filtered(g groupRange, n int, keep func() func(*member) bool) memberSeq {
 	return memberSeq{n: n, iter: func() memberIter {
 		c := t.members.Cursor(g.from, g.to)
