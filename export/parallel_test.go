@@ -2,6 +2,8 @@ package export
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -60,4 +62,47 @@ func TestExportRunsSameFilesForAnyCoreCount(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestKTOPerTurnRowsScoreTheWholeRecord: a per-turn KTO row's reward is
+// its record's, scored whole (not cut after the row's turn), each record
+// is counted once however many rows it gives, and a record whose scoring
+// fails fails the export with that error.
+func TestKTOPerTurnRowsScoreTheWholeRecord(t *testing.T) {
+	root := t.TempDir()
+	dirs := []string{simRun(t, filepath.Join(root, "base"), "base", 3, 1, 8)}
+	recs, err := dataset.OpenRecords(dirs...)
+	require.NoError(t, err)
+	messages := map[string]int{}
+	require.NoError(t, recs.Each(func(r *trajectory.Record) error { messages[r.TrajID] = len(r.Messages); return nil }))
+	require.NoError(t, recs.Close())
+	var failing string
+	for id := range messages {
+		failing = max(failing, id)
+	}
+	reward := func(rec *trajectory.Record) (float64, error) {
+		if rec.TrajID == failing && strings.HasSuffix(root, "fail") {
+			return 0, errors.New("no weight for this one")
+		}
+		return float64(len(rec.Messages)), nil // the whole record's length
+	}
+	out := filepath.Join(root, "out")
+	res, err := ExportRuns(RunsConfig{Dirs: dirs, Table: TableKTO, Out: out, Formats: []string{FormatJSONL}, Reward: reward,
+		ShuffleSeed: 3, Render: dataset.RenderOptions{Completion: dataset.CompletionTurn}, Options: Options{ToolkitVersion: "test"}})
+	require.NoError(t, err)
+	require.Equal(t, len(messages), res.Records, "each record counted once")
+	rows := 0
+	b, err := os.ReadFile(filepath.Join(out, "kto.jsonl"))
+	require.NoError(t, err)
+	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		var row dataset.KTORow
+		require.NoError(t, json.Unmarshal(line, &row))
+		require.Equal(t, float64(messages[row.TrajID]), row.Reward, row.TrajID)
+		rows++
+	}
+	require.Greater(t, rows, len(messages), "more rows than records: one per kept turn")
+	root += "fail"
+	_, err = ExportRuns(RunsConfig{Dirs: dirs, Table: TableKTO, Out: filepath.Join(t.TempDir(), "out"), Formats: []string{FormatJSONL}, Reward: reward,
+		ShuffleSeed: 3, Render: dataset.RenderOptions{Completion: dataset.CompletionTurn}, Options: Options{ToolkitVersion: "test"}})
+	require.ErrorContains(t, err, "no weight for this one")
 }

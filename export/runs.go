@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/antidrift/antidrift/rollout/trajectory"
 )
@@ -143,32 +144,30 @@ func ExportRuns(cfg RunsConfig) (RunsResult, error) {
 		}
 		clean := func(rec *trajectory.Record) bool { return rec.Clean() }
 		perTurn := cfg.Render.Completion == dataset.CompletionTurn
-		type scored struct {
+		// Per turn, what a row's record gives it is found when the record
+		// is read whole, before it is cut after the row's turn: its reward
+		// (or the error scoring it), and whether the row is the first of
+		// its record's, which counts the record. It goes from the reading
+		// to consume in row order (MapOrdered keeps it), beside the rows.
+		type turnOf struct {
+			first  bool
 			reward float64
 			err    error
 		}
-		turnRewards := map[string]scored{} // per-turn: filled by the units pass, read-only after
+		var turns fifo[turnOf]
 		// rows are built on every core and written in the shuffled order
 		type ktoOut struct {
 			row                        dataset.KTORow
-			ckpt, fw, traj             string
+			ckpt, fw                   string
 			success, drift, clean, raw bool
 		}
 		build := func(rec *trajectory.Record) (ktoOut, error) {
-			o := ktoOut{ckpt: rec.Checkpoint, fw: rec.Framework, traj: rec.TrajID, success: rec.Success, drift: rec.Drift, clean: rec.Clean()}
+			o := ktoOut{ckpt: rec.Checkpoint, fw: rec.Framework, success: rec.Success, drift: rec.Drift, clean: rec.Clean()}
 			if perTurn && len(rec.Messages) == 0 {
 				return o, nil // a record with no kept turn: skipped
 			}
-			reward := 0.0
-			if perTurn {
-				// scored on the whole record in the units pass: rec is cut
-				// after the row's turn here
-				rw := turnRewards[rec.TrajID]
-				if rw.err != nil {
-					return o, rw.err
-				}
-				reward = rw.reward
-			} else if cfg.Reward != nil {
+			reward := 0.0 // per turn, consume fills it in (turnOf)
+			if !perTurn && cfg.Reward != nil {
 				var err error
 				if reward, err = cfg.Reward(rec); err != nil {
 					return o, err
@@ -193,10 +192,6 @@ func ExportRuns(cfg RunsConfig) (RunsResult, error) {
 			// one row per kept turn, rows (not records) spread by label
 			each = func(fn func(*trajectory.Record) error) error {
 				units := func(rec *trajectory.Record) []dataset.Unit {
-					if cfg.Reward != nil {
-						r, err := cfg.Reward(rec)
-						turnRewards[rec.TrajID] = scored{r, err}
-					}
 					if dataset.FormatOf(rec.Framework) == dataset.ToolsNative && dataset.RawArguments(rec.Messages) {
 						return []dataset.Unit{{Turn: -1}} // counted once, below
 					}
@@ -206,7 +201,7 @@ func ExportRuns(cfg RunsConfig) (RunsResult, error) {
 					}
 					return us
 				}
-				return idx.EachBalancedUnits(cfg.ShuffleSeed, units, func(rec *trajectory.Record, u dataset.Unit) error {
+				return idx.EachBalancedUnits(cfg.ShuffleSeed, units, func(rec *trajectory.Record, u dataset.Unit, first bool) error {
 					cut := *rec
 					if u.Turn < 0 {
 						cut.Messages = nil // no row: counted as raw or skipped
@@ -216,20 +211,34 @@ func ExportRuns(cfg RunsConfig) (RunsResult, error) {
 					} else {
 						cut.Messages = rec.Messages[:u.Turn+1]
 					}
+					t := turnOf{first: first}
+					// scored on the whole record (rec is cut after the
+					// row's turn for build); a record with no kept turn
+					// is skipped before its score is read
+					if cfg.Reward != nil && len(cut.Messages) > 0 {
+						t.reward, t.err = cfg.Reward(rec)
+					}
+					turns.push(t)
 					return fn(&cut)
 				})
 			}
 		}
-		seen := map[string]bool{} // per-turn: a record's rows count it once
 		err = dataset.MapOrdered(each, build, func(o ktoOut) error {
-			if perTurn && seen[o.traj] {
-				if len(o.row.Completion) == 0 {
-					return nil
+			record := true // the record is counted at this row
+			if perTurn {
+				t := turns.pop()
+				if t.err != nil {
+					return t.err
 				}
-			} else {
-				if perTurn {
-					seen[o.traj] = true
+				o.row.Reward = t.reward
+				if !t.first {
+					if len(o.row.Completion) == 0 {
+						return nil
+					}
+					record = false // a record's rows count it once
 				}
+			}
+			if record {
 				res.Records++
 				count(o.ckpt, o.fw, o.success, o.drift, o.clean)
 			}
@@ -377,4 +386,30 @@ func RelPath(out, dir string) string {
 		return filepath.ToSlash(dir)
 	}
 	return filepath.ToSlash(rel)
+}
+
+// fifo is a queue between one goroutine that pushes and one that pops,
+// each value pushed before it is popped.
+type fifo[T any] struct {
+	mu    sync.Mutex
+	items []T
+	head  int
+}
+
+func (q *fifo[T]) push(v T) {
+	q.mu.Lock()
+	q.items = append(q.items, v)
+	q.mu.Unlock()
+}
+
+func (q *fifo[T]) pop() T {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	v := q.items[q.head]
+	q.head++
+	if q.head >= 1024 && q.head*2 >= len(q.items) { // what is popped goes
+		q.items = q.items[:copy(q.items, q.items[q.head:])]
+		q.head = 0
+	}
+	return v
 }

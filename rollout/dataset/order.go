@@ -47,12 +47,14 @@ type Unit struct {
 
 // EachBalancedUnits is EachBalanced over rows rather than records: units
 // lists the rows of a record, and fn is called once per row, with the
-// record and the row's unit, in a seeded order (SHA-256 of the seed,
+// record, the row's unit and whether it is the first of the record's rows
+// in the order (so that a caller counts a record once without a set of
+// the records seen), in a seeded order (SHA-256 of the seed,
 // traj_id and turn) that spreads the two classes evenly through the file,
 // so that the rows of one trajectory are scattered among other scenarios'.
 // A record is read once per row in the second pass. Memory is 20 bytes a
-// row.
-func (r *Records) EachBalancedUnits(seed int64, units func(rec *trajectory.Record) []Unit, fn func(rec *trajectory.Record, u Unit) error) error {
+// row and a bit a record.
+func (r *Records) EachBalancedUnits(seed int64, units func(rec *trajectory.Record) []Unit, fn func(rec *trajectory.Record, u Unit, first bool) error) error {
 	o := balancedOrder{key: func(i, turn int) [32]byte { return unitKey(seed, r.ix.TrajID(i), turn) }}
 	o.grow(r.Len()) // a row a record at least, for most records
 	err := r.ix.Each(func(i int, rec *trajectory.Record) error {
@@ -68,11 +70,15 @@ func (r *Records) EachBalancedUnits(seed int64, units func(rec *trajectory.Recor
 	}
 	o.build()
 	next := 0
+	seen := make([]uint64, (r.Len()+63)/64) // a bit a record: a row of it came
 	return r.ix.EachAtFunc(o.len(), func(k int) int { return int(o.at(k).i) }, store.DecodeRecord,
 		func(_ int, rec *trajectory.Record) error {
 			e := o.at(next)
 			next++
-			return fn(rec, Unit{Turn: e.turn(), Class: e.class()})
+			w, bit := e.i/64, uint64(1)<<(e.i%64)
+			first := seen[w]&bit == 0
+			seen[w] |= bit
+			return fn(rec, Unit{Turn: e.turn(), Class: e.class()}, first)
 		})
 }
 
