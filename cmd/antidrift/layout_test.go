@@ -23,8 +23,10 @@ const modulePath = "github.com/antidrift/antidrift"
 // datasetAllowed are the module packages rollout/dataset may import directly.
 // internal/plainjson (encoding/json's bytes without reflection) imports
 // nothing of antidrift: the one string escaper the dataset layer shares
-// with the environment's tool messages.
-var datasetAllowed = []string{"rollout/trajectory", "rollout/scenario", "rollout/store", "internal/plainjson"}
+// with the environment's tool messages. internal/extsort (fixed-size
+// values sorted in bounded memory, for the seeded KTO order) imports only
+// internal/tempgate.
+var datasetAllowed = []string{"rollout/trajectory", "rollout/scenario", "rollout/store", "internal/plainjson", "internal/extsort"}
 
 // datasetDataLibraries are the third-party modules rollout/dataset may
 // import (data libraries only: no HTTP client, no engine).
