@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/antidrift/antidrift/rollout/dataset"
+	"github.com/antidrift/antidrift/rollout/store"
 	"github.com/antidrift/antidrift/rollout/trajectory"
 )
 
@@ -66,16 +67,35 @@ func TestExportRunsSameFilesForAnyCoreCount(t *testing.T) {
 
 // TestKTOPerTurnRowsScoreTheWholeRecord: a per-turn KTO row's reward is
 // its record's, scored whole (not cut after the row's turn), each record
-// is counted once however many rows it gives, and a record whose scoring
-// fails fails the export with that error.
+// is counted once however many rows it gives (a record with no kept turn
+// too, as skipped), and a record whose scoring fails fails the export
+// with that error.
 func TestKTOPerTurnRowsScoreTheWholeRecord(t *testing.T) {
 	root := t.TempDir()
 	dirs := []string{simRun(t, filepath.Join(root, "base"), "base", 3, 1, 8)}
 	recs, err := dataset.OpenRecords(dirs...)
 	require.NoError(t, err)
 	messages := map[string]int{}
-	require.NoError(t, recs.Each(func(r *trajectory.Record) error { messages[r.TrajID] = len(r.Messages); return nil }))
+	var promptOnly trajectory.Record
+	require.NoError(t, recs.Each(func(r *trajectory.Record) error {
+		messages[r.TrajID] = len(r.Messages)
+		if promptOnly.TrajID == "" {
+			promptOnly = *r
+		}
+		return nil
+	}))
 	require.NoError(t, recs.Close())
+	// a record whose conversation ends at its prompt: no kept turn
+	promptOnly.TrajID += "-prompt-only"
+	promptOnly.Messages = promptOnly.Messages[:2]
+	promptOnly.Steps = nil
+	extra := filepath.Join(root, "prompt-only")
+	require.NoError(t, os.MkdirAll(filepath.Join(extra, "trajectories"), 0o755))
+	require.NoError(t, store.WriteManifest(extra, store.Manifest{Version: "test", Run: "run-p"}))
+	line, err := json.Marshal(&promptOnly)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(extra, "trajectories", "part-0-of-1.jsonl"), append(line, '\n'), 0o644))
+	dirs = append(dirs, extra)
 	var failing string
 	for id := range messages {
 		failing = max(failing, id)
@@ -90,7 +110,8 @@ func TestKTOPerTurnRowsScoreTheWholeRecord(t *testing.T) {
 	res, err := ExportRuns(RunsConfig{Dirs: dirs, Table: TableKTO, Out: out, Formats: []string{FormatJSONL}, Reward: reward,
 		ShuffleSeed: 3, Render: dataset.RenderOptions{Completion: dataset.CompletionTurn}, Options: Options{ToolkitVersion: "test"}})
 	require.NoError(t, err)
-	require.Equal(t, len(messages), res.Records, "each record counted once")
+	require.Equal(t, len(messages)+1, res.Records, "each record counted once")
+	require.Equal(t, 1, res.Skipped, "the record with no kept turn")
 	rows := 0
 	b, err := os.ReadFile(filepath.Join(out, "kto.jsonl"))
 	require.NoError(t, err)

@@ -137,7 +137,8 @@ func unitKey(seed int64, trajID string, turn int) [32]byte {
 // orderEntry is a row's place in a balanced order: the first eight bytes
 // of its key (big-endian, so that they compare as the key does; the whole
 // key is computed again for the rare rows whose first eight bytes tie),
-// its record's position, and its turn and class (the top bit).
+// its record's position, and its turn plus one (a caller's -1 marks a
+// record's one row without a turn) and class (the top bit).
 type orderEntry struct {
 	prefix    uint64
 	i         uint32
@@ -146,7 +147,7 @@ type orderEntry struct {
 
 const classBit = 1 << 31
 
-func (e *orderEntry) turn() int   { return int(e.turnClass &^ classBit) }
+func (e *orderEntry) turn() int   { return int(e.turnClass&^classBit) - 1 }
 func (e *orderEntry) class() bool { return e.turnClass&classBit != 0 }
 
 var orderCodec = extsort.Codec[orderEntry]{
@@ -201,10 +202,10 @@ func (o *balancedOrder) add(class bool, i, turn int, key [32]byte) error {
 	if o.sorter == nil {
 		o.init()
 	}
-	if i > math.MaxUint32 || turn < 0 || turn >= classBit {
-		return fmt.Errorf("dataset: a seeded order of a record past %d, or a turn past %d", uint32(math.MaxUint32), classBit-1)
+	if i > math.MaxUint32 || turn < -1 || turn >= classBit-1 {
+		return fmt.Errorf("dataset: a seeded order of a record past %d, or a turn outside [-1, %d)", uint32(math.MaxUint32), classBit-1)
 	}
-	e := orderEntry{prefix: binary.BigEndian.Uint64(key[:8]), i: uint32(i), turnClass: uint32(turn)}
+	e := orderEntry{prefix: binary.BigEndian.Uint64(key[:8]), i: uint32(i), turnClass: uint32(turn + 1)}
 	c := 0
 	if class {
 		e.turnClass |= classBit
