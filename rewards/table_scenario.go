@@ -292,8 +292,7 @@ func (t *scenarioTable) filtered(g groupRange, n int, keep func() func(*member) 
 
 // group emits the rows of one GRPO group, members in traj_id order.
 func (t *scenarioTable) group(g groupRange, src rowSource) error {
-	c := t.members.Cursor(g.from, g.to)
-	head := *c.Next()
+	head := t.members.Cursor(g.from, g.from+1).Next()
 	ck := t.ckpts[head.ckpt]
 	gid := GroupID(t.sid, ck, hex.EncodeToString(head.hash[:]))
 	fill := func(row *dataset.RewardRow) {
@@ -308,7 +307,7 @@ func (t *scenarioTable) group(g groupRange, src rowSource) error {
 	// the table reaches.
 	cut, todoN := g.to, 0
 	var failed error
-	c = t.members.Cursor(g.from, g.to)
+	c := t.members.Cursor(g.from, g.to)
 	for at, m := g.from, c.Next(); m != nil; at, m = at+1, c.Next() {
 		if m.has(memberRawArguments) {
 			t.sum.RawArguments++

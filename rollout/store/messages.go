@@ -30,22 +30,29 @@ func (m *walkedMessages) UnmarshalJSON(b []byte) error {
 }
 
 func (m *walkedMessages) walk(w *walker) error {
-	var out []trajectory.Message
+	ms, err := walkList(w, w.message)
+	*m = ms
+	return err
+}
+
+// walkList reads an array as a []T decodes, each element read into a new
+// T by elem: null gives nil, [] an empty slice, not nil.
+func walkList[T any](w *walker, elem func(*T) error) ([]T, error) {
+	var out []T
 	isNull, err := w.array(func() error {
-		out = append(out, trajectory.Message{})
-		return w.message(&out[len(out)-1])
+		var zero T
+		out = append(out, zero)
+		return elem(&out[len(out)-1])
 	})
 	switch {
 	case err != nil:
-		return err
+		return nil, err
 	case isNull:
-		*m = nil
+		return nil, nil
 	case out == nil:
-		*m = walkedMessages{} // [] decodes to an empty slice, not nil
-	default:
-		*m = out
+		return []T{}, nil
 	}
-	return nil
+	return out, nil
 }
 
 // decodeMessage decodes one message as trajectory.Message does (b valid
@@ -94,29 +101,16 @@ func (w *walker) message(msg *trajectory.Message) error {
 		}
 		seen |= bit
 		if dst != nil {
-			return w.text(dst)
+			return w.stringInto(dst)
 		}
 		return w.toolCalls(&msg.ToolCalls)
 	})
 }
 
 func (w *walker) toolCalls(dst *[]trajectory.ToolCall) error {
-	var out []trajectory.ToolCall
-	isNull, err := w.array(func() error {
-		out = append(out, trajectory.ToolCall{})
-		return w.toolCall(&out[len(out)-1])
-	})
-	switch {
-	case err != nil:
-		return err
-	case isNull:
-		*dst = nil
-	case out == nil:
-		*dst = []trajectory.ToolCall{}
-	default:
-		*dst = out
-	}
-	return nil
+	tcs, err := walkList(w, w.toolCall)
+	*dst = tcs
+	return err
 }
 
 // Tool call and function members, as bits.
@@ -190,7 +184,7 @@ func (w *walker) toolCall(tc *trajectory.ToolCall) error {
 				if err := member(bit); err != nil {
 					return err
 				}
-				return w.text(dst)
+				return w.stringInto(dst)
 			})
 		default:
 			return errScanLayout
@@ -198,29 +192,8 @@ func (w *walker) toolCall(tc *trajectory.ToolCall) error {
 		if err := member(bit); err != nil {
 			return err
 		}
-		return w.text(dst)
+		return w.stringInto(dst)
 	})
-}
-
-// text reads a string member into *dst (null leaves it as it is, as
-// decoding does).
-func (w *walker) text(dst *string) error {
-	switch w.peek() {
-	case 'n':
-		return w.literal("null")
-	case '"':
-		raw, ok := w.str()
-		if !ok {
-			return errScanKind
-		}
-		if v, ok := knownStrings[string(raw)]; ok {
-			*dst = v
-			return nil
-		}
-		*dst = unescape(raw)
-		return nil
-	}
-	return errScanKind
 }
 
 // unescape is the value of a string whose bytes between the quotes are

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"unicode/utf8"
 )
 
 // The scanning decoder's walkers read a record's messages, steps, tools and
@@ -588,13 +589,15 @@ func (w *walker) stringInto(dst *string) error {
 }
 
 // stringValue is a string's value: the known roles and outcomes without
-// allocating, others decoded.
+// allocating, valid UTF-8 unescaped as encoding/json does (unescape),
+// and other bytes (what the reference path walks) decoded by it, with
+// its U+FFFD replacements.
 func stringValue(raw []byte) (string, error) {
 	if v, ok := knownStrings[string(raw)]; ok {
 		return v, nil
 	}
-	if plainASCII(raw) {
-		return string(raw), nil
+	if utf8.Valid(raw) {
+		return unescape(raw), nil
 	}
 	var s string
 	err := recordJSON.Unmarshal(append(append([]byte{'"'}, raw...), '"'), &s)
